@@ -1,0 +1,64 @@
+# Two commands on a fresh Debian machine: `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+PORT ?= 8000
+VENV := .venv
+PY := $(VENV)/bin/python
+TEST_DATABASE_URL ?= postgis://platform:platform@127.0.0.1:5432/platform
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
+PYTEST_ARGS ?=
+
+.PHONY: run test test-postgis test-embedded lint format bench install system-run system-test migrate clean
+
+$(VENV)/.installed: pyproject.toml
+	@py=$$(scripts/find-python.sh) || { echo "No Python >= 3.11 able to load SQLite extensions (install python3 python3-venv)"; exit 1; }; \
+	echo "Using $$py"; \
+	[ -x $(PY) ] || $$py -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+system-run:
+	@scripts/system-deps.sh run
+
+system-test:
+	@scripts/system-deps.sh test
+
+migrate: system-run install
+	@mkdir -p var
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
+
+# The embedded default: SpatiaLite under var/, tasks in-process, no server to set up.
+run: migrate
+	$(PY) manage.py ensuredemoowner
+	WEBHOOK_ALLOW_PRIVATE_URLS=$${WEBHOOK_ALLOW_PRIVATE_URLS:-true} DEBUG=$${DEBUG:-true} \
+		$(PY) manage.py serve 127.0.0.1:$(PORT)
+
+# The whole suite on PostGIS + Redis, then the embedded subset on SpatiaLite.
+test: system-test install
+	@scripts/test-services.sh
+	$(MAKE) --no-print-directory test-postgis
+	$(MAKE) --no-print-directory test-embedded
+
+test-postgis:
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test-embedded:
+	env -u DATABASE_URL -u CELERY_BROKER_URL VAR_DIR=$$(mktemp -d) $(VENV)/bin/pytest -m embedded $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: system-test install
+	@scripts/test-services.sh
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

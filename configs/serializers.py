@@ -1,0 +1,104 @@
+"""Strict validation of configuration entries; every entry optional."""
+
+import re
+
+from pyproj import CRS
+from pyproj.exceptions import CRSError
+from rest_framework import serializers
+
+from platform_site.api.serializers import ApiSerializer, StrictBooleanField, StrictCharField, StrictFloatField
+
+PERCENT_KEY = re.compile(r"^(100|[1-9]?[0-9])(\.[0-9]+)?%$")
+
+
+class PercentField(StrictFloatField):
+    """A percentage in (0, 100]."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not 0 < value <= 100:
+            raise serializers.ValidationError("Must be greater than 0 and at most 100.")
+        return value
+
+
+class ProjectionField(StrictCharField):
+    """`EPSG:<code>` that pyproj knows."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data).strip()
+        if not re.fullmatch(r"EPSG:[0-9]{1,6}", value):
+            raise serializers.ValidationError("Must be of the form 'EPSG:<code>', e.g. 'EPSG:3857'.")
+        try:
+            CRS.from_user_input(value)
+        except CRSError:
+            raise serializers.ValidationError(f"Unknown projection '{value}'.") from None
+        return value
+
+
+def _color(value, length: int, key: str) -> list[int]:
+    if (
+        not isinstance(value, list)
+        or len(value) != length
+        or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in value)
+    ):
+        kind = "RGBA" if length == 4 else "RGB"
+        raise serializers.ValidationError({key: [f"Must be an {kind} array of {length} integers from 0 to 255."]})
+    return value
+
+
+class ColorRampField(serializers.Field):
+    """Stops keyed by percentage strings ('0%'...'100%', both ends required) with RGB arrays, and
+    `nv` with an RGBA array for cells without a value."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be an object of percentage stops and 'nv'.")
+        ramp = {}
+        for key, value in data.items():
+            if key == "nv":
+                ramp[key] = _color(value, 4, key)
+            elif PERCENT_KEY.fullmatch(key):
+                ramp[key] = _color(value, 3, key)
+            else:
+                raise serializers.ValidationError({key: ["Unknown key: use percentage stops such as '35%' and 'nv'."]})
+        missing = [key for key in ("0%", "100%", "nv") if key not in ramp]
+        if missing:
+            raise serializers.ValidationError(f"Missing keys: {', '.join(missing)}.")
+        return ramp
+
+    def to_representation(self, value):
+        return value
+
+
+class ConfigurationEntriesSerializer(ApiSerializer):
+    """The writable entries. `apiOwnerUsername` and `coreUserId` may be echoed back and are ignored."""
+
+    apiOwnerUsername = serializers.CharField(required=False, write_only=True)
+    coreUserId = serializers.CharField(required=False, write_only=True, allow_blank=True)
+    operationsImageCreation = StrictBooleanField(required=False)
+    geoimagesResolution = StrictFloatField(required=False, min_value=1e-9, max_value=1)
+    geoimagesShape = serializers.ChoiceField(choices=["SQUARE", "HEXAGON"], required=False)
+    geoimagesProjection = ProjectionField(required=False)
+    geoimagesColorRamp = ColorRampField(required=False)
+    fieldsAutoSync = StrictBooleanField(required=False)
+    fieldsMergeIntersection = PercentField(required=False)
+    fieldsAttachIntersection = PercentField(required=False)
+    fieldsAutoMerge = StrictBooleanField(required=False)
+
+    def validate_geoimagesShape(self, value):
+        if not isinstance(self.initial_data.get("geoimagesShape"), str):
+            raise serializers.ValidationError("A string is required.")
+        return value
+
+    def entries(self) -> dict:
+        """The validated configuration entries, without the echoed identity keys."""
+        return {k: v for k, v in self.validated_data.items() if k not in ("apiOwnerUsername", "coreUserId")}
+
+
+def configuration_representation(*, owner, core_user=None, entries: dict, include_auto_merge: bool = True) -> dict:
+    """The spec's response shape: identity keys first, then every entry."""
+    body = {"apiOwnerUsername": owner.get_username(), "coreUserId": str(core_user.pk) if core_user else ""}
+    body.update(entries)
+    if not include_auto_merge:
+        body.pop("fieldsAutoMerge", None)
+    return body

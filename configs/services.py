@@ -1,0 +1,79 @@
+"""Configuration with inheritance. Every app reads the effective configuration of a core user
+through `config_resolve`; defaults are the supplement's "Configuration defaults"."""
+
+from copy import deepcopy
+from typing import Any
+
+from django.db import transaction
+
+from platform_site.accounts.models import CoreUser
+
+from .models import Configuration
+
+DEFAULT_COLOR_RAMP = {
+    "0%": [215, 25, 28],
+    "35%": [253, 174, 97],
+    "45%": [255, 255, 191],
+    "55%": [217, 239, 139],
+    "65%": [166, 217, 106],
+    "75%": [102, 189, 99],
+    "100%": [26, 150, 65],
+    "nv": [0, 0, 0, 0],
+}
+
+DEFAULTS: dict[str, Any] = {
+    "operationsImageCreation": True,
+    "geoimagesResolution": 0.00001,
+    "geoimagesShape": "SQUARE",
+    "geoimagesProjection": "EPSG:3857",
+    "geoimagesColorRamp": DEFAULT_COLOR_RAMP,
+    "fieldsAutoSync": True,
+    "fieldsMergeIntersection": 0.01,
+    "fieldsAttachIntersection": 0.01,
+    "fieldsAutoMerge": False,
+}
+
+ENTRY_NAMES = tuple(DEFAULTS)
+
+
+def config_owner_entries(owner) -> dict[str, Any]:
+    """The API owner's effective entries: defaults overlaid with what the owner changed."""
+    stored = Configuration.objects.filter(owner=owner, core_user__isnull=True).values_list("entries", flat=True)
+    return {**deepcopy(DEFAULTS), **(stored.first() or {})}
+
+
+def config_resolve(*, core_user: CoreUser) -> dict[str, Any]:
+    """The effective configuration of a core user: its own entries over the owner's."""
+    own = Configuration.objects.filter(core_user=core_user).values_list("entries", flat=True).first() or {}
+    return {**config_owner_entries(core_user.owner), **own}
+
+
+def config_user_has_own(*, core_user: CoreUser) -> bool:
+    return Configuration.objects.filter(core_user=core_user).exists()
+
+
+@transaction.atomic
+def config_owner_update(*, owner, entries: dict[str, Any]) -> dict[str, Any]:
+    """Change some of the owner's entries; returns the owner's effective entries."""
+    config, _ = Configuration.objects.select_for_update().get_or_create(owner=owner, core_user=None)
+    config.entries = {**config.entries, **entries}
+    config.save(update_fields=["entries", "updated_at"])
+    return config_owner_entries(owner)
+
+
+@transaction.atomic
+def config_user_set(*, core_user: CoreUser, entries: dict[str, Any], replace: bool) -> dict[str, Any]:
+    """Create or change a core user's own entries. `replace` makes `entries` the whole own set
+    (POST); otherwise they are merged into it (PATCH). Returns the effective configuration."""
+    config, created = Configuration.objects.select_for_update().get_or_create(
+        core_user=core_user, defaults={"owner": core_user.owner, "entries": {}}
+    )
+    config.entries = dict(entries) if replace else {**config.entries, **entries}
+    config.save(update_fields=["entries", "updated_at"])
+    return config_resolve(core_user=core_user)
+
+
+@transaction.atomic
+def config_user_delete(*, core_user: CoreUser) -> None:
+    """Return the core user to full inheritance from the owner."""
+    Configuration.objects.filter(core_user=core_user).delete()

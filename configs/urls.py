@@ -1,0 +1,8 @@
+from django.urls import path
+
+from .views import CoreUserConfigurationView, OwnerConfigurationView
+
+urlpatterns = [
+    path("configs", OwnerConfigurationView.as_view(), name="config-owner"),
+    path("configs/<str:core_user_id>", CoreUserConfigurationView.as_view(), name="config-coreuser"),
+]

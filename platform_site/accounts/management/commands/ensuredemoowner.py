@@ -1,0 +1,33 @@
+"""`manage.py ensuredemoowner`: make sure the embedded default has an API owner to try things with.
+
+The password is generated once and kept in `var/demo-owner.json` (or taken from
+DEMO_OWNER_PASSWORD), so every `make run` prints the same working credentials.
+"""
+
+import json
+import os
+import secrets
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from platform_site.accounts.services import owner_ensure
+
+
+class Command(BaseCommand):
+    help = "Ensure the demo API owner exists and print its username and password."
+
+    def handle(self, *args, **options):
+        path = settings.VAR_DIR / "demo-owner.json"
+        username = os.environ.get("DEMO_OWNER_USERNAME", "demo")
+        password = os.environ.get("DEMO_OWNER_PASSWORD")
+        if not password and path.exists():
+            stored = json.loads(path.read_text())
+            if stored.get("username") == username:
+                password = stored["password"]
+        password = password or secrets.token_urlsafe(12)
+        owner_ensure(username=username, password=password, is_staff=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"username": username, "password": password}))
+        path.chmod(0o600)
+        self.stdout.write(f"Demo API owner: username '{username}', password '{password}' (also for /admin/)")

@@ -1,0 +1,65 @@
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
+
+from . import services
+from .filtersets import CoreUserFilterSet
+from .models import CoreUser
+from .serializers import AuthenticateSerializer, CoreUserReplaceSerializer, CoreUserSerializer, TokenSerializer
+
+
+class AuthenticateView(APIView):
+    """POST /api/authenticate {username, password, rememberMe} -> {id_token}."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=AuthenticateSerializer, responses=TokenSerializer)
+    def post(self, request):
+        data = AuthenticateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        token = services.owner_authenticate(
+            username=data.validated_data["username"],
+            password=data.validated_data["password"],
+            remember_me=data.validated_data["rememberMe"],
+        )
+        return Response({"id_token": token})
+
+
+class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """Core users of the authenticated API owner."""
+
+    serializer_class = CoreUserSerializer
+    filterset_class = CoreUserFilterSet
+    sort_fields = {"id": "id", "name": "name", "email": "email", "externalId": "external_id"}
+    default_sort = ("name",)
+
+    def get_queryset(self):
+        return CoreUser.objects.filter(owner=self.owner)
+
+    def create(self, request):
+        data = CoreUserSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        core_user = services.core_user_create(owner=self.owner, **data.validated_data)
+        return Response(CoreUserSerializer(core_user).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=CoreUserReplaceSerializer, responses=CoreUserSerializer)
+    @action(detail=False, methods=["put"], url_path="", url_name="replace")
+    def replace(self, request):
+        data = CoreUserReplaceSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        with transaction.atomic():
+            core_user = get_or_404(self.get_queryset().select_for_update(), pk=values.pop("id"))
+            core_user = services.core_user_replace(core_user=core_user, **values)
+        return Response(CoreUserSerializer(core_user).data)
+
+    def destroy(self, request, pk=None):
+        services.core_user_delete(core_user=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,66 @@
+"""Bearer JWT authentication for every endpoint but `/api/authenticate`.
+
+Tokens are HS256 JWTs signed with SECRET_KEY. They carry a fingerprint of the owner's password
+hash, so changing the password (or deactivating the owner) revokes every token issued before.
+"""
+
+import hashlib
+import hmac
+from datetime import UTC, datetime
+
+import jwt
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from rest_framework import authentication, exceptions
+
+ALGORITHM = "HS256"
+
+
+def _password_fingerprint(user) -> str:
+    return hmac.new(settings.SECRET_KEY.encode(), user.password.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def token_issue(user, *, remember_me: bool = False) -> str:
+    """A signed token for an API owner: 24 h, or 30 days with `remember_me`."""
+    now = datetime.now(UTC)
+    lifetime = settings.JWT_REMEMBER_ME_LIFETIME if remember_me else settings.JWT_LIFETIME
+    claims = {
+        "sub": str(user.pk),
+        "username": user.get_username(),
+        "iat": now,
+        "exp": now + lifetime,
+        "pwd": _password_fingerprint(user),
+    }
+    return jwt.encode(claims, settings.SECRET_KEY, algorithm=ALGORITHM)
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer <JWT>`; anything missing, malformed, expired or revoked is a 401."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <token>'.")
+        try:
+            claims = jwt.decode(
+                token.strip(),
+                settings.SECRET_KEY,
+                algorithms=[ALGORITHM],
+                options={"require": ["exp", "iat", "sub"]},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise exceptions.AuthenticationFailed("The token has expired; authenticate again.") from exc
+        except jwt.InvalidTokenError as exc:
+            raise exceptions.AuthenticationFailed("The token is not valid.") from exc
+        user = get_user_model().objects.filter(pk=claims["sub"], is_active=True).first()
+        if user is None or not hmac.compare_digest(claims.get("pwd", ""), _password_fingerprint(user)):
+            raise exceptions.AuthenticationFailed("The token has been revoked; authenticate again.")
+        return user, claims
+
+    def authenticate_header(self, request):
+        return f'{self.keyword} realm="api"'

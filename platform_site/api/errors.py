@@ -1,0 +1,190 @@
+"""One exception handler shapes every error as `application/problem+json` (RFC 9457).
+
+Body: `{type, title, status, detail, path, errorKey}` plus `fieldErrors: [{field, message}]` on
+validation errors. Services raise `DomainError` subclasses; views never catch and reformat.
+"""
+
+from http import HTTPStatus
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+DRF_ERROR_KEYS: list[tuple[type[Exception], str]] = [
+    (exceptions.ValidationError, "validation"),
+    (exceptions.ParseError, "malformedRequest"),
+    (exceptions.NotAuthenticated, "unauthorized"),
+    (exceptions.AuthenticationFailed, "unauthorized"),
+    (exceptions.PermissionDenied, "forbidden"),
+    (exceptions.NotFound, "notFound"),
+    (exceptions.MethodNotAllowed, "methodNotAllowed"),
+    (exceptions.NotAcceptable, "notAcceptable"),
+    (exceptions.UnsupportedMediaType, "unsupportedMediaType"),
+    (exceptions.Throttled, "tooManyRequests"),
+]
+
+
+class DomainError(Exception):
+    """A business rule said no. Subclasses (or instances) carry the status and the stable `errorKey`."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    error_key = "validation"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        error_key: str | None = None,
+        status_code: int | None = None,
+        field_errors: list[dict[str, str]] | None = None,
+    ):
+        super().__init__(detail)
+        self.detail = detail
+        if error_key is not None:
+            self.error_key = error_key
+        if status_code is not None:
+            self.status_code = status_code
+        self.field_errors = field_errors
+
+
+class NotFoundError(DomainError):
+    status_code = status.HTTP_404_NOT_FOUND
+    error_key = "notFound"
+
+
+class ConflictError(DomainError):
+    status_code = status.HTTP_409_CONFLICT
+    error_key = "conflict"
+
+
+class ForbiddenError(DomainError):
+    status_code = status.HTTP_403_FORBIDDEN
+    error_key = "forbidden"
+
+
+class ServiceUnavailableError(DomainError):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    error_key = "serviceUnavailable"
+
+
+def problem_body(
+    *,
+    status_code: int,
+    error_key: str,
+    detail: str,
+    path: str,
+    field_errors: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The problem document; `type` is a stable URN built from the errorKey."""
+    body: dict[str, Any] = {
+        "type": f"urn:problem:{error_key}",
+        "title": HTTPStatus(status_code).phrase,
+        "status": status_code,
+        "detail": detail,
+        "path": path,
+        "errorKey": error_key,
+    }
+    if field_errors is not None:
+        body["fieldErrors"] = field_errors
+    return body
+
+
+def flatten_field_errors(detail: Any, prefix: str = "") -> list[dict[str, str]]:
+    """Turn DRF's nested error detail into `[{field, message}]` with dotted / indexed field paths."""
+    errors: list[dict[str, str]] = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = "" if key in ("non_field_errors", "__all__") else str(key)
+            path = f"{prefix}.{name}" if prefix and name else (prefix or name)
+            errors.extend(flatten_field_errors(value, path))
+    elif isinstance(detail, list):
+        if all(not isinstance(item, (dict, list)) for item in detail):
+            errors.extend({"field": prefix, "message": str(item)} for item in detail)
+        else:
+            for index, item in enumerate(detail):
+                if item:
+                    errors.extend(flatten_field_errors(item, f"{prefix}[{index}]"))
+    else:
+        errors.append({"field": prefix, "message": str(detail)})
+    return errors
+
+
+def _summarise(field_errors: list[dict[str, str]]) -> str:
+    first = field_errors[0] if field_errors else None
+    if not first:
+        return "The request is invalid."
+    where = f"{first['field']}: " if first["field"] else ""
+    more = f" (and {len(field_errors) - 1} more)" if len(field_errors) > 1 else ""
+    return f"{where}{first['message']}{more}"
+
+
+def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
+    """DRF exception handler: every known error becomes a problem document; unknown ones stay 500."""
+    request = context.get("request")
+    path = request.path if request is not None else ""
+    headers: dict[str, str] = {}
+
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("The resource was not found.")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+
+    if isinstance(exc, DomainError):
+        body = problem_body(
+            status_code=exc.status_code,
+            error_key=exc.error_key,
+            detail=exc.detail,
+            path=path,
+            field_errors=exc.field_errors,
+        )
+        code = exc.status_code
+    elif isinstance(exc, exceptions.APIException):
+        error_key = next((key for cls, key in DRF_ERROR_KEYS if isinstance(exc, cls)), "error")
+        field_errors = None
+        if isinstance(exc, exceptions.ValidationError):
+            field_errors = flatten_field_errors(exc.detail)
+            detail = _summarise(field_errors)
+        else:
+            detail = str(exc.detail)
+        if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+            exc.status_code = status.HTTP_401_UNAUTHORIZED
+            headers["WWW-Authenticate"] = 'Bearer realm="api"'
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        code = exc.status_code
+        body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path, field_errors=field_errors)
+    else:
+        return None
+
+    set_rollback()
+    return Response(body, status=code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def _plain_problem(request, status_code: int, error_key: str, detail: str) -> JsonResponse:
+    return JsonResponse(
+        problem_body(status_code=status_code, error_key=error_key, detail=detail, path=request.path),
+        status=status_code,
+        content_type=PROBLEM_CONTENT_TYPE,
+    )
+
+
+def handler404(request, exception=None):
+    """Unknown URLs answer a problem document too."""
+    return _plain_problem(request, 404, "notFound", "No such endpoint or resource.")
+
+
+def handler500(request):
+    """Last resort: a problem document, never an HTML page, for an unexpected error."""
+    return _plain_problem(request, 500, "internalError", "An unexpected error occurred; it has been logged.")
+
+
+def handler400(request, exception=None):
+    return _plain_problem(request, 400, "malformedRequest", "The request could not be understood.")

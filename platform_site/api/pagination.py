@@ -1,0 +1,73 @@
+"""Paging: `page` (from 0) and `size` (default 20, clamped to the maximum); a JSON array body with
+`X-Total-Count` and `Link` (first, prev, next, last) headers."""
+
+import math
+
+from django.conf import settings
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import BasePagination
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+
+
+def parse_int_param(request, name: str, *, default: int, minimum: int) -> int:
+    """An integer query parameter; a non-integer or one below `minimum` is a 400."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: [f"'{raw}' is not an integer."]}) from None
+    if value < minimum:
+        raise ValidationError({name: [f"Must be at least {minimum}."]})
+    return value
+
+
+class PagePagination(BasePagination):
+    """Zero-based pages. Views may set `page_size_default` / `page_size_max`."""
+
+    def paginate_queryset(self, queryset, request, view=None):
+        default = getattr(view, "page_size_default", settings.PAGE_SIZE_DEFAULT)
+        maximum = getattr(view, "page_size_max", settings.PAGE_SIZE_MAX)
+        self.page = parse_int_param(request, "page", default=0, minimum=0)
+        self.size = min(parse_int_param(request, "size", default=default, minimum=1), maximum)
+        self.request = request
+        self.count = (
+            queryset.count() if hasattr(queryset, "count") and not isinstance(queryset, list) else len(queryset)
+        )
+        start = self.page * self.size
+        return list(queryset[start : start + self.size])
+
+    def page_headers(self) -> dict[str, str]:
+        last = max(0, math.ceil(self.count / self.size) - 1)
+        url = self.request.build_absolute_uri()
+
+        def link(page: int, rel: str) -> str:
+            target = replace_query_param(replace_query_param(url, "page", page), "size", self.size)
+            return f'<{target}>; rel="{rel}"'
+
+        links = [link(0, "first")]
+        if self.page > 0:
+            links.append(link(min(self.page - 1, last), "prev"))
+        if self.page < last:
+            links.append(link(self.page + 1, "next"))
+        links.append(link(last, "last"))
+        return {"X-Total-Count": str(self.count), "Link": ", ".join(links)}
+
+    def get_paginated_response(self, data):
+        return Response(data, headers=self.page_headers())
+
+    def get_paginated_response_schema(self, schema):
+        return {"type": "array", "items": schema}
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {"name": "page", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
+            {
+                "name": "size",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "integer", "minimum": 1, "maximum": getattr(view, "page_size_max", 100)},
+            },
+        ]

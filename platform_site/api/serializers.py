@@ -1,0 +1,98 @@
+"""Base serializer pieces shared by every app: strict scalars, UTC timestamps with milliseconds,
+and rejection of unknown body keys (a typo must not be silently ignored)."""
+
+import math
+from datetime import UTC, datetime
+
+from django.db import models
+from rest_framework import serializers
+
+
+def format_timestamp(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with milliseconds and `Z`, e.g. `2026-11-21T09:37:00.123Z`."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+class TimestampField(serializers.DateTimeField):
+    """A DateTimeField that always renders `YYYY-MM-DDTHH:MM:SS.mmmZ`."""
+
+    def to_representation(self, value):
+        return format_timestamp(value)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """Only JSON `true` / `false`: no "yes", 1 or "true" strings."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        self.fail("invalid", input=data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """Only JSON numbers (not strings, not booleans, not NaN or infinity)."""
+
+    default_error_messages = {"invalid": "A number is required."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """Only JSON integers (a float with no fraction is accepted; strings and booleans are not)."""
+
+    default_error_messages = {"invalid": "An integer is required."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        if isinstance(data, float) and not data.is_integer():
+            self.fail("invalid")
+        return super().to_internal_value(int(data))
+
+
+class StrictCharField(serializers.CharField):
+    """Only JSON strings: a number is not silently turned into text."""
+
+    default_error_messages = {"invalid": "A string is required."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class RejectUnknownFieldsMixin:
+    """A body key the resource does not have is a 400, not silently dropped."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)
+
+
+class ApiSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """Plain input/output serializer with strict unknown-key handling."""
+
+
+class ApiModelSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
+    """Model serializer with our timestamp format and strict scalars."""
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.DateTimeField: TimestampField,
+        models.BooleanField: StrictBooleanField,
+        models.FloatField: StrictFloatField,
+        models.IntegerField: StrictIntegerField,
+        models.BigIntegerField: StrictIntegerField,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+    }

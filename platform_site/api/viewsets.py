@@ -1,0 +1,60 @@
+"""Tenant-scoped viewsets. Every queryset is scoped to the authenticated API owner; another
+owner's id answers 404 exactly like a missing one."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from django.utils.functional import cached_property
+from rest_framework import mixins, viewsets
+from rest_framework.exceptions import NotFound
+
+from platform_site.accounts.models import CoreUser
+
+
+def get_or_404(queryset: QuerySet, **lookup):
+    """`queryset.get(**lookup)`, with a missing row or a malformed id (not a UUID...) as a 404."""
+    try:
+        return queryset.get(**lookup)
+    except (queryset.model.DoesNotExist, DjangoValidationError, ValueError, TypeError):
+        raise NotFound("The resource was not found.") from None
+
+
+def owned_core_user_or_404(owner, core_user_id) -> CoreUser:
+    """The core user `core_user_id` of `owner`, or 404."""
+    return get_or_404(CoreUser.objects.filter(owner=owner), pk=core_user_id)
+
+
+class OwnerScopedViewSet(viewsets.GenericViewSet):
+    """Base for resources of the authenticated API owner. Subclasses scope `get_queryset` with
+    `self.owner` (or `self.core_user`); `get_object` turns malformed ids into 404s."""
+
+    lookup_url_kwarg = "pk"
+
+    @property
+    def owner(self):
+        return self.request.user
+
+    def get_object(self):
+        obj = get_or_404(self.get_queryset(), **{self.lookup_field: self.kwargs[self.lookup_url_kwarg]})
+        self.check_object_permissions(self.request, obj)
+        return obj
+
+
+class CoreUserScopedViewSet(OwnerScopedViewSet):
+    """Base for resources under `/users/{coreUserId}/...`: the core user must be the owner's."""
+
+    core_user_url_kwarg = "coreUserId"
+
+    @cached_property
+    def core_user(self) -> CoreUser:
+        return owned_core_user_or_404(self.owner, self.kwargs[self.core_user_url_kwarg])
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # Resolve the core user before anything else, so a foreign one is a 404 on every method.
+        if getattr(self, "swagger_fake_view", False):
+            return
+        self.core_user  # noqa: B018
+
+
+class ReadOnlyOwnerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """List and retrieve only."""

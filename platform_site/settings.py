@@ -1,0 +1,180 @@
+"""Settings, all from the environment (django-environ).
+
+Two ways to run one code base: the embedded default (SpatiaLite under `var/`, tasks in-process) when
+nothing is configured, and production / `make test` (PostGIS, Celery workers on Redis) through
+`DATABASE_URL` and `CELERY_BROKER_URL`.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+
+# pyproj's wheel carries its own PROJ; mod_spatialite links Debian's. Loaded in the other order the
+# two copies corrupt the heap at interpreter exit, so pyproj is loaded before any connection.
+import pyproj  # noqa: F401
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(environ.Env().str("VAR_DIR", default=str(BASE_DIR / "var")))
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="insecure-embedded-default-change-me")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# Public address of the API, used in links we hand out (magic links, download links).
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.gis",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "platform_site.api",
+    "platform_site.accounts",
+    "webhooks",
+    "configs",
+    "fields",
+    "assets",
+    "catalogs",
+    "conversion",
+    "operations",
+    "magiclinks",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "platform_site.urls"
+WSGI_APPLICATION = "platform_site.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+# Database: SpatiaLite file under var/ unless DATABASE_URL names PostGIS.
+DATABASES = {"default": env.db("DATABASE_URL", default=f"spatialite:///{VAR_DIR / 'platform.sqlite3'}")}
+DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
+if DATABASES["default"]["ENGINE"].endswith("spatialite"):
+    # Concurrent writers (request threads and the in-process worker) wait instead of failing.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 30)
+    SPATIALITE_LIBRARY_PATH = env.str("SPATIALITE_LIBRARY_PATH", default="mod_spatialite")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# GDAL < 3.9 cannot block file/network access in spatial references; we never hand user input to
+# GDAL's SRS parser (projections are validated and used through pyproj), so the warning is moot.
+SILENCED_SYSTEM_CHECKS = ["gis.W001"]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
+MEDIA_URL = "media/"
+STORAGES = {
+    "default": {"BACKEND": env.str("FILE_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage")},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Uploads go to disk past this size, so a request body is never held whole in memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = env.str("FILE_UPLOAD_TEMP_DIR", default=None)
+
+# --- API ------------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["platform_site.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "platform_site.api.pagination.PagePagination",
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "platform_site.api.sorting.SortFilter",
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "platform_site.api.errors.problem_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "COERCE_DECIMAL_TO_STRING": False,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Agricultural Data Platform API",
+    "DESCRIPTION": "Fields, machine files, conversion, operations, assets, magic links and webhooks.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI assets are served by us (no CDN), so /api/docs/ works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+}
+JWT_LIFETIME = timedelta(hours=env.int("JWT_LIFETIME_HOURS", default=24))
+JWT_REMEMBER_ME_LIFETIME = timedelta(days=env.int("JWT_REMEMBER_ME_DAYS", default=30))
+PAGE_SIZE_DEFAULT = 20
+PAGE_SIZE_MAX = 100
+
+# --- Celery ---------------------------------------------------------------------------------------
+# No broker configured: tasks run in-process (an in-memory broker served by a worker thread of
+# `manage.py serve`, or eagerly when CELERY_TASK_ALWAYS_EAGER is set, as the test suite does).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"
+CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory://")
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis redelivers an unacknowledged task after this long (a worker that died mid-task).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- Webhooks -------------------------------------------------------------------------------------
+WEBHOOK_ALLOW_PRIVATE_URLS = env.bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=CELERY_EMBEDDED)
+# Seconds to wait before each retry after a failed attempt: about 1, 30, 60 and 240 minutes.
+WEBHOOK_RETRY_SCHEDULE = [int(s) for s in env.list("WEBHOOK_RETRY_SCHEDULE", default=["60", "1800", "3600", "14400"])]
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.server": {"level": "INFO"}},
+}

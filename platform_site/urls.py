@@ -1,0 +1,36 @@
+"""Root URLs: one prefix per service (spec supplement "Service prefixes")."""
+
+from django.conf import settings
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from platform_site.accounts.views import AuthenticateView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/authenticate", AuthenticateView.as_view(), name="authenticate"),
+    path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
+        name="swagger-ui",
+    ),
+    path("services/usermanagement/api/", include("platform_site.accounts.urls")),
+    path("services/config/api/", include("configs.urls")),
+    path("services/alerts/api/alerts/", include("webhooks.urls")),
+    path("services/fields/api/", include("fields.urls")),
+    path("services/beta/api/", include("assets.urls")),
+    path("services/beta/api/", include("catalogs.urls")),
+    path("services/operations/api/", include("conversion.urls")),
+    path("services/operations/api/", include("operations.urls")),
+    path("services/widgets/api/", include("magiclinks.urls")),
+    path("links/", include("magiclinks.page_urls")),
+]
+
+if settings.DEBUG:
+    urlpatterns.append(path("api-auth/", include("rest_framework.urls")))
+
+handler400 = "platform_site.api.errors.handler400"
+handler404 = "platform_site.api.errors.handler404"
+handler500 = "platform_site.api.errors.handler500"

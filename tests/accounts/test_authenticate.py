@@ -1,0 +1,100 @@
+from datetime import UTC, datetime, timedelta
+
+import jwt
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from tests.factories import PASSWORD
+from tests.tenancy import assert_problem
+
+USERS_URL = "/services/usermanagement/api/users"
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def authenticate(client, **body):
+    return client.post("/api/authenticate", body, format="json")
+
+
+def test_authenticate_returns_a_token_that_opens_the_api(owner):
+    client = APIClient()
+    response = authenticate(client, username=owner.username, password=PASSWORD, rememberMe=False)
+    assert response.status_code == 200
+    token = response.json()["id_token"]
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert client.get(USERS_URL).status_code == 200
+
+
+@pytest.mark.parametrize(("remember_me", "lifetime"), [(False, timedelta(hours=24)), (True, timedelta(days=30))])
+def test_token_lifetime_is_24_hours_or_30_days(owner, remember_me, lifetime):
+    token = authenticate(APIClient(), username=owner.username, password=PASSWORD, rememberMe=remember_me).json()
+    claims = jwt.decode(token["id_token"], options={"verify_signature": False})
+    assert claims["exp"] - claims["iat"] == int(lifetime.total_seconds())
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"username": "nobody", "password": PASSWORD},
+        {"username": "{owner}", "password": "wrong-password"},
+    ],
+)
+def test_wrong_credentials_are_401(owner, body):
+    body = {k: v.format(owner=owner.username) for k, v in body.items()}
+    assert_problem(authenticate(APIClient(), **body), 401, "invalidCredentials")
+
+
+def test_authenticate_validates_its_body(owner):
+    body = assert_problem(authenticate(APIClient(), username=owner.username, password=PASSWORD, rememberMe="yes"), 400)
+    assert body["fieldErrors"] == [{"field": "rememberMe", "message": "Must be a valid boolean."}]
+    body = assert_problem(authenticate(APIClient(), password=PASSWORD), 400, "validation")
+    assert body["fieldErrors"][0]["field"] == "username"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "Bearer", "Bearer not-a-jwt", "Token abc", "Basic dXNlcjpwYXNz"],
+)
+def test_missing_or_malformed_token_is_401(owner, header):
+    client = APIClient()
+    if header:
+        client.credentials(HTTP_AUTHORIZATION=header)
+    response = client.get(USERS_URL)
+    assert_problem(response, 401, "unauthorized")
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def _token(owner, **overrides):
+    now = datetime.now(UTC)
+    claims = {"sub": str(owner.pk), "iat": now, "exp": now + timedelta(hours=1)} | overrides
+    return jwt.encode(claims, settings.SECRET_KEY, algorithm="HS256")
+
+
+def test_expired_and_foreign_signed_tokens_are_401(owner):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token(owner, exp=datetime.now(UTC) - timedelta(seconds=1))}")
+    assert "expired" in assert_problem(client.get(USERS_URL), 401)["detail"]
+    forged = jwt.encode({"sub": str(owner.pk), "iat": 1, "exp": 4102444800}, "another-secret", algorithm="HS256")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {forged}")
+    assert_problem(client.get(USERS_URL), 401)
+
+
+def test_changing_the_password_revokes_earlier_tokens(owner, api_client):
+    assert api_client.get(USERS_URL).status_code == 200
+    owner.set_password("a-new-password-123")
+    owner.save()
+    assert "revoked" in assert_problem(api_client.get(USERS_URL), 401)["detail"]
+
+
+def test_deactivated_owner_is_locked_out(owner, api_client):
+    owner.is_active = False
+    owner.save()
+    assert_problem(api_client.get(USERS_URL), 401)
+
+
+def test_createapiowner_is_idempotent_and_updates_the_password(db):
+    call_command("createapiowner", "acme", "--password", "first-password")
+    call_command("createapiowner", "acme", "--password", "second-password")
+    assert authenticate(APIClient(), username="acme", password="first-password").status_code == 401
+    assert authenticate(APIClient(), username="acme", password="second-password").status_code == 200

@@ -1,0 +1,102 @@
+import uuid
+
+import pytest
+
+from tests.factories import CoreUserFactory
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+URL = "/services/usermanagement/api/users"
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def test_create_get_and_delete_a_core_user(api_client):
+    body = {
+        "name": "Ada Field",
+        "email": "ada@example.com",
+        "phone": "+1 555",
+        "address": "1 Farm Rd",
+        "externalId": "x1",
+    }
+    created = api_client.post(URL, body, format="json")
+    assert created.status_code == 201
+    user = created.json()
+    uuid.UUID(user["id"])
+    assert {k: user[k] for k in body} == body
+
+    assert api_client.get(f"{URL}/{user['id']}").json() == user
+    assert api_client.delete(f"{URL}/{user['id']}").status_code == 204
+    assert_problem(api_client.get(f"{URL}/{user['id']}"), 404, "notFound")
+
+
+def test_put_replaces_the_whole_user_with_the_id_in_the_body(api_client, core_user):
+    response = api_client.put(URL, {"id": str(core_user.id), "name": "Renamed"}, format="json")
+    assert response.status_code == 200
+    assert response.json() == {
+        "id": str(core_user.id),
+        "name": "Renamed",
+        "email": "",
+        "phone": "",
+        "address": "",
+        "externalId": None,
+    }
+    assert_problem(api_client.put(URL, {"name": "no id"}, format="json"), 400, "validation")
+    assert_problem(api_client.put(URL, {"id": str(uuid.uuid4()), "name": "x"}, format="json"), 404, "notFound")
+
+
+def test_external_id_is_unique_per_owner(api_client, other_client):
+    assert api_client.post(URL, {"externalId": "same"}, format="json").status_code == 201
+    body = assert_problem(api_client.post(URL, {"externalId": "same"}, format="json"), 409, "externalIdTaken")
+    assert body["fieldErrors"][0]["field"] == "externalId"
+    # Another API owner may use the same external id.
+    assert other_client.post(URL, {"externalId": "same"}, format="json").status_code == 201
+
+
+def test_put_onto_a_taken_external_id_is_409_and_changes_nothing(api_client, owner):
+    CoreUserFactory(owner=owner, external_id="taken")
+    user = CoreUserFactory(owner=owner, name="Keep", external_id="mine")
+    assert_problem(api_client.put(URL, {"id": str(user.id), "externalId": "taken"}, format="json"), 409)
+    user.refresh_from_db()
+    assert (user.name, user.external_id) == ("Keep", "mine")
+
+
+def test_list_filters_by_email_name_and_external_id(api_client, owner):
+    a = CoreUserFactory(owner=owner, name="Alice Miller", email="alice@example.com", external_id="ext-a")
+    b = CoreUserFactory(owner=owner, name="Bob Miller", email="bob@example.com", external_id="ext-b")
+    CoreUserFactory(owner=owner, name="Carol", email="carol@example.com")
+
+    def ids(**params):
+        return [u["id"] for u in api_client.get(URL, params).json()]
+
+    assert ids(email="ALICE@example.com") == [str(a.id)]
+    assert sorted(ids(name="miller")) == sorted([str(a.id), str(b.id)])
+    assert ids(externalId="ext-b") == [str(b.id)]
+    assert ids(externalId="none") == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"email": "not-an-email"}, "email"),
+        ({"name": 42}, "name"),
+        ({"name": "x", "favouriteColour": "red"}, "favouriteColour"),
+        ({"externalId": ""}, "externalId"),
+    ],
+)
+def test_bad_bodies_are_400_with_field_errors(api_client, body, field):
+    problem = assert_problem(api_client.post(URL, body, format="json"), 400, "validation")
+    assert field in [error["field"] for error in problem["fieldErrors"]]
+
+
+def test_another_owner_cannot_see_change_or_delete_a_core_user(api_client, other_client, core_user):
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{URL}/{core_user.id}",
+        resource_id=core_user.id,
+        list_urls=[URL],
+        extra_urls=[("put", URL, {"id": str(core_user.id), "name": "stolen"})],
+    )
+
+
+def test_malformed_ids_are_404(api_client):
+    assert_problem(api_client.get(f"{URL}/not-a-uuid"), 404, "notFound")

@@ -1,0 +1,98 @@
+"""Paging, sorting, errors and timestamps, shown on the core users list (every list shares them)."""
+
+import re
+
+import pytest
+
+from tests.factories import CoreUserFactory
+from tests.tenancy import assert_problem
+
+URL = "/services/usermanagement/api/users"
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+@pytest.fixture
+def users(owner):
+    return [CoreUserFactory(owner=owner, name=f"user {i:03d}", email=f"u{i}@example.com") for i in range(25)]
+
+
+def test_default_page_is_20_with_total_and_links(api_client, users):
+    response = api_client.get(URL)
+    assert response.status_code == 200
+    assert len(response.json()) == 20
+    assert response["X-Total-Count"] == "25"
+    links = dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', response["Link"]))
+    assert set(links) == {"first", "next", "last"}
+    assert "page=1" in links["next"] and "page=1" in links["last"] and "page=0" in links["first"]
+
+
+def test_pages_partition_the_list_without_overlap(api_client, users):
+    seen = []
+    for page in range(3):
+        seen += [u["id"] for u in api_client.get(URL, {"page": page, "size": 10}).json()]
+    assert len(seen) == len(set(seen)) == 25
+    last = api_client.get(URL, {"page": 2, "size": 10})
+    assert len(last.json()) == 5
+    assert 'rel="next"' not in last["Link"] and 'rel="prev"' in last["Link"]
+    assert api_client.get(URL, {"page": 9, "size": 10}).json() == []
+
+
+def test_size_above_the_maximum_is_clamped(api_client, owner):
+    for i in range(105):
+        CoreUserFactory(owner=owner, name=f"n{i}")
+    assert len(api_client.get(URL, {"size": 1000}).json()) == 100
+
+
+@pytest.mark.parametrize(("param", "value"), [("page", "-1"), ("page", "one"), ("size", "0"), ("size", "2.5")])
+def test_bad_paging_values_are_400(api_client, param, value):
+    body = assert_problem(api_client.get(URL, {param: value}), 400, "validation")
+    assert body["fieldErrors"][0]["field"] == param
+
+
+def test_sort_is_multi_valued_and_directional(api_client, owner):
+    CoreUserFactory(owner=owner, name="b", email="2@x.io")
+    CoreUserFactory(owner=owner, name="a", email="3@x.io")
+    CoreUserFactory(owner=owner, name="b", email="1@x.io")
+    names = lambda params: [(u["name"], u["email"]) for u in api_client.get(URL, params).json()]  # noqa: E731
+    assert names({"sort": ["name,desc", "email"]}) == [("b", "1@x.io"), ("b", "2@x.io"), ("a", "3@x.io")]
+    assert names({"sort": "email,desc"}) == [("a", "3@x.io"), ("b", "2@x.io"), ("b", "1@x.io")]
+
+
+def test_unknown_sort_property_is_400(api_client):
+    body = assert_problem(api_client.get(URL, {"sort": "password,desc"}), 400, "validation")
+    assert "password" in body["detail"]
+
+
+def test_malformed_json_is_400_not_500(api_client):
+    response = api_client.post(URL, data='{"name": ', content_type="application/json")
+    assert_problem(response, 400, "malformedRequest")
+
+
+def test_a_json_array_where_an_object_is_expected_is_400(api_client):
+    assert_problem(api_client.post(URL, data="[1, 2]", content_type="application/json"), 400, "validation")
+
+
+def test_wrong_media_type_is_415(api_client):
+    assert_problem(api_client.post(URL, data="name=x", content_type="text/plain"), 415, "unsupportedMediaType")
+
+
+def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):
+    assert_problem(api_client.patch(f"{URL}/{core_user.id}", {}, format="json"), 405, "methodNotAllowed")
+    assert_problem(api_client.get("/services/usermanagement/api/nothing-here"), 404, "notFound")
+
+
+def test_timestamps_are_utc_with_milliseconds():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from platform_site.api.serializers import format_timestamp
+
+    assert format_timestamp(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)) == "2026-01-02T03:04:05.678Z"
+    east = timezone(timedelta(hours=2))
+    assert format_timestamp(datetime(2026, 1, 2, 3, 0, 0, tzinfo=east)) == "2026-01-02T01:00:00.000Z"
+
+
+def test_openapi_schema_and_docs_are_served(client):
+    schema = client.get("/api/schema/")
+    assert schema.status_code == 200
+    assert b"/services/usermanagement/api/users" in schema.content
+    assert client.get("/api/docs/").status_code == 200

@@ -1,0 +1,134 @@
+import pytest
+
+from configs.services import DEFAULTS, config_resolve
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+URL = "/services/config/api/configs"
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def entries(body: dict) -> dict:
+    return {k: v for k, v in body.items() if k not in ("apiOwnerUsername", "coreUserId")}
+
+
+def test_owner_reads_the_supplement_defaults_without_fields_auto_merge(api_client, owner):
+    body = api_client.get(URL).json()
+    assert body["apiOwnerUsername"] == owner.username
+    assert body["coreUserId"] == ""
+    assert "fieldsAutoMerge" not in body
+    assert body["operationsImageCreation"] is True
+    assert body["geoimagesResolution"] == 0.00001
+    assert (body["geoimagesShape"], body["geoimagesProjection"]) == ("SQUARE", "EPSG:3857")
+    assert (body["fieldsMergeIntersection"], body["fieldsAttachIntersection"]) == (0.01, 0.01)
+    assert body["fieldsAutoSync"] is True
+    assert body["geoimagesColorRamp"]["nv"] == [0, 0, 0, 0]
+    assert {"0%", "35%", "45%", "55%", "65%", "75%", "100%"} <= set(body["geoimagesColorRamp"])
+
+
+def test_owner_patch_changes_only_what_is_sent_and_answers_with_fields_auto_merge(api_client):
+    response = api_client.patch(URL, {"geoimagesShape": "HEXAGON", "fieldsAutoMerge": True}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["geoimagesShape"] == "HEXAGON" and body["fieldsAutoMerge"] is True
+    assert body["geoimagesProjection"] == "EPSG:3857"
+    assert api_client.get(URL).json()["geoimagesShape"] == "HEXAGON"
+
+
+def test_the_owner_configuration_cannot_be_deleted(api_client):
+    assert_problem(api_client.delete(URL), 405, "methodNotAllowed")
+
+
+def test_core_user_inherits_every_missing_entry_from_the_owner(api_client, core_user):
+    api_client.patch(URL, {"fieldsAttachIntersection": 20.0}, format="json")
+    created = api_client.post(f"{URL}/{core_user.id}", {"geoimagesShape": "HEXAGON"}, format="json")
+    assert created.status_code == 201
+    body = created.json()
+    assert body["coreUserId"] == str(core_user.id)
+    assert body["geoimagesShape"] == "HEXAGON"
+    assert body["fieldsAttachIntersection"] == 20.0
+    assert body["fieldsAutoMerge"] is False
+    # A later change of the owner reaches entries the user does not override...
+    api_client.patch(URL, {"fieldsAttachIntersection": 30.0, "geoimagesShape": "SQUARE"}, format="json")
+    body = api_client.get(f"{URL}/{core_user.id}").json()
+    assert body["fieldsAttachIntersection"] == 30.0
+    # ...but not the ones it does.
+    assert body["geoimagesShape"] == "HEXAGON"
+
+
+def test_core_user_without_own_configuration_reads_the_owners(api_client, core_user):
+    body = api_client.get(f"{URL}/{core_user.id}").json()
+    assert entries(body) == DEFAULTS
+
+
+def test_post_replaces_the_users_own_entries_and_patch_merges(api_client, core_user):
+    api_client.post(f"{URL}/{core_user.id}", {"geoimagesShape": "HEXAGON", "fieldsAutoMerge": True}, format="json")
+    replaced = api_client.post(f"{URL}/{core_user.id}", {"fieldsAutoMerge": True}, format="json")
+    assert replaced.status_code == 200
+    assert replaced.json()["geoimagesShape"] == "SQUARE"
+    patched = api_client.patch(f"{URL}/{core_user.id}", {"geoimagesProjection": "EPSG:4326"}, format="json").json()
+    assert patched["fieldsAutoMerge"] is True and patched["geoimagesProjection"] == "EPSG:4326"
+
+
+def test_delete_returns_the_user_to_full_inheritance(api_client, core_user):
+    api_client.post(f"{URL}/{core_user.id}", {"operationsImageCreation": False}, format="json")
+    assert config_resolve(core_user=core_user)["operationsImageCreation"] is False
+    assert api_client.delete(f"{URL}/{core_user.id}").status_code == 204
+    api_client.patch(URL, {"geoimagesShape": "HEXAGON"}, format="json")
+    body = api_client.get(f"{URL}/{core_user.id}").json()
+    assert body["operationsImageCreation"] is True and body["geoimagesShape"] == "HEXAGON"
+
+
+def test_echoed_identity_keys_are_accepted(api_client, core_user):
+    echoed = api_client.get(f"{URL}/{core_user.id}").json() | {"fieldsAutoSync": False}
+    assert api_client.post(f"{URL}/{core_user.id}", echoed, format="json").json()["fieldsAutoSync"] is False
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"operationsImageCreation": "true"}, "operationsImageCreation"),
+        ({"fieldsAutoMerge": 1}, "fieldsAutoMerge"),
+        ({"fieldsMergeIntersection": 0}, "fieldsMergeIntersection"),
+        ({"fieldsAttachIntersection": 100.5}, "fieldsAttachIntersection"),
+        ({"fieldsAttachIntersection": "50"}, "fieldsAttachIntersection"),
+        ({"geoimagesResolution": -1}, "geoimagesResolution"),
+        ({"geoimagesShape": "TRIANGLE"}, "geoimagesShape"),
+        ({"geoimagesProjection": "EPSG:999999"}, "geoimagesProjection"),
+        ({"geoimagesProjection": "WGS84"}, "geoimagesProjection"),
+        ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [255, 255, 255]}}, "geoimagesColorRamp"),
+        ({"geoimagesColorRamp": {"0%": [0, 0, 256], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
+        ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0]}}, "geoimagesColorRamp.nv"),
+        ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0, 0], "x": [1, 1, 1]}}, None),
+        ({"geoimagesColorRamp": {"0%": [0, 0, 0.5], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
+def test_every_entry_is_strictly_validated(api_client, core_user, body, field):
+    for url, method in ((URL, "patch"), (f"{URL}/{core_user.id}", "post"), (f"{URL}/{core_user.id}", "patch")):
+        problem = assert_problem(getattr(api_client, method)(url, body, format="json"), 400, "validation")
+        if field:
+            assert field in [e["field"] for e in problem["fieldErrors"]], problem
+    # Nothing was written.
+    assert api_client.get(f"{URL}/{core_user.id}").json() == api_client.get(f"{URL}/{core_user.id}").json()
+    assert entries(api_client.get(f"{URL}/{core_user.id}").json()) == DEFAULTS
+
+
+def test_valid_custom_ramp_and_projection_are_kept(api_client):
+    ramp = {"0%": [0, 0, 255], "50%": [0, 255, 0], "100%": [255, 0, 0], "nv": [10, 10, 10, 128]}
+    body = api_client.patch(URL, {"geoimagesColorRamp": ramp, "geoimagesProjection": "EPSG:32632"}, format="json")
+    assert body.status_code == 200
+    assert body.json()["geoimagesColorRamp"] == ramp and body.json()["geoimagesProjection"] == "EPSG:32632"
+
+
+def test_another_owner_cannot_read_change_or_delete_a_users_configuration(api_client, other_client, core_user):
+    api_client.post(f"{URL}/{core_user.id}", {"geoimagesShape": "HEXAGON"}, format="json")
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{URL}/{core_user.id}",
+        resource_id=core_user.id,
+        updates=[("post", {"geoimagesShape": "SQUARE"}), ("patch", {"geoimagesShape": "SQUARE"})],
+    )
+    # The other owner's own configuration is untouched by the first owner's changes.
+    api_client.patch(URL, {"fieldsAutoSync": False}, format="json")
+    assert other_client.get(URL).json()["fieldsAutoSync"] is True
