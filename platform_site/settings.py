@@ -163,13 +163,20 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis redelivers an unacknowledged task after this long (a worker that died mid-task).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
+}
 
 # --- Webhooks -------------------------------------------------------------------------------------
 WEBHOOK_ALLOW_PRIVATE_URLS = env.bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=CELERY_EMBEDDED)
 # Seconds to wait before each retry after a failed attempt: about 1, 30, 60 and 240 minutes.
 WEBHOOK_RETRY_SCHEDULE = [int(s) for s in env.list("WEBHOOK_RETRY_SCHEDULE", default=["60", "1800", "3600", "14400"])]
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+
+# --- Weather (fields service) ---------------------------------------------------------------------
+# Any server speaking the Open-Meteo historical API protocol.
+WEATHER_BASE_URL = env.str("WEATHER_BASE_URL", default="https://archive-api.open-meteo.com/v1/archive")
+WEATHER_TIMEOUT_SECONDS = env.float("WEATHER_TIMEOUT_SECONDS", default=10.0)
 
 LOGGING = {
     "version": 1,

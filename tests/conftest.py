@@ -70,3 +70,28 @@ def api_client(owner, make_client):
 @pytest.fixture
 def other_client(other_owner, make_client):
     return make_client(other_owner)
+
+
+@pytest.fixture
+def webhook_receiver():
+    """A real HTTP receiver on 127.0.0.1 (answers 200 unless the test changes `statuses`/`hang`)."""
+    from tests.receiver import Receiver, start_receiver
+
+    receiver = Receiver()
+    server = start_receiver(receiver)
+    yield receiver
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def subscribe(settings):
+    """Register a webhook of `owner` on `events` to `receiver` (loopback allowed for the test)."""
+    from webhooks.services import webhook_register
+
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+
+    def make(owner, receiver, events, secret="s3cret"):
+        return webhook_register(owner=owner, name="test hook", url=receiver.url, secret=secret, events=list(events))
+
+    return make

@@ -1,0 +1,68 @@
+"""A real HTTP server on loopback that records what it receives: the webhook receiver of the tests."""
+
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class ReceivedRequest:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Receiver:
+    """`statuses`: the status codes to answer, one per request (the last repeats); `hang`: seconds to
+    sleep before answering (longer than the client timeout = a receiver that never answers)."""
+
+    statuses: list[int] = field(default_factory=lambda: [200])
+    hang: float = 0.0
+    received: list[ReceivedRequest] = field(default_factory=list)
+    url: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_status(self) -> int:
+        with self._lock:
+            return self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+
+    def wait_for(self, count: int, timeout: float = 10.0) -> list[ReceivedRequest]:
+        """Wait until at least `count` requests arrived (or time out) and return them."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(self.received) < count:
+            time.sleep(0.02)
+        return list(self.received)
+
+    def events(self) -> list[dict]:
+        import json
+
+        return [json.loads(r.body) for r in self.received]
+
+
+def start_receiver(receiver: Receiver) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length)
+            receiver.received.append(ReceivedRequest(self.path, {k: v for k, v in self.headers.items()}, body))
+            if receiver.hang:
+                time.sleep(receiver.hang)
+            status = receiver.next_status()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            try:
+                self.wfile.write(f"answered {status}".encode())
+            except OSError:
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

@@ -1,0 +1,245 @@
+"""Webhooks and events: registration, `event_emit` (the one way any app announces a change), signed
+delivery with retries, and the sweep that nothing is lost."""
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import requests
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from platform_site.api.errors import DomainError
+from platform_site.api.serializers import format_timestamp
+
+from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
+from .urlsafety import UnsafeUrl, resolve_public
+
+logger = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Core-Signature"
+RESPONSE_KEEP_CHARS = 2000
+LEASE = timedelta(seconds=120)
+
+
+class EventRegisteredTwice(DomainError):
+    error_key = "eventRegisteredTwice"
+
+
+def canonical_event(name: str) -> str:
+    """The stored spelling of an event name (aliases folded), or ValueError for an unknown one."""
+    name = EVENT_ALIASES.get(name, name)
+    if name not in EventType.values:
+        raise ValueError(name)
+    return name
+
+
+def sign(secret: str, body: bytes) -> str:
+    """`X-Core-Signature`: base64 of HMAC-SHA256 over the exact body bytes."""
+    return base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest()).decode()
+
+
+@transaction.atomic
+def webhook_register(*, owner, name: str, url: str, secret: str, events: list[str]) -> Webhook:
+    """A new webhook that receives `events` from now on. An event already taken by another webhook
+    of the owner is 400 `eventRegisteredTwice`; a URL into a private network is refused."""
+    try:
+        resolve_public(url)
+    except UnsafeUrl as exc:
+        raise DomainError(
+            str(exc), error_key="webhookUrlNotAllowed", field_errors=[{"field": "url", "message": str(exc)}]
+        ) from None
+    events = list(dict.fromkeys(canonical_event(e) for e in events))
+    taken = sorted(WebhookEvent.objects.filter(owner=owner, event__in=events).values_list("event", flat=True))
+    if taken:
+        raise _registered_twice(taken)
+    webhook = Webhook.objects.create(owner=owner, name=name, url=url, secret=secret)
+    try:
+        with transaction.atomic():
+            WebhookEvent.objects.bulk_create([WebhookEvent(webhook=webhook, owner=owner, event=e) for e in events])
+    except IntegrityError:
+        # A concurrent registration took one of the events between our check and our insert.
+        raise _registered_twice(events) from None
+    return webhook
+
+
+def _registered_twice(events: list[str]) -> EventRegisteredTwice:
+    return EventRegisteredTwice(
+        f"Another webhook already listens to: {', '.join(events)}. Delete it first.",
+        field_errors=[{"field": "events", "message": f"'{e}' already has a webhook."} for e in events],
+    )
+
+
+def webhook_events(webhook: Webhook) -> list[str]:
+    return [s.event for s in webhook.subscriptions.all()]
+
+
+@transaction.atomic
+def webhook_delete(*, webhook: Webhook) -> None:
+    """Delete a webhook; its pending deliveries go with it, so nothing more is sent."""
+    webhook.delete()
+
+
+def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any] | None = None) -> int:
+    """Announce a change. Call it inside the transaction that makes the change: one delivery row is
+    written per webhook of the owner listening to `type`, and each is posted after commit (nothing
+    is sent for a rolled-back change). Returns how many deliveries were written.
+
+    The body is compact JSON `{type, timestamp, coreUserId, **payload}`; payload values should be
+    ids (strings) and an optional `message`."""
+    event = canonical_event(type)
+    owner_id = core_user.owner_id if core_user is not None else owner.pk
+    webhooks = list(Webhook.objects.filter(owner_id=owner_id, subscriptions__event=event))
+    if not webhooks:
+        return 0
+    document = {"type": event, "timestamp": format_timestamp(timezone.now())}
+    if core_user is not None:
+        document["coreUserId"] = str(core_user.pk)
+    document.update({k: _jsonable(v) for k, v in (payload or {}).items()})
+    body = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    now = timezone.now()
+    deliveries = Delivery.objects.bulk_create(
+        [
+            Delivery(
+                webhook=w,
+                owner_id=owner_id,
+                event=event,
+                core_user_id=core_user.pk if core_user is not None else None,
+                body=body,
+                next_attempt_at=now,
+            )
+            for w in webhooks
+        ]
+    )
+    from .tasks import webhooks_delivery_send
+
+    for delivery in deliveries:
+        transaction.on_commit(lambda pk=str(delivery.pk): webhooks_delivery_send.delay(pk))
+    return len(deliveries)
+
+
+def _jsonable(value):
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    if isinstance(value, (str, int, float, bool, dict)) or value is None:
+        return value
+    return str(value)
+
+
+def delivery_claim(delivery_id) -> Delivery | None:
+    """Take the delivery for one attempt if it is due and nobody holds it; None otherwise. The claim
+    is a lease in the row, so two workers never post the same attempt and a dead worker's claim expires."""
+    now = timezone.now()
+    claimed = Delivery.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+        pk=delivery_id,
+        status=Delivery.Status.PENDING,
+        next_attempt_at__lte=now,
+    ).update(lease_until=now + LEASE)
+    if not claimed:
+        return None
+    return Delivery.objects.select_related("webhook").get(pk=delivery_id)
+
+
+def delivery_attempt(delivery_id) -> float | None:
+    """Post a due delivery once and record the attempt. Returns the seconds until the next attempt
+    when it failed and will be retried, else None. Network I/O happens outside any transaction."""
+    delivery = delivery_claim(delivery_id)
+    if delivery is None:
+        return None
+    body = delivery.body.encode()
+    webhook = delivery.webhook
+    status_code, response_text, error = None, "", ""
+    started = time.monotonic()
+    try:
+        resolve_public(webhook.url)  # again at send time: DNS may have changed since registration
+        response = requests.post(
+            webhook.url,
+            data=body,
+            headers={
+                "Content-Type": "application/json",
+                SIGNATURE_HEADER: sign(webhook.secret, body),
+                "User-Agent": "agdata-platform-webhooks/1",
+            },
+            timeout=(settings.WEBHOOK_TIMEOUT_SECONDS, settings.WEBHOOK_TIMEOUT_SECONDS),
+            allow_redirects=False,
+            stream=True,
+        )
+        status_code = response.status_code
+        response_text = _read_limited(response)
+    except UnsafeUrl as exc:
+        error = f"refused: {exc}"
+    except requests.RequestException as exc:
+        error = f"{type(exc).__name__}: {exc}"[:RESPONSE_KEEP_CHARS]
+    duration_ms = int((time.monotonic() - started) * 1000)
+    succeeded = status_code is not None and 200 <= status_code < 300
+    return _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded)
+
+
+def _read_limited(response) -> str:
+    try:
+        chunk = next(response.iter_content(RESPONSE_KEEP_CHARS * 4), b"")
+    except requests.RequestException:
+        chunk = b""
+    finally:
+        response.close()
+    return chunk.decode("utf-8", "replace")[:RESPONSE_KEEP_CHARS]
+
+
+@transaction.atomic
+def _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded) -> float | None:
+    delivery = Delivery.objects.select_for_update().filter(pk=delivery.pk).first()
+    if delivery is None:  # the webhook was deleted meanwhile
+        return None
+    schedule = settings.WEBHOOK_RETRY_SCHEDULE
+    delivery.attempts += 1
+    delay = None
+    if succeeded:
+        delivery.status = Delivery.Status.SUCCEEDED
+    elif delivery.attempts <= len(schedule):
+        delay = float(schedule[delivery.attempts - 1])
+        delivery.next_attempt_at = timezone.now() + timedelta(seconds=delay)
+    else:
+        delivery.status = Delivery.Status.FAILED
+    delivery.lease_until = None
+    delivery.save(update_fields=["attempts", "status", "next_attempt_at", "lease_until", "updated_at"])
+    DeliveryAttempt.objects.create(
+        delivery=delivery,
+        number=delivery.attempts,
+        status_code=status_code,
+        response=response_text,
+        error=error,
+        duration_ms=duration_ms,
+        succeeded=succeeded,
+        will_retry=delay is not None,
+    )
+    if not succeeded:
+        logger.info("webhook delivery %s attempt %s failed: %s", delivery.pk, delivery.attempts, status_code or error)
+    return delay
+
+
+def deliveries_due(limit: int = 500) -> list[str]:
+    """Ids of pending deliveries that are due and held by nobody: lost messages, dead workers,
+    retries whose task never arrived."""
+    now = timezone.now()
+    return [
+        str(pk)
+        for pk in Delivery.objects.filter(
+            Q(lease_until__isnull=True) | Q(lease_until__lt=now),
+            status=Delivery.Status.PENDING,
+            next_attempt_at__lte=now,
+        )
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    ]
+
+
