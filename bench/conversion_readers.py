@@ -1,0 +1,108 @@
+"""Throughput of the conversion readers and of standardize + summary, on the real samples. Prints figures only.
+
+Run: `python bench/conversion_readers.py` (SAMPLES_DIR overrides the samples folder, REPEAT the ISOXML scale-up).
+
+The ISOXML figure uses the CCI ValidTimeLogs binaries (all 21 logs share one header) concatenated and repeated in
+a temporary task until there are at least a million records, then read by the full ISOXML reader.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from xml.etree import ElementTree
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from conversion import standardize  # noqa: E402
+from conversion.archive import detect, safe_extract  # noqa: E402
+from conversion.readers import Dataset, get_reader  # noqa: E402
+from conversion.readers.isoxml import IsoxmlReader  # noqa: E402
+from conversion.readers.isoxml_tlg import find_records, parse_header  # noqa: E402
+
+SAMPLES = Path(os.environ.get("SAMPLES_DIR", REPO.parent / "shared" / "samples"))
+VALID = SAMPLES / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
+JD_HARVEST = SAMPLES / "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip"
+TARGET_RECORDS = 1_000_000
+
+
+def best_of(fn, runs: int = 3) -> tuple[float, object]:
+    """Fastest wall time of `runs` calls, and the last result."""
+    best, result = float("inf"), None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def build_big_task(folder: Path) -> tuple[Path, int]:
+    """A one-task TASKDATA whose single TLG is every ValidTimeLogs binary, repeated to >= 1M records."""
+    logs = sorted(VALID.glob("TLG*.bin"))
+    blob = b"".join(p.read_bytes() for p in logs)
+    header = parse_header(VALID / "TLG00001.xml")
+    records = len(find_records(blob, header.record_fixed_size)[0])
+    repeat = int(os.environ.get("REPEAT", 0)) or -(-TARGET_RECORDS // records)
+    (folder / "TLG00001.bin").write_bytes(blob * repeat)
+    (folder / "TLG00001.xml").write_bytes((VALID / "TLG00001.xml").read_bytes())
+    root = ElementTree.parse(VALID / "TASKDATA.XML").getroot()
+    for task in root.findall("TSK")[1:]:
+        root.remove(task)
+    task = root.find("TSK")
+    for tlg in task.findall("TLG"):
+        task.remove(tlg)
+    ElementTree.SubElement(task, "TLG", A="TLG00001", C="1")
+    ElementTree.ElementTree(root).write(folder / "TASKDATA.XML", encoding="utf-8", xml_declaration=True)
+    return folder / "TASKDATA.XML", records * repeat
+
+
+def main() -> None:
+    """Print points per second for each stage."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        taskdata, n_records = build_big_task(tmp_path)
+        dataset = Dataset("ISOXML", taskdata, tmp_path, "bench")
+        data = (tmp_path / "TLG00001.bin").read_bytes()
+        fixed = parse_header(tmp_path / "TLG00001.xml").record_fixed_size
+        t_scan, _ = best_of(lambda: find_records(data, fixed))
+        print(f"ISOXML time log: {n_records:,} records, {len(data) / 1e6:.1f} MB")
+        print(f"  record scan only          {t_scan:7.3f} s  {n_records / t_scan / 1e6:6.2f} M records/s")
+        for label, reader in (
+            ("reader, no raw columns", IsoxmlReader(include_raw=False)),
+            ("reader, with raw columns", IsoxmlReader(include_raw=True)),
+        ):
+            seconds, tables = best_of(lambda r=reader: r.read(dataset))
+            points = sum(len(t) for t in tables)
+            print(f"  {label:25s} {seconds:7.3f} s  {points / seconds / 1e6:6.2f} M points/s ({points:,} points)")
+        table = tables[0]
+
+        seconds, derived = best_of(lambda: standardize.derive(table))
+        print(f"standardize.derive          {seconds:7.3f} s  {len(table) / seconds / 1e6:6.2f} M points/s")
+        seconds, result = best_of(lambda: standardize.clean(derived))
+        print(f"standardize.clean           {seconds:7.3f} s  {len(table) / seconds / 1e6:6.2f} M points/s")
+        cleaned = result.table
+        seconds, _ = best_of(lambda: standardize.summary(cleaned))
+        print(
+            f"standardize.summary         {seconds:7.3f} s  {len(cleaned) / seconds / 1e6:6.2f} M points/s "
+            f"({len(cleaned):,} cleaned points, coverage included)"
+        )
+        seconds, _ = best_of(lambda: standardize.write_standard_geojson(cleaned, io.StringIO()), runs=1)
+        print(f"write_standard_geojson      {seconds:7.3f} s  {len(cleaned) / seconds / 1e6:6.2f} M points/s")
+
+        shp_dir = tmp_path / "jd"
+        safe_extract(JD_HARVEST, shp_dir)
+        [shp] = detect(shp_dir).datasets
+        seconds, shp_tables = best_of(lambda: get_reader("SHAPEFILE").read(shp), runs=5)
+        n = len(shp_tables[0])
+        print(f"JD harvest shapefile reader {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s ({n:,} points)")
+        seconds, _ = best_of(lambda: standardize.summary(standardize.clean(standardize.derive(shp_tables[0])).table))
+        print(f"  derive+clean+summary      {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""The reader plugin interface: what a reader receives (`Dataset`), what it returns (`PointTable`), and the registry.
+
+Readers turn one detected data set into point tables with the supplement's standard property names in canonical
+metric units. They never touch Django or the database, so they can run in a worker, a test or a bench alike.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+DatasetFormat = Literal["ISOXML", "SHAPEFILE", "GEOJSON"]
+OperationType = Literal["harvested", "planted", "applied", "tillage", "other"]
+OPERATION_TYPES: tuple[str, ...] = ("harvested", "planted", "applied", "tillage", "other")
+
+
+class UnreadableDataset(Exception):
+    """A data set was found but cannot be converted; the message says why (shown to the uploader)."""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One convertible data set found in an upload.
+
+    `path` is the main file (TASKDATA.XML, the .shp, the .geojson); `root` the folder that holds the data set;
+    `name` a display name (folder or file stem).
+    """
+
+    format: DatasetFormat
+    path: Path
+    root: Path
+    name: str
+
+
+@dataclass(frozen=True)
+class MachineIdentity:
+    """A machine or implement named by the file (ISOXML DVC, JD metadata...)."""
+
+    kind: Literal["machine", "implement"]
+    name: str | None = None
+    serial_number: str | None = None
+    vin: str | None = None
+    make: str | None = None
+    model: str | None = None
+    category: str | None = None
+
+
+@dataclass
+class PointTable:
+    """Column-oriented points of one operation, as a reader produced them.
+
+    `columns` hold numpy arrays of equal length: `timestamp` (datetime64[ms], UTC), `lon`/`lat` (float64, WGS84)
+    and standard properties in canonical metric units (`units` names them). Per-point strings (crop, variety,
+    products) are object arrays. Missing numeric values are NaN.
+
+    `raw_columns` keep the values as the source named them (JD/SMS column names, ISOXML `DDIxxxx_DET-n`) for
+    the raw GeoJSON; `source_units` remember the unit the source used for each standard property so that
+    imperial units can be reported on request. `recorded_totals` are totals the file itself records
+    (e.g. ISOXML TIM DLV 0x005A), as `(value, unit)` in canonical units.
+    """
+
+    name: str
+    operation_type: OperationType
+    columns: dict[str, np.ndarray]
+    units: dict[str, str] = field(default_factory=dict)
+    source_units: dict[str, str] = field(default_factory=dict)
+    raw_columns: dict[str, np.ndarray] = field(default_factory=dict)
+    raw_units: dict[str, str] = field(default_factory=dict)
+    crops: list[str] = field(default_factory=list)
+    varieties: list[str] = field(default_factory=list)
+    products: list[str] = field(default_factory=list)
+    machines: list[MachineIdentity] = field(default_factory=list)
+    operators: list[str] = field(default_factory=list)
+    recorded_totals: dict[str, tuple[float, str]] = field(default_factory=dict)
+    start: np.datetime64 | None = None
+    end: np.datetime64 | None = None
+    source_format: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        """Number of points."""
+        ts = self.columns.get("timestamp")
+        if ts is not None:
+            return len(ts)
+        lon = self.columns.get("lon")
+        return 0 if lon is None else len(lon)
+
+    def select(self, mask_or_index: np.ndarray) -> PointTable:
+        """A copy holding only the points picked by a boolean mask or an index array (columns and raw columns)."""
+        columns = {k: v[mask_or_index] for k, v in self.columns.items()}
+        raw = {k: v[mask_or_index] for k, v in self.raw_columns.items()}
+        table = replace(self, columns=columns, raw_columns=raw, warnings=list(self.warnings))
+        table.refresh_time_range()
+        return table
+
+    def refresh_time_range(self) -> None:
+        """Set `start`/`end` from the timestamp column (NaT ignored)."""
+        ts = self.columns.get("timestamp")
+        if ts is None or len(ts) == 0:
+            self.start = self.end = None
+            return
+        valid = ts[~np.isnat(ts)]
+        self.start = valid.min() if len(valid) else None
+        self.end = valid.max() if len(valid) else None
+
+
+class Reader(abc.ABC):
+    """A format plugin: reads one `Dataset` of its `format` into point tables."""
+
+    format: DatasetFormat
+
+    @abc.abstractmethod
+    def read(self, dataset: Dataset) -> list[PointTable]:
+        """Read the data set; raise `UnreadableDataset` with a reason when it cannot be converted."""
+
+
+_REGISTRY: dict[str, type[Reader]] = {}
+
+
+def register(reader_cls: type[Reader]) -> type[Reader]:
+    """Class decorator that makes a reader available through `get_reader(format)`."""
+    _REGISTRY[reader_cls.format] = reader_cls
+    return reader_cls
+
+
+def get_reader(fmt: str) -> Reader:
+    """A reader instance for a data set format ("ISOXML", "SHAPEFILE", "GEOJSON"); KeyError if none is registered."""
+    try:
+        return _REGISTRY[fmt.upper()]()
+    except KeyError:
+        raise KeyError(f"no reader registered for format {fmt!r}") from None
+
+
+def registered_formats() -> list[str]:
+    """Formats that have a reader."""
+    return sorted(_REGISTRY)
+
+
+def concat_tables(tables: list[PointTable], *, name: str | None = None) -> PointTable:
+    """Join point tables of one operation (e.g. several time logs of one task) into one; missing columns fill NaN."""
+    if len(tables) == 1:
+        return tables[0]
+    first = tables[0]
+    columns = _concat_columns([t.columns for t in tables], [len(t) for t in tables])
+    raw = _concat_columns([t.raw_columns for t in tables], [len(t) for t in tables])
+    merged = replace(
+        first,
+        name=name or first.name,
+        columns=columns,
+        raw_columns=raw,
+        units={k: v for t in tables for k, v in t.units.items()},
+        source_units={k: v for t in tables for k, v in t.source_units.items()},
+        raw_units={k: v for t in tables for k, v in t.raw_units.items()},
+        warnings=[w for t in tables for w in t.warnings],
+    )
+    merged.refresh_time_range()
+    return merged
+
+
+def _concat_columns(dicts: list[dict[str, np.ndarray]], lengths: list[int]) -> dict[str, np.ndarray]:
+    keys: list[str] = []
+    for d in dicts:
+        keys.extend(k for k in d if k not in keys)
+    out: dict[str, np.ndarray] = {}
+    for key in keys:
+        sample = next(d[key] for d in dicts if key in d)
+        parts = []
+        for d, n in zip(dicts, lengths, strict=True):
+            if key in d:
+                parts.append(d[key])
+            else:
+                parts.append(_missing(sample.dtype, n))
+        out[key] = np.concatenate(parts) if parts else sample
+    return out
+
+
+def _missing(dtype: np.dtype, n: int) -> np.ndarray:
+    if dtype.kind == "M":
+        return np.full(n, np.datetime64("NaT"), dtype=dtype)
+    if dtype.kind == "f":
+        return np.full(n, np.nan, dtype=dtype)
+    if dtype.kind in "iub":
+        return np.full(n, np.nan)
+    return np.full(n, None, dtype=object)

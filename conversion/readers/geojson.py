@@ -1,0 +1,193 @@
+"""GeoJSON FeatureCollections of points with the standard property names (or recognisable SMS/JD ones).
+
+Standard names are taken as already in canonical units (supplement: units of GeoJSON uploads are the exporting
+system's defaults, and ours is metric). Other names go through the same column rules as shapefiles.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import numpy as np
+
+from conversion.crops import normalize_crop_name
+from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register
+from conversion.readers.shapefile import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
+from conversion.readers.units import to_canonical
+
+STANDARD_UNITS: dict[str, str] = {
+    "area": "m2",
+    "distance": "m",
+    "heading": "arcdeg",
+    "speed": "m/s",
+    "elevation": "m",
+    "equipmentWidth": "m",
+    "sectionId": "",
+    "seedRate": "seeds/ha",
+    "seedRateTarget": "seeds/ha",
+    "seedDepth": "m",
+    "appliedRate": "L/ha",
+    "appliedRateTarget": "L/ha",
+    "wetMass": "kg",
+    "wetMassPerArea": "kg/ha",
+    "dryMass": "kg",
+    "dryMassPerArea": "kg/ha",
+    "wetVolume": "L",
+    "wetVolumePerArea": "L/ha",
+    "dryVolume": "L",
+    "dryVolumePerArea": "L/ha",
+    "harvestMoisture": "percentage",
+    "cropFlow": "kg/s",
+}
+_STANDARD_BY_NORM = {_norm(k): k for k in STANDARD_UNITS}
+_STRING_PROPS = {"crop": "crop", "variety": "variety", "products": "products", "product": "products"}
+_TIME_KEYS = ("timestamp", "time", "isotime", "datetime")
+
+
+@register
+class GeojsonReader(Reader):
+    """FeatureCollection of Point features."""
+
+    format = "GEOJSON"
+
+    def read(self, dataset: Dataset) -> list[PointTable]:
+        """One table for the collection; UnreadableDataset when it is not a FeatureCollection of points."""
+        try:
+            with open(dataset.path, encoding="utf-8-sig") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise UnreadableDataset(f"{dataset.path.name}: not valid JSON ({exc})") from exc
+        if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
+            raise UnreadableDataset(f"{dataset.path.name}: not a GeoJSON FeatureCollection")
+        features = [f for f in doc.get("features") or [] if isinstance(f, dict)]
+        lon, lat, props = [], [], []
+        for feature in features:
+            geom = feature.get("geometry") or {}
+            coords = geom.get("coordinates")
+            if geom.get("type") == "MultiPoint" and coords:
+                coords = coords[0]
+            if geom.get("type") not in ("Point", "MultiPoint") or not coords or len(coords) < 2:
+                continue
+            lon.append(coords[0])
+            lat.append(coords[1])
+            props.append(feature.get("properties") or {})
+        if not lon:
+            raise UnreadableDataset(f"{dataset.path.name}: the FeatureCollection holds no Point features")
+        return [self._table(dataset, np.asarray(lon, float), np.asarray(lat, float), props)]
+
+    def _table(self, dataset: Dataset, lon: np.ndarray, lat: np.ndarray, props: list[dict]) -> PointTable:
+        keys: list[str] = []
+        for p in props[:1000]:
+            keys.extend(k for k in p if k not in keys)
+        columns: dict[str, np.ndarray] = {"lon": lon, "lat": lat}
+        units: dict[str, str] = {}
+        source_units: dict[str, str] = {}
+        raw: dict[str, np.ndarray] = {}
+        by_rule = {name: rule for rule in COLUMN_RULES for name in rule.names}
+        operation = None
+        for key in keys:
+            values = [p.get(key) for p in props]
+            raw[key] = np.asarray(values, dtype=object)
+            nkey = _norm(key)
+            if key == "operationType":
+                found = {v for v in values if v}
+                operation = found.pop() if len(found) == 1 else operation
+                continue
+            if nkey in _TIME_KEYS and "timestamp" not in columns:
+                columns["timestamp"] = _times(values)
+                continue
+            if nkey in _STRING_PROPS:
+                mapper = normalize_crop_name if nkey == "crop" else (lambda v: str(v).strip() or None)
+                columns[_STRING_PROPS[nkey]] = np.asarray(
+                    [mapper(v) if v not in (None, "") else None for v in values], dtype=object
+                )
+                continue
+            if nkey == "recordingstatus":
+                columns["recordingStatus"] = np.asarray(
+                    [1.0 if str(v).lower() in ("on", "1", "true") else 0.0 if v is not None else np.nan for v in values]
+                )
+                continue
+            numbers = _floats(values)
+            if np.isnan(numbers).all():
+                continue
+            if nkey in _STANDARD_BY_NORM:
+                prop = _STANDARD_BY_NORM[nkey]
+                columns[prop] = numbers
+                if STANDARD_UNITS[prop]:
+                    units[prop] = source_units[prop] = STANDARD_UNITS[prop]
+                continue
+            rule = by_rule.get(nkey)
+            prop, unit = (rule.prop, rule.default_unit) if rule else (None, None)
+            if rule is None and any(nkey.startswith(n) for n in RATE_NAMES):
+                prop = "appliedRate"
+            elif rule is None and any(nkey.startswith(n) for n in TARGET_NAMES):
+                prop = "appliedRateTarget"
+            if prop is None or prop in columns:
+                continue
+            conv = to_canonical(unit)
+            columns[prop] = numbers * conv[1] if conv else numbers
+            units[prop] = conv[0] if conv else "unknown"
+            if unit:
+                source_units[prop] = unit
+        if "timestamp" not in columns:
+            columns["timestamp"] = np.full(len(lon), np.datetime64("NaT", "ms"))
+        if operation not in ("harvested", "planted", "applied", "tillage", "other"):
+            operation = _guess_operation(columns)
+        table = PointTable(
+            name=dataset.path.stem,
+            operation_type=operation,  # type: ignore[arg-type]
+            columns=columns,
+            units=units,
+            source_units=source_units,
+            raw_columns=raw,
+            crops=_uniques(columns.get("crop")),
+            varieties=_uniques(columns.get("variety")),
+            products=_uniques(columns.get("products")),
+            source_format="GEOJSON",
+        )
+        table.refresh_time_range()
+        return table
+
+
+def _guess_operation(columns: dict[str, np.ndarray]) -> str:
+    if any(k in columns for k in ("wetMassPerArea", "dryMassPerArea", "wetVolumePerArea", "dryVolumePerArea")):
+        return "harvested"
+    if "seedRate" in columns:
+        return "planted"
+    if "appliedRate" in columns:
+        return "applied"
+    return "other"
+
+
+def _floats(values: list) -> np.ndarray:
+    out = np.full(len(values), np.nan)
+    for i, v in enumerate(values):
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            out[i] = v
+    return out
+
+
+def _times(values: list) -> np.ndarray:
+    out = np.full(len(values), np.datetime64("NaT", "ms"))
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            continue
+        try:
+            stamp = datetime.fromisoformat(v.strip().replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if stamp.tzinfo is not None:
+            stamp = (stamp - stamp.utcoffset()).replace(tzinfo=None)
+        out[i] = np.datetime64(stamp, "ms")
+    return out
+
+
+def _uniques(values: np.ndarray | None) -> list[str]:
+    if values is None:
+        return []
+    out: list[str] = []
+    for v in values:
+        if v is not None and v not in out:
+            out.append(v)
+    return out

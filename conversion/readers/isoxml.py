@@ -1,0 +1,558 @@
+"""Our own ISO 11783-10 (ISOXML) reader: TASKDATA.XML (+ XFR-split files) and the tasks' binary time logs.
+
+One point table per task that has time logs. Which logged DLV feeds which standard property is decided by the
+device description: values of the implement that does the work win over the tractor's, and among several
+device elements logging the same DDI the one nearest the device root (the whole boom rather than one section).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree.ElementTree import Element
+
+import numpy as np
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as SafeET
+
+from conversion.crops import normalize_crop_name
+from conversion.readers import ddi as ddis
+from conversion.readers.base import (
+    Dataset,
+    MachineIdentity,
+    PointTable,
+    Reader,
+    UnreadableDataset,
+    concat_tables,
+    register,
+)
+from conversion.readers.isoxml_tlg import TimeLog, TimeLogError, read_time_log
+
+# ISO 11783-1 device classes (ClientNAME bits 49-55) -> operation type.
+DEVICE_CLASS_OPERATION: dict[int, str] = {
+    2: "tillage",
+    3: "tillage",
+    4: "planted",
+    5: "applied",
+    6: "applied",
+    7: "harvested",
+    8: "harvested",
+    9: "harvested",
+    25: "applied",
+}
+DEVICE_CLASS_NAMES: dict[int, str] = {
+    0: "non-specific",
+    1: "tractor",
+    2: "primary soil tillage",
+    3: "secondary soil tillage",
+    4: "planter/seeder",
+    5: "fertilizer",
+    6: "sprayer",
+    7: "harvester",
+    8: "root harvester",
+    9: "forage harvester",
+    10: "irrigation",
+    11: "transport/trailer",
+    12: "farmyard work",
+    13: "powered auxiliary unit",
+    14: "special crops",
+    15: "municipal work",
+    17: "sensor system",
+    25: "slurry/manure applicator",
+}
+# Self-propelled classes are machines; the rest are implements pulled or carried by one.
+MACHINE_CLASSES = frozenset({0, 1, 7, 8, 9})
+AGRICULTURE_INDUSTRY_GROUP = 2
+_TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
+
+
+@dataclass
+class ClientName:
+    """The decoded fields of a 64-bit ISO 11783 NAME (DVC D)."""
+
+    raw: int
+
+    @property
+    def industry_group(self) -> int:
+        """Industry group (2 = agriculture and forestry)."""
+        return (self.raw >> 60) & 0x7
+
+    @property
+    def device_class(self) -> int:
+        """Device class (meaningful in the agricultural industry group only)."""
+        return (self.raw >> 49) & 0x7F
+
+    @property
+    def function(self) -> int:
+        """Function code."""
+        return (self.raw >> 40) & 0xFF
+
+    @property
+    def manufacturer_code(self) -> int:
+        """ISO manufacturer code."""
+        return (self.raw >> 21) & 0x7FF
+
+    @classmethod
+    def parse(cls, text: str | None) -> ClientName | None:
+        """Parse 16 hex digits; None for missing or malformed names."""
+        if not text:
+            return None
+        try:
+            return cls(int(text, 16))
+        except ValueError:
+            return None
+
+
+@dataclass
+class Device:
+    """A DVC with what the reader needs: identity, decoded NAME and its elements."""
+
+    id: str
+    designator: str
+    serial: str | None
+    client_name: ClientName | None
+
+    @property
+    def device_class(self) -> int:
+        """Agricultural device class, 0 when unknown or outside agriculture."""
+        cn = self.client_name
+        if cn is None or cn.industry_group != AGRICULTURE_INDUSTRY_GROUP:
+            return 0
+        return cn.device_class
+
+    def identity(self) -> MachineIdentity:
+        """The machine identity this device describes."""
+        cls = self.device_class
+        return MachineIdentity(
+            kind="machine" if cls in MACHINE_CLASSES else "implement",
+            name=self.designator or self.id,
+            serial_number=self.serial,
+            category=DEVICE_CLASS_NAMES.get(cls),
+        )
+
+
+@dataclass
+class DeviceElement:
+    """A DET: its device, type and depth below the device root (0 = the device itself)."""
+
+    id: str
+    device_id: str
+    type: int
+    designator: str
+    depth: int
+
+
+@dataclass
+class TaskData:
+    """TASKDATA.XML with XFR-split files merged in, and lookups by XML id."""
+
+    folder: Path
+    elements: list[Element]
+    by_id: dict[str, Element]
+    devices: dict[str, Device]
+    dets: dict[str, DeviceElement]
+    files: dict[str, Path]
+    warnings: list[str] = field(default_factory=list)
+
+    def find_file(self, name: str) -> Path | None:
+        """A file of the data set folder by case-insensitive name."""
+        return self.files.get(name.lower())
+
+
+def _parse_xml(path: Path) -> Element:
+    try:
+        return SafeET.parse(str(path)).getroot()
+    except DefusedXmlException as exc:
+        raise UnreadableDataset(
+            f"{path.name} declares XML entities or a DTD, which are refused for security ({type(exc).__name__})"
+        ) from exc
+    except Exception as exc:  # expat's ParseError and OSError
+        raise UnreadableDataset(f"{path.name} is not valid XML: {exc}") from exc
+
+
+def load_taskdata(taskdata_xml: Path) -> TaskData:
+    """Parse TASKDATA.XML and the XFR files it references; build id lookups and the device tree."""
+    folder = taskdata_xml.parent
+    files = {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
+    root = _parse_xml(taskdata_xml)
+    if not root.tag.startswith("ISO11783_TaskData"):
+        raise UnreadableDataset(f"{taskdata_xml.name}: root element is <{root.tag}>, not <ISO11783_TaskData>")
+    warnings: list[str] = []
+    elements: list[Element] = []
+    for child in root:
+        if child.tag != "XFR":
+            elements.append(child)
+            continue
+        ref = child.get("A", "")
+        xfr_path = files.get(f"{ref}.xml".lower())
+        if xfr_path is None:
+            warnings.append(f"external file {ref}.XML referenced by XFR is missing")
+            continue
+        xfc = _parse_xml(xfr_path)
+        elements.extend(list(xfc))
+
+    by_id: dict[str, Element] = {}
+    for el in elements:
+        for node in el.iter():
+            xml_id = node.get("A") if node.tag in _ID_TAGS else None
+            if not xml_id:
+                continue
+            if xml_id in by_id:
+                warnings.append(f"duplicate XML id {xml_id} ({node.tag}); the first one is used")
+                continue
+            by_id[xml_id] = node
+
+    devices: dict[str, Device] = {}
+    dets: dict[str, DeviceElement] = {}
+    for el in elements:
+        if el.tag != "DVC":
+            continue
+        dev = Device(el.get("A", ""), (el.get("B") or "").strip(), _clean(el.get("E")), ClientName.parse(el.get("D")))
+        devices[dev.id] = dev
+        parent_of: dict[str, str] = {}
+        det_by_object: dict[str, Element] = {}
+        for det in el.findall("DET"):
+            det_by_object[det.get("B", "")] = det
+            parent_of[det.get("B", "")] = det.get("F", "0")
+        for det in el.findall("DET"):
+            depth, obj, seen = 0, det.get("B", ""), set()
+            while obj in parent_of and parent_of[obj] in det_by_object and obj not in seen:
+                seen.add(obj)
+                obj = parent_of[obj]
+                depth += 1
+            det_type = int(det.get("C", "0")) if (det.get("C") or "").isdigit() else 0
+            dets[det.get("A", "")] = DeviceElement(det.get("A", ""), dev.id, det_type, det.get("D") or "", depth)
+    return TaskData(folder, elements, by_id, devices, dets, files, warnings)
+
+
+_ID_TAGS = frozenset({"CTR", "FRM", "PFD", "CTP", "CVT", "PDT", "PGP", "DVC", "DET", "WKR", "TSK", "CPC", "VPN"})
+
+
+def _clean(text: str | None) -> str | None:
+    text = (text or "").strip()
+    return text or None
+
+
+@register
+class IsoxmlReader(Reader):
+    """ISO 11783-10 task data with binary time logs."""
+
+    format = "ISOXML"
+
+    def __init__(self, *, include_raw: bool = True):
+        self.include_raw = include_raw
+
+    def read(self, dataset: Dataset) -> list[PointTable]:
+        """One table per task with logged points; UnreadableDataset when no task has any."""
+        td = load_taskdata(dataset.path)
+        tables: list[PointTable] = []
+        problems: list[str] = []
+        tasks = [el for el in td.elements if el.tag == "TSK"]
+        for task in tasks:
+            try:
+                table = self.read_task(td, task)
+            except UnreadableDataset as exc:
+                problems.append(str(exc))
+                continue
+            if table is not None:
+                table.warnings[:0] = td.warnings
+                tables.append(table)
+        if tables:
+            return tables
+        if problems:
+            raise UnreadableDataset("; ".join(problems))
+        reason = "no task has a time log (TLG): the data set holds only planning data such as tasks or grids"
+        if not tasks:
+            reason = "TASKDATA.XML holds no task (TSK)"
+        if td.warnings:
+            reason += " (" + "; ".join(td.warnings[:5]) + ")"
+        raise UnreadableDataset(reason)
+
+    def read_task(self, td: TaskData, task: Element) -> PointTable | None:
+        """The points of one task, or None when it has no time log; UnreadableDataset when no log can be read."""
+        tlg_refs = [t.get("A", "") for t in task.findall("TLG")]
+        if not tlg_refs:
+            return None
+        task_name = _clean(task.get("B")) or task.get("A", "task")
+        warnings: list[str] = []
+        logs: list[TimeLog] = []
+        for ref in tlg_refs:
+            xml_path, bin_path = td.find_file(f"{ref}.xml"), td.find_file(f"{ref}.bin")
+            if xml_path is None or bin_path is None:
+                warnings.append(f"{ref}: {'header XML' if xml_path is None else 'binary'} file missing, log skipped")
+                continue
+            try:
+                logs.append(read_time_log(xml_path, bin_path))
+            except TimeLogError as exc:
+                warnings.append(f"{exc}; log skipped")
+        if not logs:
+            raise UnreadableDataset(f"task {task_name}: no readable time log ({'; '.join(warnings)})")
+
+        devices_used = self._devices_used(td, task, logs)
+        implement = self._implement(devices_used)
+        operation = self._operation_type(implement, logs)
+        tz_offset = _task_timezone(task)
+        parts = [self._log_table(td, log, implement, operation, tz_offset, task_name) for log in logs]
+        table = concat_tables(parts, name=task_name)
+        table.warnings[:0] = warnings
+        table.machines = _dedupe([d.identity() for d in devices_used])
+        crops, varieties, products = _crops_and_products(td, task)
+        table.crops, table.varieties, table.products = crops, varieties, products
+        table.operators = _operators(td, task)
+        table.recorded_totals = self._recorded_totals(td, task, implement, logs)
+        table.refresh_time_range()
+        return table
+
+    # -- devices and operation type ------------------------------------------------------------------------
+
+    @staticmethod
+    def _devices_used(td: TaskData, task: Element, logs: list[TimeLog]) -> list[Device]:
+        ids: list[str] = []
+        for log in logs:
+            for spec in log.header.dlvs:
+                det = td.dets.get(spec.det)
+                if det and det.device_id not in ids:
+                    ids.append(det.device_id)
+        for dan in task.findall("DAN"):
+            dev_id = dan.get("C")
+            if dev_id in td.devices and dev_id not in ids:
+                ids.append(dev_id)
+        return [td.devices[i] for i in ids if i in td.devices]
+
+    @staticmethod
+    def _implement(devices: list[Device]) -> Device | None:
+        for dev in devices:
+            if dev.device_class in DEVICE_CLASS_OPERATION and dev.device_class not in MACHINE_CLASSES:
+                return dev
+        for dev in devices:
+            if dev.device_class in DEVICE_CLASS_OPERATION:
+                return dev
+        return None
+
+    @staticmethod
+    def _operation_type(implement: Device | None, logs: list[TimeLog]) -> str:
+        if implement is not None:
+            return DEVICE_CLASS_OPERATION[implement.device_class]
+        logged = {spec.ddi for log in logs for spec in log.header.dlvs}
+        for operation, ddi_set in ddis.OPERATION_DDIS:
+            if logged & ddi_set:
+                return operation
+        return "other"
+
+    def _rank(self, td: TaskData, det_ref: str, implement: Device | None, index: int) -> tuple[int, int, int]:
+        det = td.dets.get(det_ref)
+        on_implement = implement is not None and det is not None and det.device_id == implement.id
+        return (0 if on_implement else 1, det.depth if det else 99, index)
+
+    # -- points ------------------------------------------------------------------------------------------------
+
+    def _log_table(
+        self,
+        td: TaskData,
+        log: TimeLog,
+        implement: Device | None,
+        operation: str,
+        tz_offset: np.timedelta64 | None,
+        task_name: str,
+    ) -> PointTable:
+        warnings: list[str] = []
+        if log.lat is None or log.lon is None:
+            raise UnreadableDataset(f"task {task_name}: time log {log.name} has no position (PTN A/B)")
+        tc_time = log.tc_time
+        if tz_offset is not None:
+            tc_time = tc_time - tz_offset
+        timestamp = tc_time
+        if log.gps_time is not None:
+            if np.isnat(log.gps_time).all():
+                warnings.append(f"{log.name}: GPS time unusable (constant or inconsistent date); TC clock used")
+            else:
+                timestamp = np.where(np.isnat(log.gps_time), tc_time, log.gps_time)
+        columns: dict[str, np.ndarray] = {"timestamp": timestamp, "lon": log.lon, "lat": log.lat}
+        units: dict[str, str] = {}
+        if "up" in log.ptn:
+            columns["elevation"] = log.ptn["up"] / 1000.0
+            units["elevation"] = "m"
+
+        chosen: dict[str, tuple[tuple[int, int, int, int], int]] = {}
+        for spec in log.header.dlvs:
+            mapping = ddis.STANDARD_PROPERTIES.get(spec.ddi)
+            if mapping is None:
+                continue
+            if mapping.prop == "seedDepth" and operation != "planted":
+                continue
+            rank = self._rank(td, spec.det, implement, spec.index)
+            # The implement's values first; then earlier entries of STANDARD_PROPERTIES (actual volume rate before
+            # mass rate); then the element nearest the device root.
+            priority = list(ddis.STANDARD_PROPERTIES).index(spec.ddi)
+            key = (rank[0], priority, rank[1], rank[2])
+            if mapping.prop not in chosen or key < chosen[mapping.prop][0]:
+                chosen[mapping.prop] = (key, spec.index)
+        for prop, (_key, index) in chosen.items():
+            spec = log.header.dlvs[index]
+            mapping = ddis.STANDARD_PROPERTIES[spec.ddi]
+            columns[prop] = log.raw_values(index) * mapping.factor
+            units[prop] = mapping.unit
+        if operation == "planted" and "seedRate" not in columns and "seedRateTarget" in columns:
+            # Some planters log only the setpoint (CNH sample); it is the best seed rate the file has.
+            columns["seedRate"] = columns["seedRateTarget"]
+            units["seedRate"] = units["seedRateTarget"]
+            warnings.append(f"{log.name}: no actual seed rate logged; seedRate is the setpoint (DDI 000B)")
+
+        work = [s for s in log.header.dlvs if s.ddi == 0x008D]
+        if work:
+            best = min(work, key=lambda s: self._rank(td, s.det, implement, s.index))
+            state = log.raw_values(best.index)
+            columns["recordingStatus"] = np.where(state == 1, 1.0, np.where(state == 0, 0.0, np.nan))
+
+        raw: dict[str, np.ndarray] = {}
+        raw_units: dict[str, str] = {}
+        if self.include_raw:
+            for spec in log.header.dlvs:
+                if not ddis.is_standard(spec.ddi):
+                    continue
+                name = f"DDI{spec.ddi:04X}_{spec.det}"
+                if name in raw:
+                    name = f"{name}_{spec.index}"
+                raw[name] = log.values(spec.index)
+                raw_units[name] = ddis.unit(spec.ddi)
+            for key in ("status", "pdop", "hdop", "satellites"):
+                if key in log.ptn:
+                    raw[f"PTN_{key}"] = log.ptn[key]
+            if "up" in log.ptn:
+                raw["PTN_up"] = log.ptn["up"]
+                raw_units["PTN_up"] = "mm"
+
+        lat, lon = columns["lat"], columns["lon"]
+        valid = ~((lat == 0) & (lon == 0)) & (np.abs(lat) <= 90) & (np.abs(lon) <= 180) & ~np.isnat(timestamp)
+        table = PointTable(
+            name=task_name,
+            operation_type=operation,  # type: ignore[arg-type]
+            columns=columns,
+            units=units,
+            source_units=dict(units),
+            raw_columns=raw,
+            raw_units=raw_units,
+            source_format="ISOXML",
+            warnings=warnings,
+        )
+        if not valid.all():
+            table = table.select(valid)
+        return table
+
+    # -- totals -------------------------------------------------------------------------------------------------
+
+    def _recorded_totals(
+        self, td: TaskData, task: Element, implement: Device | None, logs: list[TimeLog]
+    ) -> dict[str, tuple[float, str]]:
+        totals: dict[str, tuple[float, str]] = {}
+        best: dict[str, tuple[tuple[int, int, int], float, str]] = {}
+        tims = [t for t in task.findall("TIM") if t.findall("DLV")]
+        if tims:
+            for i, dlv in enumerate(tims[-1].findall("DLV")):
+                try:
+                    ddi, value = int(dlv.get("A", ""), 16), float(dlv.get("B", ""))
+                except ValueError:
+                    continue
+                mapping = ddis.TOTALS.get(ddi)
+                if mapping is None:
+                    continue
+                rank = self._rank(td, dlv.get("C", ""), implement, i)
+                if mapping.prop not in best or rank < best[mapping.prop][0]:
+                    best[mapping.prop] = (rank, value * mapping.factor, mapping.unit)
+        # Counters logged in the time logs: each log's share is last - first.
+        logged: dict[str, list] = defaultdict(list)
+        for log in logs:
+            per_log: dict[str, tuple[tuple[int, int, int], float, str]] = {}
+            for spec in log.header.dlvs:
+                mapping = ddis.TOTALS.get(spec.ddi)
+                if mapping is None or mapping.prop in best:
+                    continue
+                values = log.raw_values(spec.index)
+                values = values[~np.isnan(values)]
+                if len(values) < 2:
+                    continue
+                rank = self._rank(td, spec.det, implement, spec.index)
+                if mapping.prop not in per_log or rank < per_log[mapping.prop][0]:
+                    per_log[mapping.prop] = (rank, float(values[-1] - values[0]) * mapping.factor, mapping.unit)
+            for prop, (_rank, value, unit) in per_log.items():
+                logged[prop].append((value, unit))
+        for prop, (_rank, value, unit) in best.items():
+            totals[prop] = (value, unit)
+        for prop, items in logged.items():
+            totals[prop] = (sum(v for v, _ in items), items[0][1])
+        return totals
+
+
+def _task_timezone(task: Element) -> np.timedelta64 | None:
+    """The UTC offset written on the task's TIM/ASP times, if any: the TC clock's zone."""
+    for node in task.iter():
+        if node.tag not in ("TIM", "ASP"):
+            continue
+        match = _TZ_RE.search(node.get("A") or "")
+        if not match:
+            continue
+        tz = match.group(1)
+        if tz == "Z":
+            return np.timedelta64(0, "ms")
+        sign = -1 if tz[0] == "-" else 1
+        hours, minutes = int(tz[1:3]), int(tz[4:6])
+        return np.timedelta64(sign * (hours * 60 + minutes) * 60_000, "ms")
+    return None
+
+
+def _crops_and_products(td: TaskData, task: Element) -> tuple[list[str], list[str], list[str]]:
+    crops: list[str] = []
+    varieties: list[str] = []
+    products: list[str] = []
+
+    def add(items: list[str], value: str | None) -> None:
+        if value and value not in items:
+            items.append(value)
+
+    variety_of_product: dict[str, tuple[Element, Element]] = {}
+    for el in td.elements:
+        if el.tag == "CTP":
+            for cvt in el.findall("CVT"):
+                if cvt.get("C"):
+                    variety_of_product[cvt.get("C", "")] = (el, cvt)
+    field_el = td.by_id.get(task.get("E", ""))
+    if field_el is not None and field_el.tag == "PFD":
+        ctp = td.by_id.get(field_el.get("G", ""))
+        if ctp is not None:
+            add(crops, normalize_crop_name(ctp.get("B")))
+        cvt = td.by_id.get(field_el.get("H", ""))
+        if cvt is not None:
+            add(varieties, _clean(cvt.get("B")))
+    for pan in task.findall("PAN"):
+        pdt = td.by_id.get(pan.get("A", ""))
+        if pdt is None or pdt.tag != "PDT":
+            continue
+        add(products, _clean(pdt.get("B")))
+        if pdt.get("A") in variety_of_product:
+            ctp, cvt = variety_of_product[pdt.get("A", "")]
+            add(crops, normalize_crop_name(ctp.get("B")))
+            add(varieties, _clean(cvt.get("B")))
+    return crops, varieties, products
+
+
+def _operators(td: TaskData, task: Element) -> list[str]:
+    refs = [task.get("F")] + [wan.get("A") for wan in task.findall("WAN")]
+    names: list[str] = []
+    for ref in refs:
+        worker = td.by_id.get(ref or "")
+        if worker is None or worker.tag != "WKR":
+            continue
+        name = " ".join(p for p in (_clean(worker.get("C")), _clean(worker.get("B"))) if p)
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+def _dedupe(machines: list[MachineIdentity]) -> list[MachineIdentity]:
+    out: list[MachineIdentity] = []
+    for m in machines:
+        if m not in out:
+            out.append(m)
+    return out

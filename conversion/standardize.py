@@ -1,0 +1,596 @@
+"""Pure functions on point tables: derived values, default cleaning, summary, units and GeoJSON output.
+
+Rules from the supplement: cleaning drops points with rate or mass <= 0, moisture outside (0, 100) and
+recordingStatus Off; dry = wet x (100 - M) / (100 - Ms) when M > Ms, else dry = wet; totals are rate x area summed
+over points, never a sum of rates.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import IO
+
+import numpy as np
+import shapely
+from shapely.geometry import MultiPolygon, mapping
+
+from conversion.crops import crop_standard
+from conversion.readers.base import PointTable
+from conversion.readers.units import IMPERIAL_OF, US_BUSHEL_L, normalize_unit
+
+EARTH_RADIUS_M = 6_371_008.8
+HA_M2 = 10_000.0
+# A gap longer than this (s) or a jump longer than this (m) between consecutive logged points is a new pass,
+# not distance covered.
+PASS_BREAK_SECONDS = 30.0
+PASS_BREAK_METRES = 100.0
+DEFAULT_CELL_M = 10.0
+MAX_COVERAGE_CELLS = 4_000_000
+
+DERIVED_UNITS: dict[str, str] = {
+    "area": "m2",
+    "distance": "m",
+    "heading": "arcdeg",
+    "speed": "m/s",
+    "wetMass": "kg",
+    "dryMass": "kg",
+    "wetVolume": "L",
+    "dryVolume": "L",
+    "dryMassPerArea": "kg/ha",
+    "wetVolumePerArea": "L/ha",
+    "dryVolumePerArea": "L/ha",
+}
+# Output order of point properties (supplement names).
+PROPERTY_ORDER: tuple[str, ...] = (
+    "area",
+    "distance",
+    "heading",
+    "speed",
+    "elevation",
+    "equipmentWidth",
+    "sectionId",
+    "seedRate",
+    "seedRateTarget",
+    "seedDepth",
+    "appliedRate",
+    "appliedRateTarget",
+    "wetMass",
+    "wetMassPerArea",
+    "dryMass",
+    "dryMassPerArea",
+    "wetVolume",
+    "wetVolumePerArea",
+    "dryVolume",
+    "dryVolumePerArea",
+    "harvestMoisture",
+    "cropFlow",
+)
+RATE_PROPERTIES = frozenset(
+    {
+        "seedRate",
+        "seedRateTarget",
+        "appliedRate",
+        "appliedRateTarget",
+        "wetMassPerArea",
+        "dryMassPerArea",
+        "wetVolumePerArea",
+        "dryVolumePerArea",
+        "harvestMoisture",
+    }
+)
+PRIMARY_RATES: dict[str, tuple[str, ...]] = {
+    "harvested": ("wetMassPerArea", "dryMassPerArea", "wetVolumePerArea", "dryVolumePerArea", "wetMass"),
+    "planted": ("seedRate", "appliedRate"),
+    "applied": ("appliedRate",),
+}
+_NON_SUMMARY = frozenset({"lon", "lat", "timestamp", "sectionId", "recordingStatus"})
+
+
+@dataclass
+class CleanResult:
+    """A cleaned table, how many points were dropped, and how many for each reason (first failing rule)."""
+
+    table: PointTable
+    dropped: int
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+# -- derived values -------------------------------------------------------------------------------------------
+
+
+def point_standard_moisture(table: PointTable) -> np.ndarray | None:
+    """Standard moisture (%) per point from the per-point crop or the table's single crop; None if unknown."""
+    crops = table.columns.get("crop")
+    if crops is not None:
+        uniques, inverse = np.unique(np.asarray(crops, dtype=object).astype(str), return_inverse=True)
+        ms = np.array([_standard(u).standard_moisture if _standard(u) else np.nan for u in uniques])
+        out = ms[inverse]
+        return None if np.isnan(out).all() else out
+    if len(table.crops) == 1 and crop_standard(table.crops[0]):
+        return np.full(len(table), crop_standard(table.crops[0]).standard_moisture)
+    return None
+
+
+def point_bushel_weight_kg(table: PointTable) -> np.ndarray | None:
+    """Standard bushel weight (kg) per point, like `point_standard_moisture`."""
+    crops = table.columns.get("crop")
+    if crops is not None:
+        uniques, inverse = np.unique(np.asarray(crops, dtype=object).astype(str), return_inverse=True)
+        w = np.array([_standard(u).bushel_weight_kg if _standard(u) else np.nan for u in uniques])
+        out = w[inverse]
+        return None if np.isnan(out).all() else out
+    if len(table.crops) == 1 and crop_standard(table.crops[0]):
+        return np.full(len(table), crop_standard(table.crops[0]).bushel_weight_kg)
+    return None
+
+
+def _standard(name: str):
+    return crop_standard(name) if name not in ("None", "") else None
+
+
+def dry_from_wet(wet: np.ndarray, moisture: np.ndarray, standard_moisture: np.ndarray | float) -> np.ndarray:
+    """Dry value at standard moisture: wet x (100 - M) / (100 - Ms) where M > Ms, else the wet value itself."""
+    wet = np.asarray(wet, dtype=float)
+    m = np.asarray(moisture, dtype=float)
+    ms = np.broadcast_to(np.asarray(standard_moisture, dtype=float), wet.shape)
+    shrink = np.where(m > ms, (100.0 - m) / (100.0 - ms), 1.0)
+    return wet * shrink
+
+
+def track_distance_heading(table: PointTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distance (m) and heading (arcdeg) from the previous point, and speed (m/s), in the table's order.
+
+    The first point of each pass (after a long gap or a jump) gets NaN distance and speed.
+    """
+    lon = np.radians(table.columns["lon"])
+    lat = np.radians(table.columns["lat"])
+    n = len(lon)
+    dist = np.full(n, np.nan)
+    heading = np.full(n, np.nan)
+    speed = np.full(n, np.nan)
+    if n < 2:
+        return dist, heading, speed
+    dlat = lat[1:] - lat[:-1]
+    dlon = lon[1:] - lon[:-1]
+    a = np.sin(dlat / 2) ** 2 + np.cos(lat[:-1]) * np.cos(lat[1:]) * np.sin(dlon / 2) ** 2
+    d = 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(a, 0, 1)))
+    y = np.sin(dlon) * np.cos(lat[1:])
+    x = np.cos(lat[:-1]) * np.sin(lat[1:]) - np.sin(lat[:-1]) * np.cos(lat[1:]) * np.cos(dlon)
+    h = (np.degrees(np.arctan2(y, x)) + 360.0) % 360.0
+    ts = table.columns.get("timestamp")
+    if ts is not None and not np.isnat(ts).all():
+        dt = (ts[1:] - ts[:-1]).astype("timedelta64[ms]").astype(np.int64) / 1000.0
+        dt = np.where(np.isnat(ts[1:]) | np.isnat(ts[:-1]), np.nan, dt)
+    else:
+        dt = np.full(n - 1, np.nan)
+    brk = (d > PASS_BREAK_METRES) | (dt > PASS_BREAK_SECONDS) | (dt < 0)
+    dist[1:] = np.where(brk, np.nan, d)
+    heading[1:] = np.where(d > 0, h, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speed[1:] = np.where(brk | ~(dt > 0), np.nan, d / dt)
+    return dist, heading, speed
+
+
+def derive(table: PointTable) -> PointTable:
+    """A copy with derived values added where the source lacks them.
+
+    distance/heading/speed from the track; `area` = distance x equipmentWidth; dry yields from wet via crop
+    standard moisture; volumes from masses via standard bushel weight (bushels as volume, 35.239 L); per-point
+    totals `wetMass`, `dryMass`, `wetVolume`, `dryVolume` = rate x area.
+    """
+    cols = dict(table.columns)
+    units = dict(table.units)
+
+    def put(name: str, values: np.ndarray) -> None:
+        cols[name] = values
+        units[name] = DERIVED_UNITS[name]
+
+    if "distance" not in cols or "heading" not in cols or "speed" not in cols:
+        dist, heading, speed = track_distance_heading(replace(table, columns=cols))
+        if "distance" not in cols and "sectionId" not in cols:
+            put("distance", dist)
+        if "heading" not in cols:
+            put("heading", heading)
+        if "speed" not in cols and "sectionId" not in cols:
+            put("speed", speed)
+    if "area" not in cols and "distance" in cols and "equipmentWidth" in cols:
+        put("area", cols["distance"] * cols["equipmentWidth"])
+
+    derived_table = replace(table, columns=cols)
+    ms = point_standard_moisture(derived_table)
+    bushel = point_bushel_weight_kg(derived_table)
+    moisture = cols.get("harvestMoisture")
+    if "dryMassPerArea" not in cols and "wetMassPerArea" in cols and ms is not None:
+        m = moisture if moisture is not None else np.full(len(table), np.nan)
+        put("dryMassPerArea", dry_from_wet(cols["wetMassPerArea"], m, ms))
+    if bushel is not None:
+        litres_per_kg = US_BUSHEL_L / bushel
+        if "wetVolumePerArea" not in cols and "wetMassPerArea" in cols:
+            put("wetVolumePerArea", cols["wetMassPerArea"] * litres_per_kg)
+        if "dryVolumePerArea" not in cols and "dryMassPerArea" in cols:
+            put("dryVolumePerArea", cols["dryMassPerArea"] * litres_per_kg)
+    if "area" in cols:
+        area_ha = cols["area"] / HA_M2
+        for total, rate in (
+            ("wetMass", "wetMassPerArea"),
+            ("dryMass", "dryMassPerArea"),
+            ("wetVolume", "wetVolumePerArea"),
+            ("dryVolume", "dryVolumePerArea"),
+        ):
+            if total not in cols and rate in cols:
+                put(total, cols[rate] * area_ha)
+    return replace(table, columns=cols, units=units, warnings=list(table.warnings))
+
+
+# -- cleaning -------------------------------------------------------------------------------------------------
+
+
+def primary_rate(table: PointTable) -> str | None:
+    """The column that says how much was harvested / planted / applied at each point, if any."""
+    for name in PRIMARY_RATES.get(table.operation_type, ()):
+        if name in table.columns:
+            return name
+    return None
+
+
+def clean(table: PointTable) -> CleanResult:
+    """Default cleaning: drop recordingStatus Off, moisture outside (0, 100), and rate or mass <= 0 (or missing).
+
+    Each dropped point is counted under the first rule it fails, in that order.
+    """
+    n = len(table)
+    keep = np.ones(n, dtype=bool)
+    reasons: dict[str, int] = {}
+
+    def drop(mask: np.ndarray, reason: str) -> None:
+        newly = keep & mask
+        count = int(newly.sum())
+        if count:
+            reasons[reason] = reasons.get(reason, 0) + count
+        keep[newly] = False
+
+    status = table.columns.get("recordingStatus")
+    if status is not None:
+        drop(np.asarray(status, dtype=float) == 0, "recordingStatus Off")
+    moisture = table.columns.get("harvestMoisture")
+    if moisture is not None:
+        m = np.asarray(moisture, dtype=float)
+        drop(np.isfinite(m) & ((m <= 0) | (m >= 100)), "moisture outside (0, 100)")
+    rate_name = primary_rate(table)
+    if rate_name is not None:
+        rate = np.asarray(table.columns[rate_name], dtype=float)
+        drop(~(rate > 0), f"{rate_name} <= 0 or missing")
+    if table.operation_type == "harvested" and "wetMass" in table.columns and rate_name != "wetMass":
+        mass = np.asarray(table.columns["wetMass"], dtype=float)
+        drop(np.isfinite(mass) & (mass <= 0), "wetMass <= 0")
+    dropped = n - int(keep.sum())
+    return CleanResult(table.select(keep) if dropped else table, dropped, reasons)
+
+
+def standardize(table: PointTable) -> tuple[PointTable, CleanResult]:
+    """Derive then clean: the table behind standardGeojson, and the cleaning report."""
+    result = clean(derive(table))
+    return result.table, result
+
+
+# -- units and summary ----------------------------------------------------------------------------------------
+
+
+def units(table: PointTable, *, imperial: bool = False) -> dict[str, str]:
+    """Flat `{property: unit}` of the numeric properties present.
+
+    With `imperial`, properties whose source used imperial units are reported in them (the GeoJSON values stay
+    metric; this map is for display on request).
+    """
+    out: dict[str, str] = {}
+    for name in PROPERTY_ORDER:
+        if name in table.columns and np.asarray(table.columns[name]).dtype.kind == "f":
+            unit = table.units.get(name) or DERIVED_UNITS.get(name, "")
+            if not unit:
+                continue
+            if imperial:
+                unit = _imperial_unit(table, name, unit)
+            out[name] = unit
+    return out
+
+
+_IMPERIAL_SOURCES = frozenset({"ft", "ac", "mph", "lb", "lb/ac", "lb/s", "gal", "gal/ac", "bu/ac", "seeds/ac"})
+# Harvest volumes are reported in bushels, not gallons.
+_IMPERIAL_VOLUME = {"wetVolume": "bu", "dryVolume": "bu", "wetVolumePerArea": "bu/ac", "dryVolumePerArea": "bu/ac"}
+
+
+def _imperial_unit(table: PointTable, name: str, unit: str) -> str:
+    source = normalize_unit(table.source_units.get(name))
+    if source in _IMPERIAL_SOURCES:
+        return source
+    if not any(normalize_unit(u) in _IMPERIAL_SOURCES for u in table.source_units.values()):
+        return unit
+    return _IMPERIAL_VOLUME.get(name) or IMPERIAL_OF.get(unit, unit)
+
+
+def _iso(ts: np.datetime64 | None) -> str | None:
+    if ts is None or np.isnat(ts):
+        return None
+    return str(np.datetime_as_string(ts.astype("datetime64[ms]"), unit="ms")) + "Z"
+
+
+def totals(table: PointTable) -> dict[str, dict]:
+    """Totals as `{value, unit}`: each is the sum over points of rate x point area (area itself for totalArea)."""
+    cols = table.columns
+    out: dict[str, dict] = {}
+    area = cols.get("area")
+    if area is not None:
+        out["totalArea"] = {"value": float(np.nansum(area)), "unit": "m2"}
+    if "distance" in cols:
+        dist = np.asarray(cols["distance"], dtype=float)
+        if "sectionId" in cols and "timestamp" in cols:
+            # One row per section per time step repeats the distance travelled; count each time step once.
+            _, first = np.unique(cols["timestamp"], return_index=True)
+            dist = dist[first]
+        out["totalDistance"] = {"value": float(np.nansum(dist)), "unit": "m"}
+    if area is None:
+        return out
+    area_ha = np.asarray(area, dtype=float) / HA_M2
+    specs = (
+        ("totalWetMass", "wetMassPerArea"),
+        ("totalDryMass", "dryMassPerArea"),
+        ("totalWetVolume", "wetVolumePerArea"),
+        ("totalDryVolume", "dryVolumePerArea"),
+        ("totalApplied", "appliedRate"),
+        ("totalPlanted", "seedRate"),
+    )
+    for total, rate in specs:
+        if rate not in cols:
+            continue
+        rate_unit = table.units.get(rate) or DERIVED_UNITS.get(rate, "")
+        unit = rate_unit.removesuffix("/ha") if rate_unit.endswith("/ha") else rate_unit
+        values = np.asarray(cols[rate], dtype=float) * area_ha
+        out[total] = {"value": float(np.nansum(values)), "unit": unit}
+    return out
+
+
+def summary(table: PointTable) -> dict:
+    """The summary Feature: coverage MultiPolygon and property statistics, totals and context (supplement)."""
+    cols = table.columns
+    props: dict[str, object] = {}
+    area = cols.get("area")
+    table_units = units(table)
+    for name in PROPERTY_ORDER:
+        if name in _NON_SUMMARY or name not in cols:
+            continue
+        values = np.asarray(cols[name])
+        if values.dtype.kind != "f":
+            continue
+        finite = np.isfinite(values)
+        if not finite.any():
+            continue
+        avg = float(values[finite].mean())
+        if name in RATE_PROPERTIES and area is not None:
+            w = np.asarray(area, dtype=float)
+            ok = finite & np.isfinite(w) & (w > 0)
+            if ok.any():
+                avg = float(np.average(values[ok], weights=w[ok]))
+        props[name] = {
+            "avg": avg,
+            "min": float(values[finite].min()),
+            "max": float(values[finite].max()),
+            "unit": table_units.get(name, ""),
+        }
+    props.update(totals(table))
+    if table.recorded_totals:
+        props["recordedTotals"] = {k: {"value": v, "unit": u} for k, (v, u) in table.recorded_totals.items()}
+    props["operationType"] = table.operation_type
+    ts = cols.get("timestamp")
+    start = end = None
+    if ts is not None and len(ts) and not np.isnat(ts).all():
+        valid = ts[~np.isnat(ts)]
+        start, end = valid.min(), valid.max()
+    props["startTime"] = _iso(start)
+    props["endTime"] = _iso(end)
+    props["crop"] = list(table.crops)
+    props["varieties"] = list(table.varieties)
+    props["products"] = list(table.products)
+    props["machinery"] = [{k: v for k, v in vars(m).items() if v is not None} for m in table.machines]
+    props["pointCount"] = len(table)
+    return {"type": "Feature", "geometry": coverage(table), "properties": props}
+
+
+# -- coverage -------------------------------------------------------------------------------------------------
+
+
+def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
+    """Covered area as a GeoJSON MultiPolygon: points binned into square cells about one machine width wide,
+    one-cell gaps closed, runs of cells merged per row, then unioned. Linear in the number of points.
+    """
+    lon = np.asarray(table.columns.get("lon", np.empty(0)), dtype=float)
+    lat = np.asarray(table.columns.get("lat", np.empty(0)), dtype=float)
+    ok = np.isfinite(lon) & np.isfinite(lat)
+    status = table.columns.get("recordingStatus")
+    if status is not None:
+        ok &= np.asarray(status, dtype=float) != 0
+    lon, lat = lon[ok], lat[ok]
+    if len(lon) == 0:
+        return {"type": "MultiPolygon", "coordinates": []}
+    if cell_size is None:
+        cell_size = _machine_width(table, ok)
+    lon0, lat0 = float(np.median(lon)), float(np.median(lat))
+    kx = math.radians(1) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
+    ky = math.radians(1) * EARTH_RADIUS_M
+    x = (lon - lon0) * kx
+    y = (lat - lat0) * ky
+    extent = max(float(np.ptp(x)), 1.0) * max(float(np.ptp(y)), 1.0)
+    # Keep the grid to a few million cells however spread out the points are.
+    cell_size = max(cell_size, math.sqrt(extent / MAX_COVERAGE_CELLS))
+    # Cell indices start at 1 so the grid has an empty border for the closing below.
+    origin_x = math.floor(float(x.min()) / cell_size) - 1
+    origin_y = math.floor(float(y.min()) / cell_size) - 1
+    ix = np.floor(x / cell_size).astype(np.int64) - origin_x
+    iy = np.floor(y / cell_size).astype(np.int64) - origin_y
+    grid = np.zeros((int(iy.max()) + 2, int(ix.max()) + 2), dtype=bool)
+    grid[iy, ix] = True
+    # Closing (dilate then erode, 3 x 3): fills the one-cell gaps between neighbouring passes and rows, which
+    # would otherwise become thousands of holes.
+    grid = _erode(_dilate(grid))
+    rows, cols_ = np.nonzero(grid)
+    # Merge each row's consecutive cells into one rectangle: a new run starts where the row changes or a cell is
+    # skipped.
+    brk = np.ones(len(rows), dtype=bool)
+    brk[1:] = (rows[1:] != rows[:-1]) | (cols_[1:] != cols_[:-1] + 1)
+    starts = np.flatnonzero(brk)
+    ends = np.append(starts[1:], len(rows)) - 1
+    x0 = (cols_[starts] + origin_x) * cell_size
+    x1 = (cols_[ends] + origin_x + 1) * cell_size
+    y0 = (rows[starts] + origin_y) * cell_size
+    y1 = y0 + cell_size
+    boxes = shapely.box(x0, y0, x1, y1)
+    merged = shapely.union_all(boxes, grid_size=cell_size / 1000.0)
+    merged = shapely.simplify(merged, cell_size * 0.25)
+
+    def to_lonlat(coords: np.ndarray) -> np.ndarray:
+        return np.column_stack((lon0 + coords[:, 0] / kx, lat0 + coords[:, 1] / ky))
+
+    geom = shapely.transform(merged, to_lonlat)
+    if geom.geom_type == "Polygon":
+        geom = MultiPolygon([geom])
+    elif geom.geom_type != "MultiPolygon":
+        polys = [g for g in getattr(geom, "geoms", []) if g.geom_type == "Polygon"]
+        geom = MultiPolygon(polys)
+    return mapping(geom)
+
+
+def _machine_width(table: PointTable, ok: np.ndarray) -> float:
+    """Typical working width (m): per time step the sum of section widths when rows are per section."""
+    width = table.columns.get("equipmentWidth")
+    if width is None:
+        return DEFAULT_CELL_M
+    w = np.asarray(width, dtype=float)[ok]
+    ts = table.columns.get("timestamp")
+    if "sectionId" in table.columns and ts is not None:
+        _, inverse = np.unique(np.asarray(ts)[ok], return_inverse=True)
+        w = np.bincount(inverse, weights=np.nan_to_num(w))
+    w = w[np.isfinite(w) & (w > 0)]
+    return float(np.clip(np.median(w), 1.0, 50.0)) if len(w) else DEFAULT_CELL_M
+
+
+def _dilate(grid: np.ndarray) -> np.ndarray:
+    out = grid.copy()
+    out[1:, :] |= grid[:-1, :]
+    out[:-1, :] |= grid[1:, :]
+    tmp = out.copy()
+    out[:, 1:] |= tmp[:, :-1]
+    out[:, :-1] |= tmp[:, 1:]
+    return out
+
+
+def _erode(grid: np.ndarray) -> np.ndarray:
+    return ~_dilate(~grid)
+
+
+# -- GeoJSON output -------------------------------------------------------------------------------------------
+
+
+def _text_writer(fileobj: IO) -> callable:
+    if isinstance(fileobj, io.TextIOBase):
+        return fileobj.write
+    return lambda s: fileobj.write(s.encode("utf-8"))
+
+
+def _column_lists(columns: dict[str, np.ndarray], names: list[str], lo: int, hi: int) -> list[list]:
+    """Column slices as Python lists, JSON-ready: NaN/NaT -> None, timestamps ISO 8601 with ms and Z."""
+    out = []
+    for name in names:
+        values = columns[name][lo:hi]
+        kind = values.dtype.kind
+        if kind == "M":
+            text = np.datetime_as_string(values.astype("datetime64[ms]"), unit="ms").astype(object) + "Z"
+            text[np.isnat(values)] = None
+            out.append(text.tolist())
+        elif kind == "f":
+            rounded = np.round(values, 8 if name in ("lon", "lat") else 6).astype(object)
+            rounded[~np.isfinite(values)] = None
+            out.append(rounded.tolist())
+        elif kind in "iub":
+            out.append(values.tolist())
+        else:
+            out.append([None if v is None else str(v) for v in values])
+    return out
+
+
+def _stream_features(
+    fileobj: IO,
+    columns: dict[str, np.ndarray],
+    names: list[str],
+    out_names: list[str],
+    constants: dict,
+    chunk: int,
+    converters: dict[str, callable] | None = None,
+) -> int:
+    write = _text_writer(fileobj)
+    n = len(columns["lon"])
+    write('{"type":"FeatureCollection","features":[')
+    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+    first = True
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        lists = _column_lists(columns, ["lon", "lat", *names], lo, hi)
+        lons, lats, rest = lists[0], lists[1], lists[2:]
+        if converters:
+            for i, name in enumerate(names):
+                if name in converters:
+                    rest[i] = [converters[name](v) for v in rest[i]]
+        parts = []
+        for row in range(hi - lo):
+            props = dict(constants)
+            for key, values in zip(out_names, rest, strict=True):
+                value = values[row]
+                if value is not None:
+                    props[key] = value
+            parts.append(
+                '{"type":"Feature","geometry":{"type":"Point","coordinates":['
+                f'{_num(lons[row])},{_num(lats[row])}]}},"properties":{dumps(props)}}}'
+            )
+        if parts:
+            write(("" if first else ",") + ",".join(parts))
+            first = False
+    write("]}")
+    return n
+
+
+def _num(value) -> str:
+    return "null" if value is None else repr(value)
+
+
+def write_standard_geojson(table: PointTable, fileobj: IO, *, chunk: int = 20_000) -> int:
+    """Stream the table as a FeatureCollection of Point features with the supplement's property names.
+
+    Writes in chunks so a million points never sit in memory as one document; returns the number of features.
+    `fileobj` may be text or binary.
+    """
+    names = ["timestamp"] + [n for n in PROPERTY_ORDER if n in table.columns]
+    for extra in ("crop", "variety", "products", "recordingStatus"):
+        if extra in table.columns:
+            names.append(extra)
+    constants: dict[str, object] = {"operationType": table.operation_type}
+    if "crop" not in table.columns and len(table.crops) == 1:
+        constants["crop"] = table.crops[0]
+    if "variety" not in table.columns and len(table.varieties) == 1:
+        constants["variety"] = table.varieties[0]
+    converters = {"recordingStatus": lambda v: None if v is None else ("On" if v else "Off")}
+    return _stream_features(fileobj, table.columns, names, names, constants, chunk, converters)
+
+
+def write_raw_geojson(table: PointTable, fileobj: IO, *, chunk: int = 20_000) -> int:
+    """Stream the points as read (before cleaning), with the source's own column names where it has them."""
+    if not table.raw_columns:
+        names = [n for n in table.columns if n not in ("lon", "lat")]
+        return _stream_features(fileobj, table.columns, names, names, {}, chunk)
+    columns = dict(table.raw_columns)
+    columns["lon"], columns["lat"] = table.columns["lon"], table.columns["lat"]
+    names = [n for n in table.raw_columns if n not in ("lon", "lat")]
+    if "timestamp" in table.columns and "timestamp" not in columns:
+        columns["timestamp"] = table.columns["timestamp"]
+        names.insert(0, "timestamp")
+    return _stream_features(fileobj, columns, names, names, {}, chunk)

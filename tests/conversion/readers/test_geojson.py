@@ -1,0 +1,62 @@
+"""GeoJSON reader and detection of GeoJSON data sets."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conversion.archive import detect
+from conversion.readers import Dataset, UnreadableDataset, get_reader
+
+
+def _collection(features: list[dict]) -> dict:
+    return {"type": "FeatureCollection", "features": features}
+
+
+def _point(lon, lat, **props) -> dict:
+    return {"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]}, "properties": props}
+
+
+def test_standard_property_names_are_read_as_canonical(tmp_path):
+    features = [
+        _point(10.0, 54.0, timestamp="2024-05-01T10:00:00.000Z", seedRate=80000.0, crop="Mais", recordingStatus="On"),
+        _point(
+            10.001, 54.0, timestamp="2024-05-01T10:00:01.500Z", seedRate=82000.0, crop="Mais", recordingStatus="Off"
+        ),
+    ]
+    (tmp_path / "planting.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    assert dataset.format == "GEOJSON"
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert table.operation_type == "planted"
+    assert table.crops == ["corn"]
+    np.testing.assert_array_equal(table.columns["seedRate"], [80000.0, 82000.0])
+    assert table.units["seedRate"] == "seeds/ha"
+    np.testing.assert_array_equal(table.columns["recordingStatus"], [1.0, 0.0])
+    assert table.end - table.start == np.timedelta64(1500, "ms")
+
+
+def test_sms_names_in_geojson_are_converted(tmp_path):
+    features = [_point(-93.0, 41.0, Yld_Mass_W=3000.0, Moisture=18.0, Speed_mph_=5.0)]
+    (tmp_path / "yield.json").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert table.operation_type == "harvested"
+    assert table.columns["wetMassPerArea"][0] == pytest.approx(3000 * 1.1208511417)
+    assert table.columns["speed"][0] == pytest.approx(5 * 0.44704)
+
+
+def test_non_point_collections_and_jd_sidecars_are_not_data_sets(tmp_path):
+    polygon = {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}
+    (tmp_path / "field.geojson").write_text(json.dumps(_collection([polygon])))
+    (tmp_path / "Farm-Field-Corn-Deere-Metadata.json").write_text(json.dumps({"Operation": "Harvest"}))
+    (tmp_path / "other.json").write_text(json.dumps({"hello": "world"}))
+    assert detect(tmp_path).datasets == []
+
+
+def test_collection_without_points_is_unreadable(tmp_path):
+    path = tmp_path / "empty.geojson"
+    path.write_text(json.dumps(_collection([])))
+
+    with pytest.raises(UnreadableDataset, match="no Point features"):
+        get_reader("GEOJSON").read(Dataset("GEOJSON", path, tmp_path, "empty"))

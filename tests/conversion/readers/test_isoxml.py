@@ -1,0 +1,275 @@
+"""ISOXML reader on real task controller exports: values checked against what the files themselves record."""
+
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+import pytest
+
+from conversion.readers import Dataset, UnreadableDataset, get_reader
+from conversion.readers.isoxml import IsoxmlReader
+from conversion.readers.isoxml_tlg import TimeLogError, read_time_log
+from tests.conversion.readers.conftest import DOTNET, walk_tlg
+
+LOAD = f"{DOTNET}/LoadFromStream"
+
+
+def _files(folder: Path, stem: str) -> tuple[Path, Path]:
+    by_lower = {p.name.lower(): p for p in folder.iterdir()}
+    return by_lower[f"{stem.lower()}.xml"], by_lower[f"{stem.lower()}.bin"]
+
+
+def _read(taskdata: Path, **kwargs):
+    return IsoxmlReader(**kwargs).read(Dataset("ISOXML", taskdata, taskdata.parent, taskdata.parent.name))
+
+
+def _tasks(taskdata: Path) -> list[ElementTree.Element]:
+    return ElementTree.parse(taskdata).getroot().findall("TSK")
+
+
+def _valid_points(walk: dict) -> int:
+    return sum(1 for r in walk["records"] if not (r["ptn"].get("A") == 0 and r["ptn"].get("B") == 0))
+
+
+@pytest.fixture(scope="module")
+def valid_tables(valid_timelogs):
+    return {t.name: t for t in _read(valid_timelogs / "TASKDATA.XML")}
+
+
+def test_every_valid_time_log_is_consumed_byte_exact(valid_timelogs):
+    # Given every TLG pair of the CCI export
+    stems = sorted(p.stem for p in valid_timelogs.glob("TLG*.xml"))
+    assert len(stems) == 21
+    for stem in stems:
+        xml_path, bin_path = _files(valid_timelogs, stem)
+        # When read by our reader and by the independent walker
+        log = read_time_log(xml_path, bin_path)
+        walk = walk_tlg(xml_path, bin_path)
+        # Then both end exactly at the end of the file, with the same number of records
+        assert log.leftover_bytes == 0 and not log.truncated_record, stem
+        assert walk["consumed"] == walk["size"], stem
+        assert log.n_records == len(walk["records"]), stem
+
+
+def test_yield_total_mass_of_the_log_equals_the_task_total(valid_timelogs, valid_tables):
+    tasks = _tasks(valid_timelogs / "TASKDATA.XML")
+    task = next(t for t in tasks if t.find("TLG").get("A") == "TLG00001")
+    recorded = {d.get("A"): float(d.get("B")) for d in task.find("TIM").findall("DLV")}
+    assert recorded["005A"] == 259605
+
+    log = read_time_log(*_files(valid_timelogs, "TLG00001"))
+    index = next(s.index for s in log.header.dlvs if s.ddi == 0x005A)
+    values = log.raw_values(index)
+    values = values[~np.isnan(values)]
+    assert values[-1] - values[0] == recorded["005A"]
+
+    table = valid_tables[task.get("B")]
+    assert table.recorded_totals["totalWetMass"] == (259605.0, "kg")
+    assert table.recorded_totals["totalArea"] == (recorded["0074"], "m2")
+
+
+def test_point_counts_are_the_record_counts_without_null_positions(valid_timelogs, valid_tables):
+    for task in _tasks(valid_timelogs / "TASKDATA.XML"):
+        stems = [t.get("A") for t in task.findall("TLG")]
+        expected = sum(_valid_points(walk_tlg(*_files(valid_timelogs, s))) for s in stems)
+        assert len(valid_tables[task.get("B").strip()]) == expected, task.get("B")
+
+
+def test_time_range_operation_and_machine(valid_timelogs, valid_tables):
+    task = next(t for t in _tasks(valid_timelogs / "TASKDATA.XML") if t.get("B") == "SAV")
+    tim = task.find("TIM")
+    table = valid_tables["SAV"]
+    # No GPS time is logged, so the TC clock gives the times, which the task's TIM brackets.
+    assert table.start == np.datetime64(tim.get("A"), "ms")
+    assert table.end == np.datetime64(tim.get("B"), "ms")
+    assert table.operation_type == "harvested"
+    device = ElementTree.parse(valid_timelogs / "TASKDATA.XML").getroot().find("DVC")
+    machine = table.machines[0]
+    assert (machine.name, machine.serial_number) == (device.get("B"), device.get("E"))
+    assert table.units["wetMassPerArea"] == "kg/ha"
+    # ~38 t/ha wet forage at ~60 % moisture (provenance of the sample).
+    yields = table.columns["wetMassPerArea"]
+    assert 25_000 < np.median(yields[yields > 0]) < 60_000
+    moisture = table.columns["harvestMoisture"]
+    assert 45 < np.median(moisture[moisture > 0]) < 75
+
+
+def test_single_dpd_planter_reads_condensed_work_state_as_unsigned(extracted):
+    folder = extracted(f"{LOAD}/SingleDPD.zip")
+    log = read_time_log(*_files(folder, "TLG00001"))
+    index = next(s.index for s in log.header.dlvs if s.ddi == 0x00A1)
+    walk = walk_tlg(*_files(folder, "TLG00001"))
+    logged = [v for r in walk["records"] for i, v in r["values"] if i == index]
+    assert -2731 in logged  # the file holds it as a signed int32
+    raw = log.raw_values(index)
+    assert (raw[~np.isnan(raw)] >= 0).all()
+    assert (raw == 2**32 - 2731).any()
+
+    [table] = _read(folder / "TASKDATA.XML")
+    assert table.operation_type == "planted"
+    assert table.units["seedRate"] == "seeds/ha"
+    assert table.recorded_totals["totalPlanted"] == (12483.0, "seeds")
+    assert table.machines[0].name == "IntelliAg" and table.machines[0].category == "planter/seeder"
+
+
+def test_cnh_planter_and_air_cart_export(extracted):
+    folder = extracted(f"{LOAD}/Another-single-ACP.zip")
+    tables = {t.name: t for t in _read(folder / "TASKDATA.XML")}
+    planter = tables["20220919 Aussaat 25.77ha with..."]
+    assert planter.operation_type == "planted"
+    assert planter.products == ["Corn_PF", "56E"]
+    assert "Planter Valoterra" in [m.name for m in planter.machines]
+    # The task's TIM says 0074 = 175528 m2 on the planter's work element.
+    assert planter.recorded_totals["totalArea"] == (175528.0, "m2")
+
+    spreader = tables["Germany solid"]
+    assert spreader.operation_type == "applied"
+    assert spreader.products == ["56E"]
+    assert spreader.units["appliedRate"] == "kg/ha"
+
+    sprayer = tables["14.39ha Field"]
+    assert sprayer.operation_type == "applied"
+    assert sprayer.units["appliedRate"] == "L/ha"
+    # Its GPS date is a day off the TC clock, so the TC clock at the task's -05:00 zone gives UTC times,
+    # consistent with the task's own TIM start.
+    tim_start = np.datetime64("2022-10-20T08:43:43", "ms") + np.timedelta64(5, "h")
+    assert abs(sprayer.start - tim_start) < np.timedelta64(2, "s")
+
+
+def test_all_fields_moved_classifies_by_the_logging_implement(extracted):
+    folder = extracted(f"{LOAD}/AllFieldsMoved_Or_Simplified_Out.zip")
+    taskdata = next(folder.rglob("TASKDATA.XML"))
+    tables = _read(taskdata)
+    assert len(tables) == 2
+    for table, stem in zip(tables, ("TLG00001", "TLG00002"), strict=True):
+        walk = walk_tlg(*_files(taskdata.parent, stem))
+        assert len(table) == _valid_points(walk)
+        # Every logged DLV belongs to the Great Plains True-Tandem (ClientNAME class 2, tillage); the Horsch
+        # sprayer is only allocated, logs nothing, so the points are tillage.
+        assert table.operation_type == "tillage"
+        assert table.machines[0].category == "primary soil tillage"
+        assert "Horsch Sonstige Pflanzenschut..." in [m.name for m in table.machines]
+
+
+def test_topcon_xfr_split_export_prefers_gps_time(extracted):
+    folder = extracted("isoxml-js/data/2021-04-09T15_33_26_taskdata.zip") / "TASKDATA"
+    [table] = _read(folder / "TASKDATA.XML")
+    walk = walk_tlg(*_files(folder, "TLG00001"))
+    gps = np.array(
+        [
+            np.datetime64("1980-01-01", "ms") + np.timedelta64(r["ptn"]["I"] * 86_400_000 + r["ptn"]["H"], "ms")
+            for r in walk["records"]
+        ]
+    )
+    tc = np.array(
+        [
+            np.datetime64("1980-01-01", "ms") + np.timedelta64(r["tc_day"] * 86_400_000 + r["tc_ms"], "ms")
+            for r in walk["records"]
+        ]
+    )
+    assert len(table) == len(gps) == 207
+    assert (table.columns["timestamp"] == gps).all()
+    offsets = (gps - tc).astype(np.int64) / 1000
+    assert np.all(np.abs(offsets - 2039) < 1.5)
+    assert table.machines[0].name == "8250-8280 TTV"
+    assert table.units["speed"] == "m/s"
+
+
+def test_taskdata_found_several_folders_deep(detect_zip):
+    found = detect_zip(f"{LOAD}/MultiSubFolder.zip")
+    [dataset] = found.datasets
+    assert dataset.format == "ISOXML"
+    assert dataset.root.name == "AnotherSubFolder Again"
+    [table] = get_reader("ISOXML").read(dataset)
+    assert table.operation_type == "planted"
+
+
+def test_invalid_archive_has_no_dataset(detect_zip):
+    found = detect_zip(f"{LOAD}/InvalidArchive.zip")
+    assert found.datasets == [] and found.unsupported == []
+
+
+@pytest.mark.parametrize(
+    ("zip_name", "reason"),
+    [
+        ("isoxml-js/data/duplicate-xmlid.zip", "duplicate XML id CTP-1"),
+        ("isoxml-js/data/grid-without-binary.zip", "no task has a time log"),
+        ("isoxml-js/data/task_with_grid.zip", "no task has a time log"),
+        (f"{LOAD}/ZippedTaskWithSubFolder.zip", "no task has a time log"),
+    ],
+)
+def test_data_sets_without_logged_data_are_unreadable_with_a_reason(detect_zip, zip_name, reason):
+    [dataset] = detect_zip(zip_name).datasets
+    with pytest.raises(UnreadableDataset, match=reason):
+        get_reader("ISOXML").read(dataset)
+
+
+def test_external_entities_are_not_resolved(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-VALUE")
+    (tmp_path / "TASKDATA.XML").write_text(
+        f'<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY xxe SYSTEM "file://{secret}">]>\n'
+        '<ISO11783_TaskData VersionMajor="4" VersionMinor="3"><TSK A="TSK1" B="&xxe;"/></ISO11783_TaskData>'
+    )
+    with pytest.raises(UnreadableDataset, match="refused") as info:
+        _read(tmp_path / "TASKDATA.XML")
+    assert "TOP-SECRET" not in str(info.value)
+
+
+def _copy_task(valid_timelogs: Path, dest: Path, stems: list[str]) -> Path:
+    """A copy of the CCI TASKDATA.XML holding the first task, pointing at `stems` time logs."""
+    root = ElementTree.parse(valid_timelogs / "TASKDATA.XML").getroot()
+    for task in root.findall("TSK")[1:]:
+        root.remove(task)
+    task = root.find("TSK")
+    for tlg in task.findall("TLG"):
+        task.remove(tlg)
+    for stem in stems:
+        ElementTree.SubElement(task, "TLG", A=stem, C="1")
+        for path in _files(valid_timelogs, stem):
+            shutil.copy(path, dest / path.name)
+    ElementTree.ElementTree(root).write(dest / "TASKDATA.XML", encoding="utf-8", xml_declaration=True)
+    return dest / "TASKDATA.XML"
+
+
+def test_truncated_time_log_keeps_the_complete_records(valid_timelogs, tmp_path):
+    taskdata = _copy_task(valid_timelogs, tmp_path, ["TLG00003"])
+    bin_path = tmp_path / "TLG00003.bin"
+    data = bin_path.read_bytes()
+    bin_path.write_bytes(data[: len(data) // 2 + 3])
+    walk = walk_tlg(tmp_path / "TLG00003.xml", bin_path)
+
+    log = read_time_log(tmp_path / "TLG00003.xml", bin_path)
+    # The walker drops a record cut inside its values; we keep its complete values, or it is not there at all.
+    assert log.n_records in (len(walk["records"]), len(walk["records"]) + 1)
+    [table] = _read(taskdata)
+    assert len(table) <= log.n_records
+
+
+def test_garbled_time_log_is_skipped_with_a_reason(valid_timelogs, tmp_path):
+    taskdata = _copy_task(valid_timelogs, tmp_path, ["TLG00003", "TLG00006"])
+    bin_path = tmp_path / "TLG00003.bin"
+    data = bytearray(bin_path.read_bytes())
+    data[5000:7000] = b"\xff" * 2000
+    bin_path.write_bytes(bytes(data))
+
+    with pytest.raises(TimeLogError, match="TLG00003"):
+        read_time_log(tmp_path / "TLG00003.xml", bin_path)
+    [table] = _read(taskdata)
+    assert len(table) == _valid_points(walk_tlg(*_files(tmp_path, "TLG00006")))
+    assert any("TLG00003" in w and "skipped" in w for w in table.warnings)
+
+
+def test_all_logs_garbled_is_unreadable(valid_timelogs, tmp_path):
+    taskdata = _copy_task(valid_timelogs, tmp_path, ["TLG00006"])
+    (tmp_path / "TLG00006.bin").write_bytes(b"\x00" * 10 + b"\xff" * 500)
+    with pytest.raises(UnreadableDataset, match="no readable time log"):
+        _read(taskdata)
+
+
+def test_missing_binary_is_reported(valid_timelogs, tmp_path):
+    taskdata = _copy_task(valid_timelogs, tmp_path, ["TLG00006"])
+    (tmp_path / "TLG00006.bin").unlink()
+    with pytest.raises(UnreadableDataset, match="binary file missing"):
+        _read(taskdata)

@@ -1,0 +1,165 @@
+"""Shapefile reader on John Deere and SMS-style exports; totals recomputed independently from the raw DBF."""
+
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shapefile
+from pyproj import CRS, Transformer
+
+from conversion import standardize
+from conversion.readers import Dataset, get_reader
+from conversion.readers.units import US_BUSHEL_L
+
+JD = "johndeere-sampledata/Shapefiles"
+ACRE_FT2 = 43_560.0
+LB = 0.45359237
+
+
+def _only_dataset(found) -> Dataset:
+    [dataset] = found.datasets
+    assert dataset.format == "SHAPEFILE"
+    return dataset
+
+
+def _records(dataset: Dataset) -> list[dict]:
+    with shapefile.Reader(str(dataset.path)) as reader:
+        return [r.as_dict() for r in reader.records()]
+
+
+def _read(dataset: Dataset):
+    [table] = get_reader("SHAPEFILE").read(dataset)
+    return table
+
+
+@pytest.fixture(scope="module")
+def harvest(detect_zip):
+    dataset = _only_dataset(detect_zip(f"{JD}/Export From MyJohnDeere - Harvest.zip"))
+    return dataset, _read(dataset), _records(dataset)
+
+
+def test_jd_harvest_points_crop_variety_and_time_range(harvest):
+    dataset, table, records = harvest
+    assert len(table) == len(records) == 40_960
+    assert table.operation_type == "harvested"
+    assert table.crops == ["soybeans"]
+    assert table.varieties == sorted({r["VARIETY"] for r in records})
+    iso = sorted(datetime.fromisoformat(r["IsoTime"].replace("Z", "")) for r in records)
+    assert table.start == np.datetime64(iso[0], "ms")
+    assert table.end == np.datetime64(iso[-1], "ms")
+    assert table.source_units["dryVolumePerArea"] == "bu/ac"
+
+
+def test_jd_harvest_total_dry_bushels_equal_the_file(harvest):
+    _dataset, table, records = harvest
+    # Independently: dry bushels = VRYIELDVOL (bu/ac) x DISTANCE x SWATHWIDTH (ft) / 43,560 ft2 per acre.
+    bushels = sum(r["VRYIELDVOL"] * r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for r in records)
+    wet_lb = sum(r["WetMass"] * r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for r in records)
+    props = standardize.summary(standardize.derive(table))["properties"]
+    assert props["totalDryVolume"]["unit"] == "L"
+    assert props["totalDryVolume"]["value"] / US_BUSHEL_L == pytest.approx(bushels, rel=1e-9)
+    assert props["totalWetMass"]["value"] / LB == pytest.approx(wet_lb, rel=1e-9)
+    # Our dry mass (wet x shrink at Ms 13 %) agrees with JD's dry bushels x 60 lb within 0.1 %.
+    assert props["totalDryMass"]["value"] / LB == pytest.approx(bushels * 60, rel=1e-3)
+
+
+def test_jd_seeding_seed_totals(detect_zip):
+    dataset = _only_dataset(detect_zip(f"{JD}/Export From MyJohnDeere - Seeding.zip"))
+    table, records = _read(dataset), _records(dataset)
+    assert len(table) == len(records) == 55_285
+    assert table.operation_type == "planted"
+    assert table.units["seedRate"] == "seeds/ha"
+    seeds = sum(r["AppliedRat"] * r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for r in records)
+    props = standardize.summary(standardize.derive(table))["properties"]
+    assert props["totalPlanted"] == {"value": pytest.approx(seeds, rel=1e-9), "unit": "seeds"}
+    assert table.varieties == ["23A42"]
+
+
+def test_jd_application_products_and_volume(detect_zip):
+    found = detect_zip(f"{JD}/Export From MyJohnDeere - Application.zip")
+    assert len(found.datasets) == 4  # the four -Deere-Metadata.json sidecars are not data sets
+    for dataset in found.datasets:
+        table, records = _read(dataset), _records(dataset)
+        assert table.operation_type == "applied"
+        assert records[0]["Product"].strip() in table.products
+        assert table.units["appliedRate"] == "L/ha"
+        gallons = sum(r["AppliedRat"] * r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for r in records)
+        total = standardize.totals(standardize.derive(table))["totalApplied"]
+        assert total["unit"] == "L"
+        assert total["value"] / 3.785411784 == pytest.approx(gallons, rel=1e-9)
+
+
+def test_sms_abbreviated_yield_and_as_applied(samples_dir):
+    folder = samples_dir / "ofpetrial-difm" / "inst" / "extdata"
+    yield_set = Dataset("SHAPEFILE", folder / "yield-simple1.shp", folder, "yield-simple1")
+    table = _read(yield_set)
+    raw = np.array([r["Yld_Vol_Dr"] for r in _records(yield_set)])
+    assert table.operation_type == "harvested"
+    assert len(table) == len(raw) == 3365
+    assert table.source_units["dryVolumePerArea"] == "bu/ac"
+    np.testing.assert_allclose(table.columns["dryVolumePerArea"] / (US_BUSHEL_L / 0.40468564224), raw)
+
+    applied_set = Dataset("SHAPEFILE", folder / "as-applied-simple1.shp", folder, "as-applied-simple1")
+    table = _read(applied_set)
+    records = _records(applied_set)
+    assert table.operation_type == "applied"
+    assert len(table) == len(records) == 2081
+    np.testing.assert_allclose(table.columns["speed"], [r["Speed_mph_"] * 0.44704 for r in records])
+    np.testing.assert_allclose(table.columns["elevation"], [r["Elevation_"] * 0.3048 for r in records])
+    # "Tgt_Rate_k" does not say its unit: the value is kept, and the unit reported as unknown.
+    assert table.units["appliedRateTarget"] == "unknown"
+    assert any("Tgt_Rate_k" in w for w in table.warnings)
+
+
+def _write_points(path: Path, lonlat: list[tuple[float, float]], crs: CRS | None, yields: list[float]) -> None:
+    with shapefile.Writer(str(path), shapeType=shapefile.POINT) as writer:
+        writer.field("Yld_Mass_D", "N", 8, 2)
+        writer.field("Moisture", "N", 6, 2)
+        for (x, y), value in zip(lonlat, yields, strict=True):
+            writer.point(x, y)
+            writer.record(value, 15.0)
+    if crs is not None:
+        path.with_suffix(".prj").write_text(crs.to_wkt("WKT1_ESRI"))
+
+
+def test_projected_shapefile_is_reprojected_to_wgs84(tmp_path):
+    lonlat = [(-93.15, 41.667), (-93.151, 41.668), (-93.152, 41.6685)]
+    utm = CRS.from_epsg(32615)
+    to_utm = Transformer.from_crs(4326, utm, always_xy=True)
+    xy = [to_utm.transform(lon, lat) for lon, lat in lonlat]
+    _write_points(tmp_path / "utm.shp", xy, utm, [100.0, 200.0, 300.0])
+    table = _read(Dataset("SHAPEFILE", tmp_path / "utm.shp", tmp_path, "utm"))
+    np.testing.assert_allclose(table.columns["lon"], [p[0] for p in lonlat], atol=1e-8)
+    np.testing.assert_allclose(table.columns["lat"], [p[1] for p in lonlat], atol=1e-8)
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([100, 200, 300]) * 1.1208511417)
+
+
+def test_overflowed_numbers_are_null(tmp_path):
+    _write_points(tmp_path / "y.shp", [(-93.0, 41.0), (-93.1, 41.1)], CRS.from_epsg(4326), [10.0, 20.0])
+    dbf = tmp_path / "y.dbf"
+    data = bytearray(dbf.read_bytes())
+    # DBF writers print **** when a number does not fit its field; patch the second record's yield so.
+    header_len = int.from_bytes(data[8:10], "little")
+    record_len = int.from_bytes(data[10:12], "little")
+    start = header_len + record_len + 1
+    data[start : start + 8] = b"    ****"
+    dbf.write_bytes(bytes(data))
+    table = _read(Dataset("SHAPEFILE", tmp_path / "y.shp", tmp_path, "y"))
+    assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * 1.1208511417)
+    assert np.isnan(table.columns["dryMassPerArea"][1])
+
+
+def test_polygon_export_gives_centroids_and_areas(tmp_path):
+    path = tmp_path / "poly.shp"
+    with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
+        writer.field("AppliedRate", "N", 10, 2)
+        writer.poly([[(-93.0, 41.0), (-93.0, 41.0001), (-92.9999, 41.0001), (-92.9999, 41.0), (-93.0, 41.0)]])
+        writer.record(20.0)
+    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
+    table = _read(Dataset("SHAPEFILE", path, tmp_path, "poly"))
+    assert table.columns["lon"][0] == pytest.approx(-92.99995)
+    assert table.columns["lat"][0] == pytest.approx(41.00005)
+    # 0.0001 deg x 0.0001 deg at 41 N is about 11.1 m x 8.4 m.
+    assert 85 < table.columns["area"][0] < 100
+    assert table.operation_type == "applied"
