@@ -17,13 +17,78 @@ def samples_dir() -> Path:
     return SAMPLES_DIR
 
 
+def set_eager(eager: bool) -> None:
+    """Celery reads its namespaced settings (CELERY_*) live from Django's settings object."""
+    from django.conf import settings
+
+    settings.CELERY_TASK_ALWAYS_EAGER = eager
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _tasks_run_eagerly():
-    """Tasks run synchronously in tests unless a test asks for the real worker (`celery_worker`)."""
+def _tasks_run_eagerly(tmp_path_factory):
+    """Tasks run synchronously in tests unless a test asks for the real worker (`celery_worker`);
+    stored files go to a scratch folder shared with that worker."""
+    from django.conf import settings
+
     from platform_site.celery import app
 
-    app.conf.task_always_eager = True
+    settings.MEDIA_ROOT = str(tmp_path_factory.mktemp("media"))
+    set_eager(True)
+    assert app.conf.task_always_eager is True
     yield
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A real Celery worker (a separate process) on the Redis broker, using the test database."""
+    import subprocess
+    import sys
+    import time
+
+    from django.conf import settings
+
+    from platform_site.celery import app
+
+    db = settings.DATABASES["default"]
+    if "postgis" not in db["ENGINE"] or settings.CELERY_BROKER_URL.startswith("memory"):
+        pytest.fail("the worker tests need PostGIS and Redis: run them through `make test`")
+    env = os.environ | {
+        "DATABASE_URL": f"postgis://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
+        "WEBHOOK_RETRY_SCHEDULE": "1,1",
+        "WEBHOOK_TIMEOUT_SECONDS": "2",
+    }
+    app.control.purge()
+    log = open(tmp_path_factory.mktemp("worker") / "worker.log", "w")  # noqa: SIM115
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "platform_site", "worker", "--pool=threads", "--concurrency=4",
+         "--without-heartbeat", "--without-mingle", "--without-gossip", "--loglevel=INFO"],
+        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not app.control.ping(timeout=0.5):
+        if process.poll() is not None or time.monotonic() > deadline:
+            log.flush()
+            pytest.fail("the Celery worker did not start: " + open(log.name).read()[-2000:])
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+@pytest.fixture
+def celery_worker(celery_worker_process, transactional_db):
+    """Send tasks to the real worker for this test (data is committed so the worker sees it)."""
+
+    set_eager(False)
+    yield celery_worker_process
+    set_eager(True)
 
 
 @pytest.fixture

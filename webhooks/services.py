@@ -7,7 +7,7 @@ import hmac
 import json
 import logging
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import requests
@@ -241,5 +241,3 @@ def deliveries_due(limit: int = 500) -> list[str]:
         .order_by("next_attempt_at")
         .values_list("pk", flat=True)[:limit]
     ]
-
-

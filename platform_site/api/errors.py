@@ -100,6 +100,9 @@ def flatten_field_errors(detail: Any, prefix: str = "") -> list[dict[str, str]]:
     errors: list[dict[str, str]] = []
     if isinstance(detail, dict):
         for key, value in detail.items():
+            if isinstance(key, int):
+                errors.extend(flatten_field_errors(value, f"{prefix}[{key}]"))
+                continue
             name = "" if key in ("non_field_errors", "__all__") else str(key)
             path = f"{prefix}.{name}" if prefix and name else (prefix or name)
             errors.extend(flatten_field_errors(value, path))

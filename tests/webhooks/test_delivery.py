@@ -1,0 +1,184 @@
+"""Deliveries to a real HTTP receiver on loopback."""
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import uuid
+
+import pytest
+from django.db import transaction
+
+from tests.factories import CoreUserFactory
+from tests.tenancy import assert_problem
+from webhooks.models import Delivery
+from webhooks.services import deliveries_due, delivery_attempt, event_emit
+from webhooks.tasks import webhooks_deliveries_sweep
+
+URL = "/services/alerts/api/alerts/webhooks"
+FAILED = f"{URL}/failed-calls"
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def emit(core_user, event="fieldCreated", **payload):
+    with transaction.atomic():
+        return event_emit(type=event, core_user=core_user, payload=payload or {"fieldId": "f-1"})
+
+
+def test_a_registered_webhook_receives_the_signed_event(owner, core_user, subscribe, webhook_receiver):
+    subscribe(owner, webhook_receiver, ["fieldCreated"], secret="top-secret")
+    emit(core_user, fieldId="f-42")
+    [request] = webhook_receiver.wait_for(1)
+    expected = base64.b64encode(hmac.new(b"top-secret", request.body, hashlib.sha256).digest()).decode()
+    assert request.headers["X-Core-Signature"] == expected
+    assert request.headers["Content-Type"] == "application/json"
+    assert b" " not in request.body  # compact JSON
+    event = json.loads(request.body)
+    assert event["type"] == "fieldCreated" and event["coreUserId"] == str(core_user.id) and event["fieldId"] == "f-42"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", event["timestamp"])
+    assert Delivery.objects.get().status == Delivery.Status.SUCCEEDED
+
+
+def test_only_subscribed_events_are_sent(owner, core_user, subscribe, webhook_receiver):
+    subscribe(owner, webhook_receiver, ["machineCreated"])
+    assert emit(core_user, "fieldCreated") == 0
+    emit(core_user, "machineCreated", machineId="m-1")
+    webhook_receiver.wait_for(2, timeout=0.5)
+    assert [e["type"] for e in webhook_receiver.events()] == ["machineCreated"]
+
+
+def test_nothing_is_sent_for_a_rolled_back_change(owner, core_user, subscribe, webhook_receiver):
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    with pytest.raises(RuntimeError), transaction.atomic():
+        event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": "f-1"})
+        raise RuntimeError("the change failed")
+    webhooks_deliveries_sweep.delay()
+    assert webhook_receiver.wait_for(1, timeout=0.5) == []
+    assert not Delivery.objects.exists()
+
+
+def test_a_receiver_that_fails_then_succeeds_gets_the_event_on_a_retry(
+    owner, core_user, subscribe, webhook_receiver, settings, api_client
+):
+    settings.WEBHOOK_RETRY_SCHEDULE = [0, 0]
+    webhook_receiver.statuses = [500, 200]
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    assert len(webhook_receiver.wait_for(1)) == 1
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == (Delivery.Status.PENDING, 1)
+
+    assert webhooks_deliveries_sweep.delay() is not None
+    requests = webhook_receiver.wait_for(2)
+    assert len(requests) == 2 and requests[0].body == requests[1].body
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (Delivery.Status.SUCCEEDED, 2)
+
+    [failed] = api_client.get(FAILED).json()
+    assert failed["status"] == 500 and failed["willRetry"] is True and failed["attempt"] == 1
+    assert failed["response"] == "answered 500" and failed["requestBody"] == requests[0].body.decode()
+    assert failed["webhookId"] == str(delivery.webhook_id) and failed["url"] == webhook_receiver.url
+
+
+def test_a_receiver_that_never_answers_ends_in_failed_calls(
+    owner, core_user, subscribe, webhook_receiver, settings, api_client
+):
+    settings.WEBHOOK_RETRY_SCHEDULE = [0]
+    settings.WEBHOOK_TIMEOUT_SECONDS = 0.3
+    webhook_receiver.hang = 1.5
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    webhooks_deliveries_sweep.delay()
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == (Delivery.Status.FAILED, 2)
+    assert deliveries_due() == []
+    calls = api_client.get(FAILED).json()
+    assert [c["attempt"] for c in calls] == [2, 1]
+    assert calls[0]["willRetry"] is False and calls[1]["willRetry"] is True
+    assert all(c["status"] is None and "Timeout" in c["connectionError"] for c in calls)
+
+
+def test_redirects_are_not_followed(owner, core_user, subscribe, webhook_receiver, settings):
+    settings.WEBHOOK_RETRY_SCHEDULE = []
+    webhook_receiver.statuses = [302]
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    assert len(webhook_receiver.wait_for(1)) == 1
+    assert Delivery.objects.get().status == Delivery.Status.FAILED
+
+
+def test_a_deleted_webhook_receives_nothing_more(owner, core_user, subscribe, webhook_receiver, settings, api_client):
+    settings.WEBHOOK_RETRY_SCHEDULE = [0, 0]
+    webhook_receiver.statuses = [500]
+    webhook = subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    assert len(webhook_receiver.wait_for(1)) == 1
+    assert api_client.delete(f"{URL}/{webhook.id}").status_code == 204
+    emit(core_user)
+    webhooks_deliveries_sweep.delay()
+    assert len(webhook_receiver.wait_for(2, timeout=0.5)) == 1
+    assert not Delivery.objects.exists()
+
+
+def test_a_delivery_is_posted_once_even_if_its_task_runs_twice(owner, core_user, subscribe, webhook_receiver):
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    delivery = Delivery.objects.get()
+    assert delivery_attempt(delivery.pk) is None
+    assert len(webhook_receiver.wait_for(2, timeout=0.3)) == 1
+
+
+def test_a_delivery_held_by_a_dead_worker_is_picked_up_by_the_sweep(owner, core_user, subscribe, webhook_receiver):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    with transaction.atomic():
+        event_emit(type="fieldCreated", core_user=core_user, payload={})
+        # The worker that claimed it died before posting: its lease ran out.
+        Delivery.objects.update(lease_until=timezone.now() - timedelta(seconds=1))
+    webhook_receiver.received.clear()
+    Delivery.objects.update(status=Delivery.Status.PENDING, lease_until=timezone.now() - timedelta(seconds=1))
+    assert webhooks_deliveries_sweep.delay() is not None
+    assert len(webhook_receiver.wait_for(1)) == 1
+    assert Delivery.objects.get().status == Delivery.Status.SUCCEEDED
+
+
+def test_another_owner_never_receives_or_sees_the_first_owners_events(
+    owner, other_owner, core_user, subscribe, webhook_receiver, settings, make_client
+):
+    from tests.receiver import Receiver, start_receiver
+
+    other_receiver = Receiver(statuses=[500])
+    server = start_receiver(other_receiver)
+    try:
+        settings.WEBHOOK_RETRY_SCHEDULE = []
+        webhook_receiver.statuses = [500]
+        subscribe(owner, webhook_receiver, ["fieldCreated"])
+        subscribe(other_owner, other_receiver, ["fieldCreated"])
+        emit(core_user)
+        assert len(webhook_receiver.wait_for(1)) == 1
+        assert other_receiver.wait_for(1, timeout=0.3) == []
+        emit(CoreUserFactory(owner=other_owner))
+        assert len(other_receiver.wait_for(1)) == 1
+        assert len(webhook_receiver.received) == 1
+        mine = make_client(owner).get(FAILED).json()
+        theirs = make_client(other_owner).get(FAILED).json()
+        assert {c["url"] for c in mine} == {webhook_receiver.url}
+        assert {c["url"] for c in theirs} == {other_receiver.url}
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_failed_calls_are_paged_and_validated(api_client):
+    response = api_client.get(FAILED, {"size": 5})
+    assert response.status_code == 200 and response["X-Total-Count"] == "0"
+    assert_problem(api_client.get(FAILED, {"sort": "secret"}), 400, "validation")
+
+
+def test_unknown_webhook_id_is_404(api_client):
+    assert_problem(api_client.get(f"{URL}/{uuid.uuid4()}"), 404, "notFound")
+    assert_problem(api_client.delete(f"{URL}/not-a-uuid"), 404, "notFound")

@@ -1,0 +1,102 @@
+import pytest
+
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+URL = "/services/alerts/api/alerts/webhooks"
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+@pytest.fixture(autouse=True)
+def _private_urls_allowed(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+
+
+def register(client, **overrides):
+    body = {"name": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s3cret", "events": ["fieldCreated"]}
+    return client.post(URL, body | overrides, format="json")
+
+
+def test_register_read_list_and_delete(api_client):
+    response = register(api_client, events=["fieldCreated", "machineCreated"])
+    assert response.status_code == 201
+    webhook = response.json()
+    assert set(webhook) == {"id", "name", "url", "events", "createdTime"}
+    assert "secret" not in response.content.decode()
+    assert webhook["events"] == ["fieldCreated", "machineCreated"]
+    assert api_client.get(f"{URL}/{webhook['id']}").json() == webhook
+    assert [w["id"] for w in api_client.get(URL).json()] == [webhook["id"]]
+    assert api_client.delete(f"{URL}/{webhook['id']}").status_code == 204
+    assert_problem(api_client.get(f"{URL}/{webhook['id']}"), 404, "notFound")
+
+
+def test_two_webhooks_cannot_listen_to_the_same_event(api_client):
+    assert register(api_client, events=["fieldCreated"]).status_code == 201
+    body = assert_problem(register(api_client, events=["machineCreated", "fieldCreated"]), 400, "eventRegisteredTwice")
+    assert "fieldCreated" in body["detail"]
+    # Nothing of the refused webhook was kept: machineCreated is still free.
+    assert register(api_client, events=["machineCreated"]).status_code == 201
+    assert len(api_client.get(URL).json()) == 2
+
+
+def test_event_aliases_are_stored_canonically_and_count_as_the_same_event(api_client):
+    assert register(api_client, events=["newSatelliteImages"]).json()["events"] == ["newSatelliteImage"]
+    assert_problem(register(api_client, events=["newSatelliteImage"]), 400, "eventRegisteredTwice")
+
+
+def test_another_owner_may_listen_to_the_same_event(api_client, other_client):
+    assert register(api_client).status_code == 201
+    assert register(other_client).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"events": ["fieldExploded"]}, "events[0]"),
+        ({"events": []}, "events"),
+        ({"url": "ftp://example.com/hook"}, "url"),
+        ({"url": "not a url"}, "url"),
+        ({"secret": ""}, "secret"),
+        ({"secret": "   "}, "secret"),
+        ({"name": None}, "name"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_invalid_registrations_are_400(api_client, overrides, field):
+    body = assert_problem(register(api_client, **overrides), 400, "validation")
+    assert field in [e["field"] for e in body["fieldErrors"]], body
+    assert api_client.get(URL).json() == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/hook",
+        "http://localhost:8080/x",
+        "http://10.1.2.3/x",
+        "http://[::1]/x",
+        "http://169.254.169.254/",
+    ],
+)
+def test_private_addresses_are_refused_unless_allowed(api_client, settings, url):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+    body = assert_problem(register(api_client, url=url), 400, "webhookUrlNotAllowed")
+    assert body["fieldErrors"][0]["field"] == "url"
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    assert register(api_client, url=url).status_code == 201
+
+
+def test_webhooks_have_no_update(api_client):
+    webhook = register(api_client).json()
+    assert_problem(api_client.put(f"{URL}/{webhook['id']}", {}, format="json"), 405)
+    assert_problem(api_client.patch(f"{URL}/{webhook['id']}", {}, format="json"), 405)
+
+
+def test_another_owner_cannot_see_or_delete_a_webhook(api_client, other_client):
+    webhook = register(api_client).json()
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{URL}/{webhook['id']}",
+        resource_id=webhook["id"],
+        list_urls=[URL],
+    )

@@ -1,0 +1,78 @@
+from rest_framework import serializers
+
+from platform_site.api.serializers import ApiSerializer, StrictCharField, TimestampField, format_timestamp
+
+from .models import EVENT_ALIASES, DeliveryAttempt, EventType, Webhook
+from .services import webhook_events
+
+EVENT_NAMES = sorted([*EventType.values, *EVENT_ALIASES])
+
+
+class WebhookCreateSerializer(ApiSerializer):
+    """`{name, url, secret, events: [...]}`; the secret signs deliveries and is never returned."""
+
+    name = StrictCharField(max_length=255)
+    url = serializers.URLField(max_length=2000)
+    secret = StrictCharField(max_length=512, trim_whitespace=False)
+    events = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_NAMES), allow_empty=False)
+
+    def validate_url(self, value):
+        if not value.lower().startswith(("http://", "https://")):
+            raise serializers.ValidationError("Only http and https URLs can receive webhooks.")
+        return value
+
+    def validate_secret(self, value):
+        if not value.strip():
+            raise serializers.ValidationError("The secret must not be empty.")
+        return value
+
+    def to_internal_value(self, data):
+        # A single event name is accepted as a list of one (the spec writes `events` as an enum).
+        if isinstance(data, dict) and isinstance(data.get("events"), str):
+            data = {**data, "events": [data["events"]]}
+        return super().to_internal_value(data)
+
+
+class WebhookSerializer(serializers.ModelSerializer):
+    """`{id, name, url, events, createdTime}`."""
+
+    events = serializers.SerializerMethodField()
+    createdTime = TimestampField(source="created_at")
+
+    class Meta:
+        model = Webhook
+        fields = ["id", "name", "url", "events", "createdTime"]
+
+    def get_events(self, webhook) -> list[str]:
+        return webhook_events(webhook)
+
+
+class FailedCallSerializer(serializers.ModelSerializer):
+    """A failed delivery attempt: `{id, webhookId, deliveryId, url, event, createdAt, status, response,
+    requestBody, connectionError?, attempt, willRetry, nextAttemptAt?}`."""
+
+    class Meta:
+        model = DeliveryAttempt
+        fields = ["id"]
+
+    def to_representation(self, attempt):
+        delivery = attempt.delivery
+        body = {
+            "id": str(attempt.id),
+            "webhookId": str(delivery.webhook_id),
+            "deliveryId": str(delivery.id),
+            "url": delivery.webhook.url,
+            "event": delivery.event,
+            "createdAt": format_timestamp(attempt.attempted_at),
+            "status": attempt.status_code,
+            "response": attempt.response,
+            "requestBody": delivery.body,
+            "attempt": attempt.number,
+            "willRetry": attempt.will_retry,
+            "durationMs": attempt.duration_ms,
+        }
+        if attempt.error:
+            body["connectionError"] = attempt.error
+        if attempt.will_retry and delivery.status == delivery.Status.PENDING:
+            body["nextAttemptAt"] = format_timestamp(delivery.next_attempt_at)
+        return body

@@ -1,0 +1,44 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status
+from rest_framework.response import Response
+
+from platform_site.api.viewsets import OwnerScopedViewSet
+
+from . import services
+from .models import DeliveryAttempt, Webhook
+from .serializers import FailedCallSerializer, WebhookCreateSerializer, WebhookSerializer
+
+
+class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """Webhooks of the API owner: register, list, read, delete (no update: delete and create again)."""
+
+    serializer_class = WebhookSerializer
+    sort_fields = {"id": "id", "name": "name", "createdTime": "created_at", "url": "url"}
+    default_sort = ("created_at",)
+
+    def get_queryset(self):
+        return Webhook.objects.filter(owner=self.owner).prefetch_related("subscriptions")
+
+    @extend_schema(request=WebhookCreateSerializer, responses={201: WebhookSerializer})
+    def create(self, request):
+        data = WebhookCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        webhook = services.webhook_register(owner=self.owner, **data.validated_data)
+        return Response(WebhookSerializer(webhook).data, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request, pk=None):
+        services.webhook_delete(webhook=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FailedCallViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
+    """Every failed delivery attempt of the owner's webhooks, newest first."""
+
+    serializer_class = FailedCallSerializer
+    sort_fields = {"createdAt": "attempted_at"}
+    default_sort = ("-attempted_at",)
+
+    def get_queryset(self):
+        return DeliveryAttempt.objects.filter(delivery__owner=self.owner, succeeded=False).select_related(
+            "delivery__webhook"
+        )
