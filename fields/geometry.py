@@ -1,0 +1,166 @@
+"""GeoJSON parsing, validation and geodesic measures, with shapely and pyproj only.
+
+We parse GeoJSON ourselves (not through GDAL) so that PostGIS and SpatiaLite deployments see exactly the
+same geometry, and compute areas and overlap ratios in Python on WGS84 (pyproj `Geod`), so both databases
+give the same numbers. The database only supplies candidates through an indexed `intersects` lookup.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import shapely
+from django.contrib.gis.geos import GEOSGeometry
+from pyproj import Geod
+from shapely.geometry import MultiPolygon, Polygon, mapping, shape
+from shapely.geometry.polygon import orient
+from shapely.validation import explain_validity
+
+from platform_site.api.errors import DomainError
+
+GEOD = Geod(ellps="WGS84")
+SQUARE_METRES_PER_HECTARE = 10_000.0
+# Ratios are compared with this tolerance (in percent points) so that an exact 50 % is not lost to rounding.
+RATIO_TOLERANCE = 1e-7
+
+
+class InvalidGeometry(DomainError):
+    """400 `invalidGeometry`: the GeoJSON cannot be a field boundary; the detail says why."""
+
+    error_key = "invalidGeometry"
+
+    def __init__(self, reason: str, *, field: str = "geometry"):
+        super().__init__(f"Invalid geometry: {reason}", field_errors=[{"field": field, "message": reason}])
+
+
+def _check_ring(ring: Any, where: str) -> list[tuple[float, float]]:
+    if not isinstance(ring, list) or len(ring) < 4:
+        raise InvalidGeometry(f"{where} must be a list of at least 4 positions.")
+    points = []
+    for index, position in enumerate(ring):
+        if (
+            not isinstance(position, list)
+            or len(position) < 2
+            or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in position)
+        ):
+            raise InvalidGeometry(f"{where}[{index}] must be a position [longitude, latitude].")
+        lon, lat = float(position[0]), float(position[1])
+        if not (math.isfinite(lon) and math.isfinite(lat)):
+            raise InvalidGeometry(f"{where}[{index}] is not a finite number.")
+        if not -180.0 <= lon <= 180.0:
+            raise InvalidGeometry(f"{where}[{index}]: longitude {lon} is outside [-180, 180].")
+        if not -90.0 <= lat <= 90.0:
+            raise InvalidGeometry(f"{where}[{index}]: latitude {lat} is outside [-90, 90].")
+        points.append((lon, lat))
+    if points[0] != points[-1]:
+        raise InvalidGeometry(f"{where} is not closed: its first and last positions differ.")
+    return points
+
+
+def _check_polygon(rings: Any, where: str) -> None:
+    if not isinstance(rings, list) or not rings:
+        raise InvalidGeometry(f"{where} must be a non-empty list of linear rings.")
+    for index, ring in enumerate(rings):
+        _check_ring(ring, f"{where}[{index}]")
+
+
+def parse_multipolygon(data: Any) -> MultiPolygon:
+    """A validated shapely MultiPolygon from a GeoJSON `MultiPolygon` (or `Polygon`, promoted).
+
+    Raises `InvalidGeometry` (400 `invalidGeometry`) with the reason: wrong type, malformed coordinates,
+    unclosed rings, longitude/latitude out of range, or an invalid shape (self-intersection...)."""
+    if not isinstance(data, dict):
+        raise InvalidGeometry("must be a GeoJSON object with 'type' and 'coordinates'.")
+    kind, coordinates = data.get("type"), data.get("coordinates")
+    if kind == "Polygon":
+        _check_polygon(coordinates, "coordinates")
+        coordinates, kind = [coordinates], "MultiPolygon"
+    elif kind == "MultiPolygon":
+        if not isinstance(coordinates, list) or not coordinates:
+            raise InvalidGeometry("coordinates must be a non-empty list of polygons.")
+        for index, polygon in enumerate(coordinates):
+            _check_polygon(polygon, f"coordinates[{index}]")
+    else:
+        raise InvalidGeometry(f"type must be 'MultiPolygon' or 'Polygon', not {kind!r}.")
+    try:
+        geometry = shape({"type": kind, "coordinates": coordinates})
+    except (ValueError, TypeError, shapely.errors.ShapelyError) as exc:
+        raise InvalidGeometry(str(exc)) from None
+    if geometry.is_empty:
+        raise InvalidGeometry("the geometry is empty.")
+    if not geometry.is_valid:
+        raise InvalidGeometry(explain_validity(geometry))
+    return geometry
+
+
+def as_multipolygon(geometry) -> MultiPolygon:
+    """The polygonal part of any shapely geometry as a MultiPolygon (lines and points of a result dropped)."""
+    if isinstance(geometry, MultiPolygon):
+        return geometry
+    if isinstance(geometry, Polygon):
+        return MultiPolygon([geometry]) if not geometry.is_empty else MultiPolygon()
+    polygons: list[Polygon] = []
+    for part in getattr(geometry, "geoms", []):
+        polygons.extend(as_multipolygon(part).geoms)
+    return MultiPolygon(polygons)
+
+
+def to_geojson(geometry: MultiPolygon) -> dict:
+    """GeoJSON MultiPolygon dict with lists (not tuples)."""
+    if geometry.is_empty:
+        return {"type": "MultiPolygon", "coordinates": []}
+    data = mapping(as_multipolygon(geometry))
+    return {
+        "type": "MultiPolygon",
+        "coordinates": [[[list(p) for p in ring] for ring in polygon] for polygon in data["coordinates"]],
+    }
+
+
+def geodesic_area_m2(geometry) -> float:
+    """Area on the WGS84 ellipsoid in square metres, whatever the orientation of the rings."""
+    total = 0.0
+    for polygon in as_multipolygon(geometry).geoms:
+        area, _ = GEOD.geometry_area_perimeter(orient(polygon, sign=1.0))
+        total += abs(area)
+    return total
+
+
+def geodesic_area_ha(geometry) -> float:
+    return geodesic_area_m2(geometry) / SQUARE_METRES_PER_HECTARE
+
+
+def to_geos(geometry: MultiPolygon) -> GEOSGeometry:
+    """A GEOS MultiPolygon in SRID 4326 for the database (built from WKB: no GDAL involved)."""
+    return GEOSGeometry(memoryview(shapely.to_wkb(as_multipolygon(geometry))), srid=4326)
+
+
+def from_geos(geometry: GEOSGeometry) -> MultiPolygon:
+    return as_multipolygon(shapely.from_wkb(bytes(geometry.wkb)))
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Intersection area and the two ratios of the spec's threshold rule, in percent."""
+
+    area_m2: float
+    of_field: float
+    of_geometry: float
+
+    @property
+    def best(self) -> float:
+        return max(self.of_field, self.of_geometry)
+
+    def satisfies(self, threshold: float) -> bool:
+        """The spec's rule: the threshold is at most either ratio (zero-area contact never counts)."""
+        return self.area_m2 > 0 and self.best + RATIO_TOLERANCE >= threshold
+
+
+def overlap(field_geometry, field_area_m2: float, geometry, geometry_area_m2: float) -> Overlap:
+    """Geodesic overlap of a field's boundary with a geometry, as percentages of each area."""
+    intersection = field_geometry.intersection(geometry)
+    area = geodesic_area_m2(intersection) if not intersection.is_empty else 0.0
+    return Overlap(
+        area_m2=area,
+        of_field=100.0 * area / field_area_m2 if field_area_m2 > 0 else 0.0,
+        of_geometry=100.0 * area / geometry_area_m2 if geometry_area_m2 > 0 else 0.0,
+    )

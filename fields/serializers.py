@@ -1,0 +1,287 @@
+"""Shapes of fields, boundaries, farms and growers (the spec's camelCase names), and strict inputs."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from platform_site.api.serializers import (
+    ApiModelSerializer,
+    ApiSerializer,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    TimestampField,
+)
+
+from .geometry import from_geos, parse_multipolygon, to_geojson
+from .models import Boundary, Farm, Field, Grower
+
+# Keys of a field that only a provider field has; absent from fields created through the service.
+FIELD_PROVIDER_KEYS = (
+    "providerName",
+    "providerId",
+    "providerFieldId",
+    "providerFieldName",
+    "providerBoundaryId",
+    "organizationId",
+)
+
+
+MULTIPOLYGON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "type": {"type": "string", "enum": ["MultiPolygon", "Polygon"]},
+        "coordinates": {"type": "array", "items": {"type": "array"}},
+    },
+    "required": ["type", "coordinates"],
+}
+
+
+@extend_schema_field(MULTIPOLYGON_SCHEMA)
+class GeoJSONMultiPolygonField(serializers.Field):
+    """GeoJSON MultiPolygon (a Polygon is promoted) -> validated shapely MultiPolygon; invalid input is a
+    400 `invalidGeometry` with the reason."""
+
+    def to_internal_value(self, data):
+        return parse_multipolygon(data)
+
+    def to_representation(self, value):
+        return to_geojson(value)
+
+
+def area_representation(boundary: Boundary | None) -> dict | None:
+    return {"value": boundary.area_ha, "unit": "ha"} if boundary is not None else None
+
+
+def geometry_representation(boundary: Boundary | None) -> dict | None:
+    return to_geojson(from_geos(boundary.geometry)) if boundary is not None else None
+
+
+class BoundarySerializer(ApiModelSerializer):
+    """A boundary: immutable geometry and area, status and provider status."""
+
+    providerStatus = serializers.CharField(source="provider_status", read_only=True)
+    area = serializers.SerializerMethodField()
+    geometry = serializers.SerializerMethodField()
+    createdTime = TimestampField(source="created_at", read_only=True)
+
+    class Meta:
+        model = Boundary
+        fields = ["id", "status", "providerStatus", "geometry", "area", "createdTime"]
+        read_only_fields = fields
+
+    def get_area(self, boundary) -> dict:
+        return area_representation(boundary)
+
+    def get_geometry(self, boundary) -> dict:
+        return geometry_representation(boundary)
+
+
+class FieldSerializer(ApiModelSerializer):
+    """A field with its active boundary's area and geometry (deprecated keys, still served), the ids of
+    its boundaries and files; `mergedFieldId` / `sources` and provider keys only when they apply."""
+
+    coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
+    area = serializers.SerializerMethodField()
+    geometry = serializers.SerializerMethodField()
+    boundaries = serializers.SerializerMethodField()
+    providerName = serializers.CharField(source="provider_name", read_only=True)
+    providerId = serializers.IntegerField(source="provider_id", read_only=True)
+    providerFieldId = serializers.CharField(source="provider_field_id", read_only=True)
+    providerFieldName = serializers.CharField(source="provider_field_name", read_only=True)
+    providerBoundaryId = serializers.CharField(source="provider_boundary_id", read_only=True)
+    organizationId = serializers.CharField(source="organization_id", read_only=True)
+    createdTime = TimestampField(source="created_at", read_only=True)
+    updatedTime = TimestampField(source="updated_at", read_only=True)
+    farmId = serializers.IntegerField(source="farm_id", read_only=True)
+    mergedFieldId = serializers.CharField(source="merged_field_id", read_only=True)
+    sources = serializers.SerializerMethodField()
+    files = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Field
+        fields = [
+            "id",
+            "coreUserId",
+            "name",
+            "area",
+            "geometry",
+            "boundaries",
+            *FIELD_PROVIDER_KEYS,
+            "type",
+            "createdTime",
+            "updatedTime",
+            "farmId",
+            "mergedFieldId",
+            "sources",
+            "files",
+            "legacy",
+        ]
+        read_only_fields = fields
+
+    def get_area(self, field) -> dict | None:
+        return area_representation(field.boundary)
+
+    def get_geometry(self, field) -> dict | None:
+        return geometry_representation(field.boundary)
+
+    def get_boundaries(self, field) -> list[str]:
+        return [str(b.id) for b in field.boundaries.all()]
+
+    def get_sources(self, field) -> list[str]:
+        return sorted(s.id for s in field.sources.all())
+
+    def get_files(self, field) -> list[str]:
+        return [link.file_id for link in field.file_links.all()]
+
+    def to_representation(self, field):
+        data = super().to_representation(field)
+        if not field.is_provider_field:
+            for key in FIELD_PROVIDER_KEYS:
+                data.pop(key)
+        if field.merged_field_id is None:
+            data.pop("mergedFieldId")
+        if field.type != Field.Type.MERGED:
+            data.pop("sources")
+        return data
+
+
+class FarmIdField(StrictIntegerField):
+    """`farmId`: a farm of the core user in the serializer's context (None detaches)."""
+
+    def to_internal_value(self, data):
+        farm_id = super().to_internal_value(data)
+        farm = Farm.objects.filter(core_user=self.context["core_user"], pk=farm_id).first()
+        if farm is None:
+            raise serializers.ValidationError(f"No farm {farm_id} for this user.")
+        return farm
+
+
+class GrowerIdField(StrictIntegerField):
+    """`growerId`: a grower of the core user in the serializer's context (None: no grower)."""
+
+    def to_internal_value(self, data):
+        grower_id = super().to_internal_value(data)
+        grower = Grower.objects.filter(core_user=self.context["core_user"], pk=grower_id).first()
+        if grower is None:
+            raise serializers.ValidationError(f"No grower {grower_id} for this user.")
+        return grower
+
+
+class FieldCreateSerializer(ApiSerializer):
+    """POST body: `geometry` required; `id` (client-chosen, kept for ever) and `name` optional."""
+
+    id = StrictCharField(required=False, max_length=255)
+    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    geometry = GeoJSONMultiPolygonField()
+    farmId = FarmIdField(required=False, allow_null=True, source="farm")
+
+
+class FieldUpdateSerializer(ApiSerializer):
+    """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary)."""
+
+    name = StrictCharField(required=False, allow_blank=True, max_length=255)
+    farmId = FarmIdField(required=False, allow_null=True, source="farm")
+    geometry = GeoJSONMultiPolygonField(required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Nothing to update: send name, farmId or geometry.")
+        return attrs
+
+
+class GeometrySerializer(ApiSerializer):
+    """`{geometry}`: PUT of the active boundary and the deprecated intersects query."""
+
+    geometry = GeoJSONMultiPolygonField()
+
+
+class IntersectsSerializer(ApiSerializer):
+    """`{geometry, intersectionThreshold}` (percent, 0.01 to 100, default 0.01)."""
+
+    geometry = GeoJSONMultiPolygonField()
+    intersectionThreshold = StrictFloatField(required=False, default=0.01, min_value=0.01, max_value=100)
+
+
+class FieldIdsField(serializers.ListField):
+    """The body of `POST .../fields/intersect`: a JSON array of field ids."""
+
+    child = StrictCharField(max_length=255)
+
+
+class FarmSerializer(ApiModelSerializer):
+    """A farm (long id) with the ids of its fields."""
+
+    providerId = serializers.IntegerField(source="provider_id", read_only=True)
+    providerName = serializers.CharField(source="provider_name", read_only=True)
+    providerFarmName = serializers.CharField(source="provider_farm_name", read_only=True)
+    providerFarmId = serializers.UUIDField(source="provider_farm_id", read_only=True)
+    coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
+    growerId = serializers.IntegerField(source="grower_id", read_only=True)
+    fieldIds = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Farm
+        fields = [
+            "id",
+            "name",
+            "providerId",
+            "providerName",
+            "providerFarmName",
+            "providerFarmId",
+            "coreUserId",
+            "growerId",
+            "fieldIds",
+        ]
+        read_only_fields = fields
+
+    def get_fieldIds(self, farm) -> list[str]:  # noqa: N802 (the spec's name)
+        return sorted(f.id for f in farm.fields.all())
+
+
+class FarmWriteSerializer(ApiSerializer):
+    """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none)."""
+
+    name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
+    growerId = GrowerIdField(required=False, allow_null=True, source="grower")
+
+
+class GrowerSerializer(ApiModelSerializer):
+    """A grower (long id) with the ids of its farms; `name` only when there is one."""
+
+    coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
+    providerName = serializers.CharField(source="provider_name", read_only=True)
+    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True)
+    providerCompanyId = serializers.CharField(source="provider_company_id", read_only=True)
+    providerUserId = serializers.CharField(source="provider_user_id", read_only=True)
+    providerGrowerId = serializers.CharField(source="provider_grower_id", read_only=True)
+    farmIds = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Grower
+        fields = [
+            "id",
+            "name",
+            "coreUserId",
+            "providerName",
+            "providerOrganizationId",
+            "providerCompanyId",
+            "providerUserId",
+            "providerGrowerId",
+            "farmIds",
+        ]
+        read_only_fields = fields
+
+    def get_farmIds(self, grower) -> list[int]:  # noqa: N802 (the spec's name)
+        return sorted(f.id for f in grower.farms.all())
+
+    def to_representation(self, grower):
+        data = super().to_representation(grower)
+        if grower.name is None:
+            data.pop("name")
+        return data
+
+
+class GrowerWriteSerializer(ApiSerializer):
+    """POST / PUT body of a grower: `name` only (PUT: absent means none)."""
+
+    name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)

@@ -1,0 +1,464 @@
+"""Business rules of fields: immutable boundary history, provider boundary statuses, auto-merge,
+geometric queries, farms and growers. Every write is atomic and announces itself through `event_emit`
+inside its transaction."""
+
+import re
+import uuid
+from collections.abc import Iterable
+
+from django.db import IntegrityError, transaction
+from django.db.models import Prefetch, QuerySet
+from shapely.geometry import MultiPolygon
+from shapely.ops import unary_union
+
+from configs.services import config_resolve
+from platform_site.accounts.models import CoreUser
+from platform_site.api.errors import ConflictError, DomainError, ForbiddenError
+from webhooks.models import EventType
+from webhooks.services import event_emit
+
+from .geometry import Overlap, as_multipolygon, from_geos, geodesic_area_m2, overlap, to_geos
+from .models import Boundary, Farm, Field, FieldFile, Grower
+
+FIELD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._~:-]{1,255}$")
+# Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`.
+RESERVED_FIELD_IDS = frozenset({"intersects", "intersect"})
+DEFAULT_INTERSECTION_THRESHOLD = 0.01
+
+
+class ProviderResourceReadOnly(ForbiddenError):
+    error_key = "providerResourceReadOnly"
+
+
+def field_queryset(queryset: QuerySet | None = None) -> QuerySet:
+    """Fields with what their representation needs, in a fixed number of queries (no geometry of old
+    boundaries is loaded: only their ids)."""
+    queryset = Field.objects.all() if queryset is None else queryset
+    return queryset.select_related("boundary").prefetch_related(
+        Prefetch("boundaries", queryset=Boundary.objects.only("id", "field_id", "created_at")),
+        Prefetch("file_links", queryset=FieldFile.objects.only("id", "field_id", "file_id", "created_at")),
+        Prefetch("sources", queryset=Field.objects.only("id", "merged_field_id", "created_at")),
+    )
+
+
+def _field_reload(field: Field) -> Field:
+    return field_queryset().get(pk=field.pk)
+
+
+def _boundary_add(
+    *,
+    field: Field,
+    geometry: MultiPolygon,
+    status: str = Boundary.Status.ACTIVE,
+    provider_status: str | None = None,
+    provider_boundary_id: str | None = None,
+    area_ha: float | None = None,
+) -> Boundary:
+    """A new immutable boundary that becomes the field's current one; the previous current one, if still
+    ACTIVE, becomes INACTIVE (kept as history)."""
+    Boundary.objects.filter(field=field, status=Boundary.Status.ACTIVE).update(status=Boundary.Status.INACTIVE)
+    boundary = Boundary.objects.create(
+        field=field,
+        geometry=to_geos(geometry),
+        area_ha=area_ha if area_ha is not None else geodesic_area_m2(geometry) / 10_000.0,
+        status=status,
+        provider_status=provider_status,
+        provider_boundary_id=provider_boundary_id,
+    )
+    field.boundary = boundary
+    field.save(update_fields=["boundary", "updated_at"])
+    return boundary
+
+
+def _check_writable(field: Field) -> None:
+    if field.is_provider_field:
+        raise ProviderResourceReadOnly(
+            f"Field {field.pk} comes from {field.provider_name}; change it at the provider, not here."
+        )
+
+
+def _check_farm(core_user: CoreUser, farm: Farm | None) -> None:
+    if farm is not None and farm.core_user_id != core_user.pk:
+        raise DomainError(
+            "The farm does not exist for this user.", field_errors=[{"field": "farmId", "message": "Unknown farm."}]
+        )
+
+
+@transaction.atomic
+def field_create(
+    *,
+    core_user: CoreUser,
+    geometry: MultiPolygon,
+    id: str | None = None,
+    name: str = "",
+    farm: Farm | None = None,
+    provider_name: str | None = None,
+    provider_id: int | None = None,
+    provider_field_id: str | None = None,
+    provider_field_name: str | None = None,
+    provider_boundary_id: str | None = None,
+    organization_id: str | None = None,
+    provider_status: str | None = None,
+) -> Field:
+    """A new ORIGINAL field with its first (ACTIVE) boundary. A client id must be unused (409
+    `fieldAlreadyExists`); provider sync passes the provider keys. Auto-merge runs when configured.
+    Events: fieldCreated, fieldBoundaryCreated (and mergedField* when a merge happens)."""
+    if id is not None and (not FIELD_ID_PATTERN.match(id) or id in RESERVED_FIELD_IDS):
+        raise DomainError(
+            "A field id is 1 to 255 letters, digits or . _ ~ : - (and not 'intersects' or 'intersect').",
+            field_errors=[{"field": "id", "message": "Invalid field id."}],
+        )
+    _check_farm(core_user, farm)
+    field_id = id or str(uuid.uuid4())
+    if Field.objects.filter(pk=field_id).exists():
+        raise ConflictError(f"A field with id {field_id} already exists.", error_key="fieldAlreadyExists")
+    try:
+        with transaction.atomic():
+            field = Field.objects.create(
+                id=field_id,
+                core_user=core_user,
+                name=name or "",
+                farm=farm,
+                provider_name=provider_name,
+                provider_id=provider_id,
+                provider_field_id=provider_field_id,
+                provider_field_name=provider_field_name,
+                provider_boundary_id=provider_boundary_id,
+                organization_id=organization_id,
+            )
+    except IntegrityError:
+        raise ConflictError(f"A field with id {field_id} already exists.", error_key="fieldAlreadyExists") from None
+    boundary = _boundary_add(
+        field=field, geometry=geometry, provider_status=provider_status, provider_boundary_id=provider_boundary_id
+    )
+    event_emit(type=EventType.FIELD_CREATED, core_user=core_user, payload={"fieldId": field.pk})
+    event_emit(
+        type=EventType.FIELD_BOUNDARY_CREATED,
+        core_user=core_user,
+        payload={"fieldId": field.pk, "boundaryId": str(boundary.pk)},
+    )
+    _after_boundary_change(field)
+    return _field_reload(field)
+
+
+@transaction.atomic
+def field_update(*, field: Field, changes: dict) -> Field:
+    """PATCH: any of `name`, `farm` (None detaches), `geometry` (a new boundary). Provider fields are
+    read-only (403 `providerResourceReadOnly`). Event fieldUpdated (and the boundary's events)."""
+    _check_writable(field)
+    update_fields = []
+    if "name" in changes:
+        field.name = changes["name"] or ""
+        update_fields.append("name")
+    if "farm" in changes:
+        _check_farm(field.core_user, changes["farm"])
+        field.farm = changes["farm"]
+        update_fields.append("farm")
+    if update_fields:
+        field.save(update_fields=[*update_fields, "updated_at"])
+    if "geometry" in changes:
+        return field_boundary_set(field=field, geometry=changes["geometry"])
+    event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
+    return _field_reload(field)
+
+
+@transaction.atomic
+def field_boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
+    """Make `geometry` the field's active boundary; the previous one stays, INACTIVE. The geometry of a
+    MERGED field is the union of its sources and cannot be set. Events fieldBoundaryUpdated, fieldUpdated;
+    a merged field containing this one is updated (mergedFieldUpdated)."""
+    _check_writable(field)
+    if field.type == Field.Type.MERGED:
+        raise DomainError(
+            "The geometry of a MERGED field is the union of its sources; change a source instead.",
+            error_key="mergedFieldGeometry",
+            field_errors=[{"field": "geometry", "message": "Not settable on a MERGED field."}],
+        )
+    boundary = _boundary_add(field=field, geometry=geometry)
+    event_emit(
+        type=EventType.FIELD_BOUNDARY_UPDATED,
+        core_user=field.core_user,
+        payload={"fieldId": field.pk, "boundaryId": str(boundary.pk)},
+    )
+    event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
+    _after_boundary_change(field)
+    return _field_reload(field)
+
+
+@transaction.atomic
+def field_delete(*, field: Field) -> None:
+    """Delete a field created through the service (403 `providerResourceReadOnly` for provider fields).
+    Deleting a MERGED field frees its sources; deleting a source shrinks its merged field, which is
+    deleted too when fewer than two sources remain."""
+    _check_writable(field)
+    merged = field.merged_field
+    field.delete()
+    if merged is not None:
+        remaining = list(merged.sources.all())
+        if len(remaining) < 2:
+            merged.delete()
+        else:
+            _merged_refresh(merged=merged)
+
+
+@transaction.atomic
+def boundary_provider_sync(
+    *,
+    field: Field,
+    provider_boundary_id: str,
+    geometry: MultiPolygon | None = None,
+    provider_status: str | None = None,
+    deleted: bool = False,
+) -> Boundary | None:
+    """What provider sync calls when the provider reports on one of its boundaries of `field` (the boundary
+    table of the spec):
+
+    - `deleted`: the boundary becomes DELETED_ON_PROVIDER; the field has no current boundary any more.
+    - a new `geometry` for the same provider boundary id: the old boundary becomes OUTDATED_ON_PROVIDER
+      and a new one is created with the geometry (and `provider_status`, default ACTIVE).
+    - only a new `provider_status`: a new boundary with the same geometry and that provider status is
+      created to keep the history; its status follows (ACTIVE or INACTIVE).
+    - an unknown provider boundary id: it is created as the field's current boundary.
+
+    Returns the new boundary (None when nothing changed or on deletion). Event fieldBoundaryUpdated."""
+    if provider_status is not None and provider_status not in Boundary.ProviderStatus.values:
+        raise ValueError(f"unknown provider status {provider_status!r}")
+    current = (
+        Boundary.objects.select_for_update()
+        .filter(field=field, provider_boundary_id=provider_boundary_id)
+        .exclude(status__in=[Boundary.Status.OUTDATED_ON_PROVIDER, Boundary.Status.DELETED_ON_PROVIDER])
+        .order_by("-created_at")
+        .first()
+    )
+    new: Boundary | None = None
+    if deleted:
+        if current is None:
+            return None
+        current.status = Boundary.Status.DELETED_ON_PROVIDER
+        current.save(update_fields=["status"])
+        if field.boundary_id == current.pk:
+            field.boundary = None
+            field.save(update_fields=["boundary", "updated_at"])
+    else:
+        old_geometry = from_geos(current.geometry) if current is not None else None
+        status = provider_status or (current.provider_status if current else None) or Boundary.ProviderStatus.ACTIVE
+        if geometry is None:
+            if current is None:
+                raise ValueError("a geometry is needed for a provider boundary the service does not know yet")
+            if status == current.provider_status:
+                return None
+            geometry, area_ha = old_geometry, current.area_ha
+            current.status = Boundary.Status.INACTIVE
+        else:
+            if current is not None and geometry.equals(old_geometry) and status == current.provider_status:
+                return None
+            area_ha = None
+            if current is not None:
+                current.status = Boundary.Status.OUTDATED_ON_PROVIDER
+        if current is not None:
+            current.save(update_fields=["status"])
+        new = _boundary_add(
+            field=field,
+            geometry=geometry,
+            status=Boundary.Status.ACTIVE if status == Boundary.ProviderStatus.ACTIVE else Boundary.Status.INACTIVE,
+            provider_status=status,
+            provider_boundary_id=provider_boundary_id,
+            area_ha=area_ha,
+        )
+        field.provider_boundary_id = provider_boundary_id
+        field.save(update_fields=["provider_boundary_id", "updated_at"])
+    payload = {"fieldId": field.pk, "boundaryId": str((new or current).pk)}
+    event_emit(type=EventType.FIELD_BOUNDARY_UPDATED, core_user=field.core_user, payload=payload)
+    if new is not None and new.status == Boundary.Status.ACTIVE:
+        _after_boundary_change(field)
+    elif field.merged_field_id:
+        _merged_refresh(merged=field.merged_field)
+    return new
+
+
+# --- geometric queries ----------------------------------------------------------------------------
+
+
+def fields_overlapping(
+    *,
+    core_users: Iterable[CoreUser] | QuerySet,
+    geometry: MultiPolygon,
+    threshold: float = DEFAULT_INTERSECTION_THRESHOLD,
+    types: Iterable[str] | None = None,
+    queryset: QuerySet | None = None,
+) -> list[tuple[Field, Overlap]]:
+    """Fields of `core_users` whose ACTIVE boundary overlaps `geometry` by at least `threshold` percent of
+    either area (the spec's intersection threshold rule), with the overlap, in a stable order (id).
+
+    Candidates come from the spatially indexed `intersects` lookup; the ratios are geodesic and computed
+    here, so PostGIS and SpatiaLite agree. Conversion uses it to attach files (`fieldsAttachIntersection`)."""
+    queryset = Field.objects.all() if queryset is None else queryset
+    candidates = queryset.filter(
+        core_user__in=core_users,
+        boundary__status=Boundary.Status.ACTIVE,
+        boundary__geometry__intersects=to_geos(geometry),
+    ).select_related("boundary")
+    if types is not None:
+        candidates = candidates.filter(type__in=list(types))
+    geometry_area = geodesic_area_m2(geometry)
+    found = []
+    for field in candidates.order_by("pk"):
+        result = overlap(from_geos(field.boundary.geometry), field.boundary.area_ha * 10_000.0, geometry, geometry_area)
+        if result.satisfies(threshold):
+            found.append((field, result))
+    return found
+
+
+def fields_intersecting(
+    *, core_users: Iterable[CoreUser] | QuerySet, geometry: MultiPolygon, threshold: float
+) -> list[Field]:
+    """The fields answered by `POST .../fields/intersects`, ready to serialize."""
+    matches = fields_overlapping(
+        core_users=core_users, geometry=geometry, threshold=threshold, queryset=field_queryset()
+    )
+    return [field for field, _ in matches]
+
+
+def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPolygon:
+    """The common area of the ACTIVE boundaries of at least two distinct fields of `core_user` (400
+    otherwise), as a MultiPolygon (empty when they do not overlap)."""
+    ids = list(dict.fromkeys(field_ids))
+    if len(ids) < 2:
+        raise DomainError("Give the ids of at least two different fields.", error_key="validation")
+    fields = {
+        f.pk: f
+        for f in Field.objects.filter(core_user=core_user, pk__in=ids, boundary__isnull=False).select_related(
+            "boundary"
+        )
+    }
+    missing = [i for i in ids if i not in fields]
+    if missing:
+        raise DomainError(
+            f"Not fields of this user (or without a boundary): {', '.join(missing)}.",
+            error_key="validation",
+            field_errors=[{"field": f"[{ids.index(i)}]", "message": "Unknown field."} for i in missing],
+        )
+    result = from_geos(fields[ids[0]].boundary.geometry)
+    for field_id in ids[1:]:
+        result = result.intersection(from_geos(fields[field_id].boundary.geometry))
+    return as_multipolygon(result)
+
+
+# --- auto-merge -----------------------------------------------------------------------------------
+
+
+def _after_boundary_change(field: Field) -> None:
+    """Auto-merge (inherited `fieldsAutoMerge`, `fieldsMergeIntersection`) after an ORIGINAL field got a new
+    active boundary; otherwise keep an existing merged field in step with its source."""
+    if field.type != Field.Type.ORIGINAL:
+        return
+    config = config_resolve(core_user=field.core_user)
+    if config.get("fieldsAutoMerge") and field.boundary_id and field.boundary.status == Boundary.Status.ACTIVE:
+        # Serialise merges of one core user: two concurrent creations must not build two merged fields.
+        list(CoreUser.objects.select_for_update().filter(pk=field.core_user_id))
+        partners = [
+            other
+            for other, _ in fields_overlapping(
+                core_users=[field.core_user],
+                geometry=from_geos(field.boundary.geometry),
+                threshold=float(config.get("fieldsMergeIntersection") or DEFAULT_INTERSECTION_THRESHOLD),
+                types=[Field.Type.ORIGINAL],
+            )
+            if other.pk != field.pk
+        ]
+        if partners:
+            _merge(field=field, partners=partners)
+            return
+    if field.merged_field_id:
+        _merged_refresh(merged=field.merged_field)
+
+
+def _merge(*, field: Field, partners: list[Field]) -> None:
+    group = {f.pk: f for f in [field, *partners]}
+    merged_ids = {f.merged_field_id for f in group.values() if f.merged_field_id}
+    merged_fields = list(Field.objects.filter(pk__in=merged_ids).order_by("created_at", "pk"))
+    created = not merged_fields
+    if created:
+        target = Field.objects.create(id=str(uuid.uuid4()), core_user=field.core_user, type=Field.Type.MERGED)
+    else:
+        target = merged_fields[0]
+        for absorbed in merged_fields[1:]:
+            # Two merged fields now overlap through this field: one merged field keeps them all.
+            Field.objects.filter(merged_field=absorbed).update(merged_field=target)
+            absorbed.delete()
+    Field.objects.filter(pk__in=list(group)).update(merged_field=target)
+    field.merged_field = target
+    _merged_refresh(merged=target, created=created)
+
+
+def _merged_refresh(*, merged: Field, created: bool = False) -> None:
+    """Give a MERGED field a new boundary: the union of its sources' current boundaries."""
+    sources = list(Field.objects.filter(merged_field=merged, boundary__isnull=False).select_related("boundary"))
+    if not sources:
+        return
+    union = as_multipolygon(unary_union([from_geos(s.boundary.geometry) for s in sources]))
+    if merged.boundary_id and not created and from_geos(merged.boundary.geometry).equals(union):
+        return
+    boundary = _boundary_add(field=merged, geometry=union)
+    source_ids = sorted(s.pk for s in Field.objects.filter(merged_field=merged).only("pk"))
+    event_emit(
+        type=EventType.MERGED_FIELD_CREATED if created else EventType.MERGED_FIELD_UPDATED,
+        core_user=merged.core_user,
+        payload={"fieldId": merged.pk, "boundaryId": str(boundary.pk), "sources": source_ids},
+    )
+
+
+# --- files attached to fields (called by the conversion app) --------------------------------------
+
+
+@transaction.atomic
+def field_files_attach(*, fields: Iterable[Field], file_id: str) -> None:
+    """Record that the file `file_id` covers each of `fields` (idempotent)."""
+    FieldFile.objects.bulk_create([FieldFile(field=f, file_id=str(file_id)) for f in fields], ignore_conflicts=True)
+
+
+@transaction.atomic
+def field_files_detach(*, file_id: str) -> None:
+    """Forget a file on every field (the file was deleted)."""
+    FieldFile.objects.filter(file_id=str(file_id)).delete()
+
+
+# --- farms and growers ----------------------------------------------------------------------------
+
+
+def _check_grower(core_user: CoreUser, grower: Grower | None) -> None:
+    if grower is not None and grower.core_user_id != core_user.pk:
+        raise DomainError(
+            "The grower does not exist for this user.",
+            field_errors=[{"field": "growerId", "message": "Unknown grower."}],
+        )
+
+
+@transaction.atomic
+def farm_create(*, core_user: CoreUser, name: str | None = None, grower: Grower | None = None) -> Farm:
+    """A farm of `core_user`, optionally of one of its growers."""
+    _check_grower(core_user, grower)
+    return Farm.objects.create(core_user=core_user, name=name, grower=grower)
+
+
+@transaction.atomic
+def farm_replace(*, farm: Farm, name: str | None = None, grower: Grower | None = None) -> Farm:
+    """PUT: the farm's name and grower become exactly what is given (absent means none)."""
+    _check_grower(farm.core_user, grower)
+    farm.name, farm.grower = name, grower
+    farm.save(update_fields=["name", "grower", "updated_at"])
+    return farm
+
+
+@transaction.atomic
+def grower_create(*, core_user: CoreUser, name: str | None = None) -> Grower:
+    """A grower of `core_user`."""
+    return Grower.objects.create(core_user=core_user, name=name)
+
+
+@transaction.atomic
+def grower_replace(*, grower: Grower, name: str | None = None) -> Grower:
+    """PUT: the grower's name becomes exactly what is given (absent means none)."""
+    grower.name = name
+    grower.save(update_fields=["name", "updated_at"])
+    return grower

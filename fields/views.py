@@ -1,0 +1,224 @@
+"""Fields service endpoints. Viewsets are configuration; rules live in `services`."""
+
+from django.db.models import Prefetch
+from django.utils.functional import cached_property
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from platform_site.accounts.models import CoreUser
+from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404
+
+from . import services, weather
+from .filtersets import FarmFilterSet, FieldFilterSet, GrowerFilterSet
+from .geometry import to_geojson
+from .models import Boundary, Farm, Field, Grower
+from .serializers import (
+    BoundarySerializer,
+    FarmSerializer,
+    FarmWriteSerializer,
+    FieldCreateSerializer,
+    FieldIdsField,
+    FieldSerializer,
+    FieldUpdateSerializer,
+    GeometrySerializer,
+    GrowerSerializer,
+    GrowerWriteSerializer,
+    IntersectsSerializer,
+)
+
+FIELD_SORT_FIELDS = {
+    "id": "id",
+    "name": "name",
+    "type": "type",
+    "farmId": "farm_id",
+    "createdTime": "created_at",
+    "updatedTime": "updated_at",
+}
+
+
+def _valid(serializer_class, data, **context):
+    serializer = serializer_class(data=data, context=context)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _farm_queryset():
+    return Farm.objects.prefetch_related(Prefetch("fields", queryset=Field.objects.only("id", "farm_id")))
+
+
+def _grower_queryset():
+    return Grower.objects.prefetch_related(Prefetch("farms", queryset=Farm.objects.only("id", "grower_id")))
+
+
+class FieldListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
+    """`GET /fields`: the fields of all the owner's core users; the deprecated `POST /fields/query/intersects`."""
+
+    serializer_class = FieldSerializer
+    filterset_class = FieldFilterSet
+    sort_fields = FIELD_SORT_FIELDS
+    default_sort = ("created_at",)
+
+    def get_queryset(self):
+        return services.field_queryset(Field.objects.filter(core_user__owner=self.owner))
+
+    @extend_schema(request=GeometrySerializer, responses=FieldSerializer(many=True), deprecated=True)
+    @action(detail=False, methods=["post"], url_path="query/intersects", filter_backends=[], pagination_class=None)
+    def query_intersects(self, request):
+        data = _valid(GeometrySerializer, request.data)
+        fields = services.fields_intersecting(
+            core_users=CoreUser.objects.filter(owner=self.owner),
+            geometry=data["geometry"],
+            threshold=services.DEFAULT_INTERSECTION_THRESHOLD,
+        )
+        return Response(FieldSerializer(fields, many=True).data)
+
+
+class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
+    """`/users/{coreUserId}/fields...`: one core user's fields and the geometric queries over them."""
+
+    serializer_class = FieldSerializer
+    filter_backends: list = []
+    pagination_class = None
+
+    def get_queryset(self):
+        return services.field_queryset(Field.objects.filter(core_user=self.core_user))
+
+    @extend_schema(request=FieldCreateSerializer, responses={201: FieldSerializer})
+    def create(self, request, coreUserId=None):
+        data = _valid(FieldCreateSerializer, request.data, core_user=self.core_user)
+        field = services.field_create(core_user=self.core_user, **data)
+        return Response(FieldSerializer(field).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=FieldUpdateSerializer, responses=FieldSerializer)
+    def partial_update(self, request, coreUserId=None, pk=None):
+        changes = _valid(FieldUpdateSerializer, request.data, core_user=self.core_user)
+        field = services.field_update(field=self.get_object(), changes=changes)
+        return Response(FieldSerializer(field).data)
+
+    def destroy(self, request, coreUserId=None, pk=None):
+        services.field_delete(field=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=IntersectsSerializer, responses=FieldSerializer(many=True))
+    @action(detail=False, methods=["post"])
+    def intersects(self, request, coreUserId=None):
+        data = _valid(IntersectsSerializer, request.data)
+        fields = services.fields_intersecting(
+            core_users=[self.core_user], geometry=data["geometry"], threshold=data["intersectionThreshold"]
+        )
+        return Response(FieldSerializer(fields, many=True).data)
+
+    @extend_schema(request={"application/json": {"type": "array", "items": {"type": "string"}}}, responses=dict)
+    @action(detail=False, methods=["post"])
+    def intersect(self, request, coreUserId=None):
+        field_ids = FieldIdsField().run_validation(request.data)
+        geometry = services.fields_intersection(core_user=self.core_user, field_ids=field_ids)
+        return Response(to_geojson(geometry))
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("startTime", str, required=True, description="YYYY-MM-DD"),
+            OpenApiParameter("endTime", str, required=True, description="YYYY-MM-DD"),
+        ],
+        responses=dict,
+    )
+    @action(detail=True, methods=["get"])
+    def weather(self, request, coreUserId=None, pk=None):
+        field = self.get_object()
+        start, end = weather.weather_range(request.query_params.get("startTime"), request.query_params.get("endTime"))
+        return Response(weather.field_weather(field=field, start=start, end=end))
+
+
+class BoundaryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserScopedViewSet):
+    """`/users/{coreUserId}/fields/{fieldId}/boundaries...` and the active `.../boundary` (GET, PUT)."""
+
+    serializer_class = BoundarySerializer
+    filter_backends: list = []
+    pagination_class = None
+
+    @cached_property
+    def field(self) -> Field:
+        return get_or_404(Field.objects.filter(core_user=self.core_user), pk=self.kwargs["fieldId"])
+
+    def get_queryset(self):
+        return Boundary.objects.filter(field=self.field).order_by("created_at", "id")
+
+    @action(detail=False, methods=["get"])
+    def active(self, request, coreUserId=None, fieldId=None):
+        boundary = get_or_404(Boundary.objects.filter(field=self.field), pk=self.field.boundary_id)
+        return Response(BoundarySerializer(boundary).data)
+
+    @extend_schema(request=GeometrySerializer, responses=FieldSerializer)
+    @active.mapping.put
+    def replace(self, request, coreUserId=None, fieldId=None):
+        data = _valid(GeometrySerializer, request.data)
+        field = services.field_boundary_set(field=self.field, geometry=data["geometry"])
+        return Response(FieldSerializer(field).data)
+
+
+class FarmListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
+    """`GET /farms` of all the owner's core users."""
+
+    serializer_class = FarmSerializer
+    filterset_class = FarmFilterSet
+    sort_fields = {"id": "id", "name": "name", "growerId": "grower_id"}
+    default_sort = ("id",)
+
+    def get_queryset(self):
+        return _farm_queryset().filter(core_user__owner=self.owner)
+
+
+class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
+    """`/users/{coreUserId}/farms...`: create, get, replace (PUT)."""
+
+    serializer_class = FarmSerializer
+
+    def get_queryset(self):
+        return _farm_queryset().filter(core_user=self.core_user)
+
+    @extend_schema(request=FarmWriteSerializer, responses={201: FarmSerializer})
+    def create(self, request, coreUserId=None):
+        data = _valid(FarmWriteSerializer, request.data, core_user=self.core_user)
+        farm = services.farm_create(core_user=self.core_user, **data)
+        return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=FarmWriteSerializer, responses=FarmSerializer)
+    def update(self, request, coreUserId=None, pk=None):
+        data = _valid(FarmWriteSerializer, request.data, core_user=self.core_user)
+        farm = services.farm_replace(farm=self.get_object(), **data)
+        return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data)
+
+
+class GrowerListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
+    """`GET /growers` of all the owner's core users."""
+
+    serializer_class = GrowerSerializer
+    filterset_class = GrowerFilterSet
+    sort_fields = {"id": "id", "name": "name"}
+    default_sort = ("id",)
+
+    def get_queryset(self):
+        return _grower_queryset().filter(core_user__owner=self.owner)
+
+
+class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
+    """`/users/{coreUserId}/growers...`: create, get, replace (PUT, name only)."""
+
+    serializer_class = GrowerSerializer
+
+    def get_queryset(self):
+        return _grower_queryset().filter(core_user=self.core_user)
+
+    @extend_schema(request=GrowerWriteSerializer, responses={201: GrowerSerializer})
+    def create(self, request, coreUserId=None):
+        data = _valid(GrowerWriteSerializer, request.data)
+        grower = services.grower_create(core_user=self.core_user, **data)
+        return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=GrowerWriteSerializer, responses=GrowerSerializer)
+    def update(self, request, coreUserId=None, pk=None):
+        data = _valid(GrowerWriteSerializer, request.data)
+        grower = services.grower_replace(grower=self.get_object(), **data)
+        return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data)

@@ -1,0 +1,160 @@
+"""Daily weather of a field at its centroid, from a pluggable source.
+
+A source is anything with `daily(latitude=, longitude=, start=, end=)` returning `DailyWeather`. The
+default speaks the Open-Meteo historical archive protocol at `settings.WEATHER_BASE_URL`; another source
+can be named with the optional setting `WEATHER_SOURCE` (dotted path of a class taking no arguments).
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Protocol
+
+import requests
+from django.conf import settings
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from platform_site.api.errors import DomainError, ServiceUnavailableError
+from platform_site.api.serializers import format_timestamp
+
+from .geometry import from_geos
+from .models import Field
+
+logger = logging.getLogger(__name__)
+
+MAX_DAYS = 366
+DAILY_VARIABLES = (
+    "rain_sum",
+    "temperature_2m_max",
+    "temperature_2m_mean",
+    "temperature_2m_min",
+    "snowfall_sum",
+    "shortwave_radiation_sum",
+)
+# Open-Meteo variable -> (property of the spec, unit of the spec). Open-Meteo's units are the same.
+PROPERTIES = {
+    "rain_sum": ("rainSum", "mm"),
+    "temperature_2m_max": ("maxTemperature", "°C"),
+    "temperature_2m_mean": ("meanTemperature", "°C"),
+    "temperature_2m_min": ("minTemperature", "°C"),
+    "snowfall_sum": ("snowfallSum", "cm"),
+    "shortwave_radiation_sum": ("shortwaveRadiationSum", "MJ/m²"),
+}
+
+
+class WeatherSourceUnavailable(ServiceUnavailableError):
+    error_key = "weatherSourceUnavailable"
+
+
+@dataclass(frozen=True)
+class DailyWeather:
+    """Days and, per Open-Meteo variable name, one value (or None) per day."""
+
+    days: list[date]
+    values: dict[str, list[float | None]]
+
+
+class WeatherSource(Protocol):
+    def daily(self, *, latitude: float, longitude: float, start: date, end: date) -> DailyWeather: ...
+
+
+class OpenMeteoArchiveSource:
+    """The Open-Meteo historical archive API (`/v1/archive`): one GET with the six daily variables, UTC."""
+
+    def __init__(self, base_url: str | None = None, timeout: float | None = None):
+        self.base_url = base_url or settings.WEATHER_BASE_URL
+        self.timeout = timeout if timeout is not None else settings.WEATHER_TIMEOUT_SECONDS
+
+    def daily(self, *, latitude: float, longitude: float, start: date, end: date) -> DailyWeather:
+        params = {
+            "latitude": f"{latitude:.6f}",
+            "longitude": f"{longitude:.6f}",
+            "start_date": start.isoformat(),
+            "end_date": end.isoformat(),
+            "daily": ",".join(DAILY_VARIABLES),
+            "timezone": "UTC",
+        }
+        try:
+            response = requests.get(self.base_url, params=params, timeout=self.timeout)
+        except requests.RequestException as exc:
+            logger.warning("weather source unreachable: %s", exc)
+            raise WeatherSourceUnavailable("The weather source cannot be reached; try again later.") from None
+        if response.status_code != 200:
+            logger.warning("weather source answered %s: %s", response.status_code, response.text[:300])
+            raise WeatherSourceUnavailable(f"The weather source answered with status {response.status_code}.")
+        try:
+            daily = response.json()["daily"]
+            days = [date.fromisoformat(day[:10]) for day in daily["time"]]
+            values = {name: [_number(v) for v in daily[name]] for name in DAILY_VARIABLES}
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.warning("weather source answered an unexpected document: %s", exc)
+            raise WeatherSourceUnavailable("The weather source answered an unexpected document.") from None
+        if any(len(v) != len(days) for v in values.values()):
+            raise WeatherSourceUnavailable("The weather source answered an unexpected document.")
+        return DailyWeather(days=days, values=values)
+
+
+def _number(value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"not a number: {value!r}")
+    return float(value)
+
+
+def weather_source() -> WeatherSource:
+    """The configured source (`WEATHER_SOURCE` setting if present, else Open-Meteo archive)."""
+    dotted = getattr(settings, "WEATHER_SOURCE", None)
+    return import_string(dotted)() if dotted else OpenMeteoArchiveSource()
+
+
+def parse_day(value: str | None, name: str) -> date:
+    """An ISO 8601 date (`YYYY-MM-DD`; a date-time is accepted and its date used); 400 otherwise."""
+    if not value:
+        raise DomainError(f"{name} is required (YYYY-MM-DD).", field_errors=[{"field": name, "message": "Required."}])
+    try:
+        return date.fromisoformat(value) if len(value) == 10 else datetime.fromisoformat(value).date()
+    except ValueError:
+        raise DomainError(
+            f"{name} must be an ISO 8601 date (YYYY-MM-DD), not {value!r}.",
+            field_errors=[{"field": name, "message": "Not an ISO 8601 date."}],
+        ) from None
+
+
+def weather_range(start_time: str | None, end_time: str | None) -> tuple[date, date]:
+    """Validated [start, end]: start <= end, at most 366 days."""
+    start, end = parse_day(start_time, "startTime"), parse_day(end_time, "endTime")
+    if start > end:
+        raise DomainError(
+            "startTime must not be after endTime.", field_errors=[{"field": "startTime", "message": "After endTime."}]
+        )
+    if (end - start) + timedelta(days=1) > timedelta(days=MAX_DAYS):
+        raise DomainError(
+            f"At most {MAX_DAYS} days per request.",
+            field_errors=[{"field": "endTime", "message": f"More than {MAX_DAYS} days after startTime."}],
+        )
+    return start, end
+
+
+def field_weather(*, field: Field, start: date, end: date, source: WeatherSource | None = None) -> dict:
+    """The spec's weather Feature of `field`: centroid Point, six daily properties with units, processedTime."""
+    if field.boundary_id is None:
+        raise DomainError("The field has no active boundary, so it has no location.", error_key="fieldWithoutBoundary")
+    centroid = from_geos(field.boundary.geometry).centroid
+    weather = (source or weather_source()).daily(latitude=centroid.y, longitude=centroid.x, start=start, end=end)
+    properties: dict = {}
+    for variable, (name, unit) in PROPERTIES.items():
+        properties[name] = {
+            "values": [
+                {"time": f"{day.isoformat()}T00:00:00", "value": value}
+                for day, value in zip(weather.days, weather.values[variable], strict=True)
+            ],
+            "unit": unit,
+        }
+    properties["processedTime"] = format_timestamp(timezone.now())
+    return {
+        "type": "Feature",
+        "geometry": {"type": "Point", "coordinates": [centroid.x, centroid.y]},
+        "properties": properties,
+    }

@@ -1,0 +1,162 @@
+"""Boundaries: immutable history, the active boundary, PUT, and provider statuses through the service."""
+
+import uuid
+
+import pytest
+
+from fields.geometry import from_geos, parse_multipolygon
+from fields.models import Boundary, Field
+from fields.services import boundary_provider_sync, field_create
+from tests.fields.helpers import create_field, field_url, square
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def test_get_boundaries_and_the_active_boundary(api_client, core_user):
+    field = create_field(api_client, core_user, square(10, 50))
+    url = field_url(core_user, field["id"])
+    boundaries = api_client.get(f"{url}/boundaries").json()
+    assert [b["id"] for b in boundaries] == field["boundaries"]
+    only = boundaries[0]
+    assert only["status"] == "ACTIVE" and only["providerStatus"] is None
+    assert only["geometry"] == square(10, 50) and only["area"] == field["area"]
+    assert api_client.get(f"{url}/boundary").json() == only
+    assert api_client.get(f"{url}/boundaries/{only['id']}").json() == only
+
+
+def test_put_boundary_keeps_the_previous_one_inactive_and_unchanged(api_client, core_user):
+    field = create_field(api_client, core_user, square(10, 50))
+    url = field_url(core_user, field["id"])
+    first = api_client.get(f"{url}/boundary").json()
+    response = api_client.put(f"{url}/boundary", {"geometry": square(11, 50)}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["id"] == field["id"] and body["geometry"] == square(11, 50)
+    assert body["boundaries"][0] == first["id"] and len(body["boundaries"]) == 2
+    old = api_client.get(f"{url}/boundaries/{first['id']}").json()
+    assert old == {**first, "status": "INACTIVE"}
+    active = api_client.get(f"{url}/boundary").json()
+    assert active["id"] == body["boundaries"][1] and active["status"] == "ACTIVE"
+    assert [b["status"] for b in api_client.get(f"{url}/boundaries").json()] == ["INACTIVE", "ACTIVE"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"geometry": square(1, 1), "name": "x"}, {"geometry": {"type": "Polygon", "coordinates": [[[0, 0]]]}}],
+)
+def test_bad_put_boundary_is_400_and_creates_nothing(api_client, core_user, body):
+    field = create_field(api_client, core_user)
+    assert_problem(api_client.put(f"{field_url(core_user, field['id'])}/boundary", body, format="json"), 400)
+    assert Boundary.objects.count() == 1
+
+
+def test_boundaries_cannot_be_deleted_or_patched(api_client, core_user):
+    field = create_field(api_client, core_user)
+    url = f"{field_url(core_user, field['id'])}/boundaries/{field['boundaries'][0]}"
+    assert_problem(api_client.delete(url), 405)
+    assert_problem(api_client.patch(url, {"geometry": square(1, 1)}, format="json"), 405)
+    assert_problem(api_client.delete(f"{field_url(core_user, field['id'])}/boundary"), 405)
+
+
+def test_unknown_boundary_or_field_is_404(api_client, core_user):
+    field = create_field(api_client, core_user)
+    url = field_url(core_user, field["id"])
+    assert_problem(api_client.get(f"{url}/boundaries/{uuid.uuid4()}"), 404, "notFound")
+    assert_problem(api_client.get(f"{url}/boundaries/not-a-uuid"), 404, "notFound")
+    assert_problem(api_client.get(f"{field_url(core_user, 'nope')}/boundaries"), 404, "notFound")
+    assert_problem(
+        api_client.put(f"{field_url(core_user, 'nope')}/boundary", {"geometry": square(1, 1)}, format="json"), 404
+    )
+
+
+def test_a_boundary_of_another_field_is_404(api_client, core_user):
+    first = create_field(api_client, core_user)
+    second = create_field(api_client, core_user, square(20, 20))
+    url = f"{field_url(core_user, second['id'])}/boundaries/{first['boundaries'][0]}"
+    assert_problem(api_client.get(url), 404, "notFound")
+
+
+def test_boundaries_are_invisible_to_another_owner(api_client, other_client, core_user):
+    field = create_field(api_client, core_user)
+    url = field_url(core_user, field["id"])
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{url}/boundaries/{field['boundaries'][0]}",
+        resource_id=field["boundaries"][0],
+        delete=False,
+        extra_urls=[
+            ("get", f"{url}/boundaries", None),
+            ("get", f"{url}/boundary", None),
+            ("put", f"{url}/boundary", {"geometry": square(5, 5)}),
+        ],
+    )
+    assert Boundary.objects.count() == 1
+
+
+# --- provider statuses (the service provider sync calls) -----------------------------------------
+
+
+def provider_field(core_user, geometry=None):
+    return field_create(
+        core_user=core_user,
+        geometry=parse_multipolygon(geometry or square(1, 1)),
+        provider_name="ProviderA",
+        provider_field_id="pf",
+        provider_boundary_id="pb",
+        provider_status="ACTIVE",
+    )
+
+
+def statuses(field):
+    return [(b.status, b.provider_status) for b in Boundary.objects.filter(field=field).order_by("created_at", "id")]
+
+
+def test_provider_edit_outdates_the_boundary_and_creates_a_new_active_one(core_user):
+    field = provider_field(core_user)
+    old = field.boundary
+    new = boundary_provider_sync(field=field, provider_boundary_id="pb", geometry=parse_multipolygon(square(2, 2)))
+    assert statuses(field) == [("OUTDATED_ON_PROVIDER", "ACTIVE"), ("ACTIVE", "ACTIVE")]
+    field.refresh_from_db()
+    assert field.boundary_id == new.pk != old.pk
+    old.refresh_from_db()
+    # The old boundary keeps its geometry; the new one has the provider's.
+    assert from_geos(old.geometry).equals(parse_multipolygon(square(1, 1)))
+    assert from_geos(new.geometry).equals(parse_multipolygon(square(2, 2)))
+
+
+def test_provider_status_change_keeps_history_in_a_new_boundary(core_user):
+    field = provider_field(core_user)
+    new = boundary_provider_sync(field=field, provider_boundary_id="pb", provider_status="INACTIVE")
+    assert statuses(field) == [("INACTIVE", "ACTIVE"), ("INACTIVE", "INACTIVE")]
+    first = Boundary.objects.filter(field=field).first()
+    assert new.pk != first.pk and new.geometry.equals(first.geometry) and new.area_ha == first.area_ha
+    # Back to active at the provider: a third boundary, active again.
+    boundary_provider_sync(field=field, provider_boundary_id="pb", provider_status="ACTIVE")
+    assert statuses(field)[-1] == ("ACTIVE", "ACTIVE")
+    # Nothing changed: nothing new.
+    assert boundary_provider_sync(field=field, provider_boundary_id="pb", provider_status="ACTIVE") is None
+    assert len(statuses(field)) == 3
+
+
+def test_provider_deletion_marks_the_boundary_deleted_on_provider(api_client, core_user):
+    field = provider_field(core_user)
+    assert boundary_provider_sync(field=field, provider_boundary_id="pb", deleted=True) is None
+    assert statuses(field) == [("DELETED_ON_PROVIDER", "ACTIVE")]
+    body = api_client.get(field_url(core_user, field.pk)).json()
+    assert body["geometry"] is None and body["area"] is None and len(body["boundaries"]) == 1
+    assert_problem(api_client.get(f"{field_url(core_user, field.pk)}/boundary"), 404)
+
+
+def test_a_new_provider_boundary_id_becomes_the_current_boundary(core_user):
+    field = provider_field(core_user)
+    boundary_provider_sync(field=field, provider_boundary_id="pb2", geometry=parse_multipolygon(square(3, 3)))
+    assert statuses(field) == [("INACTIVE", "ACTIVE"), ("ACTIVE", "ACTIVE")]
+    assert Field.objects.get(pk=field.pk).provider_boundary_id == "pb2"
+
+
+def test_provider_sync_rejects_an_unknown_status(core_user):
+    field = provider_field(core_user)
+    with pytest.raises(ValueError):
+        boundary_provider_sync(field=field, provider_boundary_id="pb", provider_status="GONE")

@@ -1,0 +1,142 @@
+"""Farms and growers: long ids, fieldIds / farmIds, list filters, PUT semantics, tenancy."""
+
+import pytest
+
+from fields.models import Farm, Grower
+from tests.factories import CoreUserFactory
+from tests.fields.helpers import BASE, create_field, field_url
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def farms_url(core_user):
+    return f"{BASE}/users/{core_user.id}/farms"
+
+
+def growers_url(core_user):
+    return f"{BASE}/users/{core_user.id}/growers"
+
+
+def test_grower_create_get_put(api_client, core_user):
+    response = api_client.post(growers_url(core_user), {"name": "Smith"}, format="json")
+    assert response.status_code == 201
+    grower = response.json()
+    assert isinstance(grower["id"], int)
+    assert grower["name"] == "Smith" and grower["coreUserId"] == str(core_user.id) and grower["farmIds"] == []
+    assert api_client.get(f"{growers_url(core_user)}/{grower['id']}").json() == grower
+    renamed = api_client.put(f"{growers_url(core_user)}/{grower['id']}", {"name": "Jones"}, format="json").json()
+    assert renamed["name"] == "Jones"
+    # PUT replaces: without a name the grower has none, and `name` is then absent.
+    nameless = api_client.put(f"{growers_url(core_user)}/{grower['id']}", {}, format="json").json()
+    assert "name" not in nameless
+
+
+def test_farm_create_get_put_and_field_ids(api_client, core_user):
+    grower = api_client.post(growers_url(core_user), {}, format="json").json()
+    assert "name" not in grower
+    farm = api_client.post(farms_url(core_user), {"name": "Home", "growerId": grower["id"]}, format="json").json()
+    assert isinstance(farm["id"], int)
+    assert (farm["name"], farm["growerId"], farm["fieldIds"], farm["coreUserId"]) == (
+        "Home",
+        grower["id"],
+        [],
+        str(core_user.id),
+    )
+    field = create_field(api_client, core_user, farmId=farm["id"])
+    assert field["farmId"] == farm["id"]
+    assert api_client.get(f"{farms_url(core_user)}/{farm['id']}").json()["fieldIds"] == [field["id"]]
+    assert api_client.get(f"{growers_url(core_user)}/{grower['id']}").json()["farmIds"] == [farm["id"]]
+    # PUT replaces: the grower is dropped when not sent.
+    replaced = api_client.put(f"{farms_url(core_user)}/{farm['id']}", {"name": "Away"}, format="json").json()
+    assert (replaced["name"], replaced["growerId"], replaced["fieldIds"]) == ("Away", None, [field["id"]])
+    # A field leaves the farm when it is deleted.
+    api_client.delete(field_url(core_user, field["id"]))
+    assert api_client.get(f"{farms_url(core_user)}/{farm['id']}").json()["fieldIds"] == []
+
+
+@pytest.mark.parametrize(
+    "body", [{"name": 5}, {"growerId": "1"}, {"growerId": 999999}, {"growerId": 1.5}, {"size": 3}, [1]]
+)
+def test_bad_farm_bodies_are_400(api_client, core_user, body):
+    assert_problem(api_client.post(farms_url(core_user), body, format="json"), 400)
+    assert Farm.objects.count() == 0
+
+
+def test_a_grower_of_another_user_cannot_own_the_farm(api_client, core_user, owner):
+    grower = api_client.post(growers_url(CoreUserFactory(owner=owner)), {}, format="json").json()
+    assert_problem(api_client.post(farms_url(core_user), {"growerId": grower["id"]}, format="json"), 400)
+    farm = api_client.post(farms_url(core_user), {}, format="json").json()
+    assert_problem(
+        api_client.put(f"{farms_url(core_user)}/{farm['id']}", {"growerId": grower["id"]}, format="json"), 400
+    )
+
+
+@pytest.mark.parametrize("body", [{"name": 5}, {"name": "x", "farmIds": []}, "x"])
+def test_bad_grower_bodies_are_400(api_client, core_user, body):
+    assert_problem(api_client.post(growers_url(core_user), body, format="json"), 400)
+    assert Grower.objects.count() == 0
+
+
+def test_unknown_farm_or_grower_is_404(api_client, core_user):
+    for url in (f"{farms_url(core_user)}/999999", f"{farms_url(core_user)}/abc", f"{growers_url(core_user)}/999999"):
+        assert_problem(api_client.get(url), 404, "notFound")
+        assert_problem(api_client.put(url, {}, format="json"), 404, "notFound")
+
+
+def test_lists_and_their_filters(api_client, core_user, owner):
+    other_user = CoreUserFactory(owner=owner)
+    grower = api_client.post(growers_url(core_user), {"name": "G"}, format="json").json()
+    with_grower = api_client.post(farms_url(core_user), {"growerId": grower["id"]}, format="json").json()
+    plain = api_client.post(farms_url(core_user), {}, format="json").json()
+    theirs = api_client.post(farms_url(other_user), {}, format="json").json()
+    Farm.objects.filter(pk=plain["id"]).update(provider_name="ProviderC")
+    Grower.objects.create(core_user=other_user, provider_name="ProviderA", provider_grower_id="x")
+
+    def ids(url, **params):
+        response = api_client.get(url, params)
+        assert response.status_code == 200, response.content
+        return [item["id"] for item in response.json()]
+
+    assert ids(f"{BASE}/farms") == [with_grower["id"], plain["id"], theirs["id"]]
+    assert ids(f"{BASE}/farms", growerId=grower["id"]) == [with_grower["id"]]
+    assert ids(f"{BASE}/farms", provider="ProviderC") == [plain["id"]]
+    assert ids(f"{BASE}/farms", coreUserId=str(other_user.id)) == [theirs["id"]]
+    assert ids(f"{BASE}/farms", sort="id,desc", size=1) == [theirs["id"]]
+    assert len(ids(f"{BASE}/growers")) == 2
+    assert ids(f"{BASE}/growers", coreUserId=str(core_user.id)) == [grower["id"]]
+    provider_grower = api_client.get(f"{BASE}/growers", {"provider": "ProviderA"}).json()
+    assert [g["providerGrowerId"] for g in provider_grower] == ["x"]
+    for url, params in [
+        (f"{BASE}/farms", {"growerId": "x"}),
+        (f"{BASE}/farms", {"coreUserId": "x"}),
+        (f"{BASE}/growers", {"sort": "farmIds"}),
+        (f"{BASE}/growers", {"size": "many"}),
+    ]:
+        assert_problem(api_client.get(url, params), 400)
+
+
+def test_farms_and_growers_are_invisible_to_another_owner(api_client, other_client, core_user):
+    grower = api_client.post(growers_url(core_user), {"name": "G"}, format="json").json()
+    farm = api_client.post(farms_url(core_user), {"name": "F", "growerId": grower["id"]}, format="json").json()
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{farms_url(core_user)}/{farm['id']}",
+        resource_id=farm["id"],
+        list_urls=[f"{BASE}/farms", f"{BASE}/farms?coreUserId={core_user.id}"],
+        updates=[("put", {"name": "stolen"})],
+        delete=False,
+        extra_urls=[("post", farms_url(core_user), {"name": "x"})],
+    )
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{growers_url(core_user)}/{grower['id']}",
+        resource_id=grower["id"],
+        list_urls=[f"{BASE}/growers"],
+        updates=[("put", {"name": "stolen"})],
+        delete=False,
+        extra_urls=[("post", growers_url(core_user), {"name": "x"})],
+    )
+    assert (Farm.objects.count(), Grower.objects.count()) == (1, 1)

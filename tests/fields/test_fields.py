@@ -1,0 +1,245 @@
+"""Fields API: create / get / list / patch / delete, geometry validation and areas."""
+
+import uuid
+
+import pytest
+
+from fields.geometry import parse_multipolygon
+from fields.models import Boundary, Field
+from fields.services import field_create
+from tests.factories import CoreUserFactory
+from tests.fields.helpers import BASE, create_field, equal_area_hectares, field_url, fields_url, rect, square
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def test_create_generates_a_uuid_and_answers_the_spec_keys(api_client, core_user):
+    geometry = square(10, 50)
+    body = create_field(api_client, core_user, geometry, name="North")
+    assert uuid.UUID(body["id"])
+    assert body["coreUserId"] == str(core_user.id)
+    assert body["name"] == "North"
+    assert body["type"] == "ORIGINAL"
+    assert body["geometry"] == geometry
+    assert body["area"]["unit"] == "ha"
+    assert len(body["boundaries"]) == 1
+    assert body["files"] == [] and body["farmId"] is None and body["legacy"] is False
+    assert body["createdTime"].endswith("Z") and body["updatedTime"].endswith("Z")
+    # Keys that do not apply are absent.
+    assert not {"mergedFieldId", "sources", "providerName", "providerFieldId"} & set(body)
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [square(10, 50), square(-93.6, 42.0, 0.005), rect(179.99, -45.0, 180.0, -44.99), square(0, 0, 0.02)],
+)
+def test_area_agrees_with_an_independent_equal_area_projection(api_client, core_user, geometry):
+    body = create_field(api_client, core_user, geometry)
+    assert body["area"]["value"] == pytest.approx(equal_area_hectares(geometry), rel=1e-4)
+
+
+def test_area_of_a_known_square_at_the_equator(api_client, core_user):
+    # 0.01 degree x 0.01 degree at the equator: 1113.19 m x 1105.74 m on WGS84.
+    body = create_field(api_client, core_user, square(0, 0, 0.01))
+    assert body["area"]["value"] == pytest.approx(123.09, rel=1e-3)
+
+
+def test_clockwise_rings_and_holes_give_positive_areas(api_client, core_user):
+    outer = [[10, 50], [10, 50.02], [10.02, 50.02], [10.02, 50], [10, 50]]  # clockwise
+    hole = [[10.005, 50.005], [10.015, 50.005], [10.015, 50.015], [10.005, 50.015], [10.005, 50.005]]
+    geometry = {"type": "Polygon", "coordinates": [outer, hole]}
+    body = create_field(api_client, core_user, geometry)
+    assert body["area"]["value"] == pytest.approx(equal_area_hectares(geometry), rel=1e-4)
+
+
+def test_a_polygon_is_promoted_to_a_multipolygon(api_client, core_user):
+    polygon = {"type": "Polygon", "coordinates": square(5, 45)["coordinates"][0]}
+    body = create_field(api_client, core_user, polygon)
+    assert body["geometry"] == square(5, 45)
+
+
+def test_client_id_is_kept_and_cannot_be_reused(api_client, core_user, other_client, other_owner):
+    body = create_field(api_client, core_user, id="my-field-1")
+    assert body["id"] == "my-field-1"
+    assert api_client.get(field_url(core_user, "my-field-1")).json()["id"] == "my-field-1"
+    assert_problem(
+        api_client.post(fields_url(core_user), {"id": "my-field-1", "geometry": square(1, 1)}, format="json"),
+        409,
+        "fieldAlreadyExists",
+    )
+    assert Field.objects.count() == 1
+
+
+@pytest.mark.parametrize("bad_id", ["", "a/b", "x" * 256, "intersects", 12])
+def test_bad_client_ids_are_400(api_client, core_user, bad_id):
+    response = api_client.post(fields_url(core_user), {"id": bad_id, "geometry": square(1, 1)}, format="json")
+    assert_problem(response, 400)
+    assert Field.objects.count() == 0
+
+
+BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
+
+
+@pytest.mark.parametrize(
+    ("geometry", "reason"),
+    [
+        ("POLYGON((0 0,1 0,1 1,0 0))", "GeoJSON object"),
+        ({"type": "Point", "coordinates": [0, 0]}, "type must be"),
+        ({"type": "MultiPolygon"}, "non-empty list"),
+        ({"type": "MultiPolygon", "coordinates": []}, "non-empty list"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1]]]}, "not closed"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [0, 0]]]}, "at least 4"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [181, 0], [1, 1], [0, 0]]]}, "longitude"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 91], [0, 0]]]}, "latitude"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], ["1", 0], [1, 1], [0, 0]]]}, "position"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [True, 0], [1, 1], [0, 0]]]}, "position"),
+        ({"type": "Polygon", "coordinates": [BOWTIE]}, "Self-intersection"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [2, 0], [0, 0]]]}, "Self-intersection"),
+    ],
+)
+def test_invalid_geometry_is_400_with_the_reason(api_client, core_user, geometry, reason):
+    response = api_client.post(fields_url(core_user), {"geometry": geometry}, format="json")
+    body = assert_problem(response, 400, "invalidGeometry")
+    assert reason.lower() in body["detail"].lower(), body["detail"]
+    assert body["fieldErrors"][0]["field"] == "geometry"
+    assert Field.objects.count() == 0 and Boundary.objects.count() == 0
+
+
+def test_create_without_geometry_or_with_unknown_keys_is_400(api_client, core_user):
+    assert_problem(api_client.post(fields_url(core_user), {"name": "x"}, format="json"), 400, "validation")
+    assert_problem(api_client.post(fields_url(core_user), {"geometry": None}, format="json"), 400, "validation")
+    body = assert_problem(
+        api_client.post(fields_url(core_user), {"geometry": square(1, 1), "colour": "red"}, format="json"),
+        400,
+        "validation",
+    )
+    assert body["fieldErrors"] == [{"field": "colour", "message": "Unknown field."}]
+    assert_problem(api_client.post(fields_url(core_user), [1, 2], format="json"), 400)
+    assert_problem(
+        api_client.post(fields_url(core_user), "{not json", content_type="application/json"), 400, "malformedRequest"
+    )
+
+
+def test_get_unknown_field_is_404(api_client, core_user):
+    assert_problem(api_client.get(field_url(core_user, "nope")), 404, "notFound")
+    assert_problem(api_client.get(f"{BASE}/users/{uuid.uuid4()}/fields/nope"), 404, "notFound")
+    assert_problem(api_client.get(f"{BASE}/users/not-a-uuid/fields/nope"), 404, "notFound")
+
+
+def test_patch_changes_name_and_farm_and_keeps_the_boundary(api_client, core_user):
+    field = create_field(api_client, core_user, name="old")
+    farm = api_client.post(f"{BASE}/users/{core_user.id}/farms", {"name": "F"}, format="json").json()
+    response = api_client.patch(field_url(core_user, field["id"]), {"name": "new", "farmId": farm["id"]}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["name"], body["farmId"], body["boundaries"]) == ("new", farm["id"], field["boundaries"])
+    detached = api_client.patch(field_url(core_user, field["id"]), {"farmId": None}, format="json").json()
+    assert detached["farmId"] is None
+
+
+def test_patch_geometry_creates_a_new_boundary_and_keeps_the_old_one(api_client, core_user):
+    field = create_field(api_client, core_user, square(10, 50))
+    body = api_client.patch(field_url(core_user, field["id"]), {"geometry": square(10, 50, 0.02)}, format="json").json()
+    assert len(body["boundaries"]) == 2 and body["boundaries"][0] == field["boundaries"][0]
+    assert body["geometry"] == square(10, 50, 0.02)
+    assert body["area"]["value"] == pytest.approx(4 * field["area"]["value"], rel=1e-3)
+    statuses = dict(Boundary.objects.values_list("id", "status"))
+    assert statuses[uuid.UUID(body["boundaries"][0])] == "INACTIVE"
+    assert statuses[uuid.UUID(body["boundaries"][1])] == "ACTIVE"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"name": 5}, {"farmId": "1"}, {"farmId": 999999}, {"geometry": {"type": "Point"}}, {"id": "new-id"}],
+)
+def test_bad_patches_are_400_and_change_nothing(api_client, core_user, body):
+    field = create_field(api_client, core_user, name="keep")
+    response = api_client.patch(field_url(core_user, field["id"]), body, format="json")
+    assert_problem(response, 400)
+    assert api_client.get(field_url(core_user, field["id"])).json() == field
+
+
+def test_patch_with_a_farm_of_another_user_is_400(api_client, core_user, owner):
+    other_user = CoreUserFactory(owner=owner)
+    farm = api_client.post(f"{BASE}/users/{other_user.id}/farms", {"name": "F"}, format="json").json()
+    field = create_field(api_client, core_user)
+    assert_problem(api_client.patch(field_url(core_user, field["id"]), {"farmId": farm["id"]}, format="json"), 400)
+
+
+def test_delete_removes_the_field_and_its_boundaries(api_client, core_user):
+    field = create_field(api_client, core_user)
+    assert api_client.delete(field_url(core_user, field["id"])).status_code == 204
+    assert_problem(api_client.get(field_url(core_user, field["id"])), 404, "notFound")
+    assert Boundary.objects.count() == 0
+
+
+def test_provider_fields_cannot_be_changed_or_deleted(api_client, core_user):
+    field = field_create(
+        core_user=core_user,
+        geometry=parse_multipolygon(square(1, 1)),
+        provider_name="ProviderA",
+        provider_field_id="pa-1",
+        provider_boundary_id="pb-1",
+        provider_status="ACTIVE",
+    )
+    url = field_url(core_user, field.pk)
+    body = api_client.get(url).json()
+    assert body["providerName"] == "ProviderA" and body["providerFieldId"] == "pa-1"
+    assert_problem(api_client.delete(url), 403, "providerResourceReadOnly")
+    assert_problem(api_client.patch(url, {"name": "x"}, format="json"), 403, "providerResourceReadOnly")
+    assert_problem(api_client.put(f"{url}/boundary", {"geometry": square(2, 2)}, format="json"), 403)
+    assert api_client.get(url).json() == body
+
+
+def test_list_filters_pages_and_sorts(api_client, core_user, owner):
+    other_user = CoreUserFactory(owner=owner)
+    farm = api_client.post(f"{BASE}/users/{core_user.id}/farms", {}, format="json").json()
+    ids = [create_field(api_client, core_user, square(i, 0), name=f"f{i}")["id"] for i in range(3)]
+    api_client.patch(field_url(core_user, ids[0]), {"farmId": farm["id"]}, format="json")
+    foreign = create_field(api_client, other_user, square(20, 0))["id"]
+    field_create(core_user=core_user, geometry=parse_multipolygon(square(30, 0)), id="prov", provider_name="ProviderB")
+
+    def listed(**params):
+        response = api_client.get(f"{BASE}/fields", params)
+        assert response.status_code == 200, response.content
+        return [f["id"] for f in response.json()]
+
+    assert set(listed()) == {*ids, foreign, "prov"}
+    assert set(listed(coreUserId=str(other_user.id))) == {foreign}
+    assert listed(farmId=farm["id"]) == [ids[0]]
+    assert listed(provider="ProviderB") == ["prov"]
+    assert listed(type="MERGED") == []
+    assert listed(sort="name,desc", coreUserId=str(core_user.id)) == [*reversed(ids), "prov"]
+    response = api_client.get(f"{BASE}/fields", {"size": 2, "page": 1, "sort": "name"})
+    assert response["X-Total-Count"] == "5" and len(response.json()) == 2
+    assert_problem(api_client.get(f"{BASE}/fields", {"type": "ROUND"}), 400)
+    assert_problem(api_client.get(f"{BASE}/fields", {"coreUserId": "nope"}), 400)
+    assert_problem(api_client.get(f"{BASE}/fields", {"farmId": "x"}), 400)
+    assert_problem(api_client.get(f"{BASE}/fields", {"sort": "area"}), 400)
+    assert_problem(api_client.get(f"{BASE}/fields", {"page": -1}), 400)
+
+
+def test_fields_are_invisible_to_another_owner(api_client, other_client, core_user):
+    field = create_field(api_client, core_user)
+    url = field_url(core_user, field["id"])
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=url,
+        resource_id=field["id"],
+        list_urls=[f"{BASE}/fields", f"{BASE}/fields?coreUserId={core_user.id}"],
+        updates=[("patch", {"name": "stolen"})],
+        extra_urls=[
+            ("post", fields_url(core_user), {"geometry": square(3, 3)}),
+            ("get", f"{url}/weather?startTime=2024-01-01&endTime=2024-01-02", None),
+            ("post", f"{fields_url(core_user)}/intersects", {"geometry": square(10, 50)}),
+            ("post", f"{fields_url(core_user)}/intersect", [field["id"], field["id"]]),
+        ],
+    )
+    assert Field.objects.count() == 1
+
+
+def test_requests_without_a_token_are_401(client, core_user):
+    response = client.get(f"{BASE}/fields")
+    assert_problem(response, 401, "unauthorized")

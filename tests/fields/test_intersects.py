@@ -1,0 +1,142 @@
+"""Geometric queries: intersects with the threshold rule, the deprecated query, intersect."""
+
+import pytest
+from shapely.geometry import shape
+
+from fields.geometry import geodesic_area_ha, parse_multipolygon
+from fields.services import fields_overlapping
+from tests.factories import CoreUserFactory
+from tests.fields.helpers import BASE, create_field, fields_url, rect, square
+from tests.tenancy import assert_problem
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def intersects(client, core_user, geometry, threshold=None):
+    body = {"geometry": geometry} if threshold is None else {"geometry": geometry, "intersectionThreshold": threshold}
+    response = client.post(f"{fields_url(core_user)}/intersects", body, format="json")
+    assert response.status_code == 200, response.content[:500]
+    return [f["id"] for f in response.json()]
+
+
+def test_the_specs_threshold_example(api_client, core_user):
+    # Given a field of 100 units and a geometry of 10 units whose half lies inside the field (split on a
+    # meridian, so the halves have exactly equal geodesic areas): the intersection is 50 % of the geometry
+    # and 5 % of the field, so the highest ratio is 50 %.
+    field = create_field(api_client, core_user, rect(0.0, 0.0, 0.1, 0.1))
+    geometry = rect(0.095, 0.05, 0.105, 0.06)
+    # Then thresholds up to 50 are satisfied, and thresholds above 50 (75, 100) are not.
+    for threshold in (0.01, 5, 49.9, 50):
+        assert intersects(api_client, core_user, geometry, threshold) == [field["id"]], threshold
+    for threshold in (50.1, 75, 100):
+        assert intersects(api_client, core_user, geometry, threshold) == [], threshold
+
+
+def test_the_larger_of_both_ratios_counts(api_client, core_user):
+    # A small field fully inside a large geometry: 100 % of the field, ~1 % of the geometry.
+    small = create_field(api_client, core_user, rect(0.0, 0.0, 0.01, 0.01))
+    assert intersects(api_client, core_user, rect(-0.045, -0.045, 0.055, 0.055), 100) == [small["id"]]
+    # Geometry fully inside the field: 100 % of the geometry.
+    assert intersects(api_client, core_user, rect(0.002, 0.002, 0.004, 0.004), 100) == [small["id"]]
+
+
+def test_default_threshold_and_touching_fields(api_client, core_user):
+    a = create_field(api_client, core_user, rect(0, 0, 0.01, 0.01))["id"]
+    b = create_field(api_client, core_user, rect(0.01, 0, 0.02, 0.01))["id"]  # shares an edge with a
+    create_field(api_client, core_user, rect(1, 1, 1.01, 1.01))
+    # A geometry that only touches b along an edge does not intersect it by any area.
+    assert intersects(api_client, core_user, rect(0.005, 0.005, 0.01, 0.006)) == [a]
+    assert sorted(intersects(api_client, core_user, rect(0.005, 0.005, 0.015, 0.006))) == sorted([a, b])
+    assert intersects(api_client, core_user, rect(5, 5, 5.01, 5.01)) == []
+
+
+def test_only_the_users_fields_are_answered(api_client, core_user, owner):
+    other_user = CoreUserFactory(owner=owner)
+    mine = create_field(api_client, core_user, square(0, 0))["id"]
+    theirs = create_field(api_client, other_user, square(0, 0))["id"]
+    assert intersects(api_client, core_user, square(0, 0)) == [mine]
+    # The deprecated query covers every user of the owner, with the default threshold.
+    response = api_client.post(f"{BASE}/fields/query/intersects", {"geometry": square(0, 0)}, format="json")
+    assert response.status_code == 200
+    assert sorted(f["id"] for f in response.json()) == sorted([mine, theirs])
+    assert response.json()[0]["geometry"] == square(0, 0)
+
+
+def test_the_deprecated_query_does_not_see_another_owners_fields(api_client, other_client, core_user):
+    create_field(api_client, core_user, square(0, 0))
+    response = other_client.post(f"{BASE}/fields/query/intersects", {"geometry": square(0, 0)}, format="json")
+    assert response.status_code == 200 and response.json() == []
+
+
+def test_inactive_boundaries_do_not_intersect(api_client, core_user):
+    field = create_field(api_client, core_user, square(0, 0))
+    api_client.put(f"{fields_url(core_user)}/{field['id']}/boundary", {"geometry": square(3, 3)}, format="json")
+    assert intersects(api_client, core_user, square(0, 0)) == []
+    assert intersects(api_client, core_user, square(3, 3)) == [field["id"]]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"geometry": square(0, 0), "intersectionThreshold": 0},
+        {"geometry": square(0, 0), "intersectionThreshold": 0.001},
+        {"geometry": square(0, 0), "intersectionThreshold": 100.5},
+        {"geometry": square(0, 0), "intersectionThreshold": "50"},
+        {"geometry": square(0, 0), "intersectionThreshold": None},
+        {"intersectionThreshold": 5},
+        {"geometry": square(0, 0), "extra": 1},
+    ],
+)
+def test_bad_intersects_bodies_are_400(api_client, core_user, body):
+    assert_problem(api_client.post(f"{fields_url(core_user)}/intersects", body, format="json"), 400, "validation")
+
+
+def test_invalid_query_geometry_is_400_invalid_geometry(api_client, core_user):
+    bowtie = {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]]}
+    assert_problem(
+        api_client.post(f"{fields_url(core_user)}/intersects", {"geometry": bowtie}, format="json"),
+        400,
+        "invalidGeometry",
+    )
+    assert_problem(
+        api_client.post(f"{BASE}/fields/query/intersects", {"geometry": bowtie}, format="json"), 400, "invalidGeometry"
+    )
+
+
+def test_overlap_service_for_other_apps(api_client, core_user):
+    field = create_field(api_client, core_user, rect(0.0, 0.0, 0.1, 0.1))
+    matches = fields_overlapping(core_users=[core_user], geometry=parse_multipolygon(rect(0.095, 0.05, 0.105, 0.06)))
+    assert [(f.pk, round(o.of_geometry, 6)) for f, o in matches] == [(field["id"], 50.0)]
+    assert matches[0][1].of_field == pytest.approx(0.5, rel=1e-3)
+
+
+# --- intersect -------------------------------------------------------------------------------------
+
+
+def test_intersect_answers_the_common_multipolygon(api_client, core_user):
+    a = create_field(api_client, core_user, rect(0, 0, 0.02, 0.02))["id"]
+    b = create_field(api_client, core_user, rect(0.01, 0.01, 0.03, 0.03))["id"]
+    c = create_field(api_client, core_user, rect(0.015, 0, 0.05, 0.05))["id"]
+    response = api_client.post(f"{fields_url(core_user)}/intersect", [a, b], format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["type"] == "MultiPolygon"
+    assert shape(body).equals(shape(rect(0.01, 0.01, 0.02, 0.02)))
+    three = api_client.post(f"{fields_url(core_user)}/intersect", [a, b, c], format="json").json()
+    assert shape(three).equals(shape(rect(0.015, 0.01, 0.02, 0.02)))
+    assert geodesic_area_ha(shape(three)) > 0
+
+
+def test_intersect_of_disjoint_fields_is_an_empty_multipolygon(api_client, core_user):
+    a = create_field(api_client, core_user, square(0, 0))["id"]
+    b = create_field(api_client, core_user, square(5, 5))["id"]
+    body = api_client.post(f"{fields_url(core_user)}/intersect", [a, b], format="json").json()
+    assert body == {"type": "MultiPolygon", "coordinates": []}
+
+
+def test_intersect_needs_two_fields_of_the_user(api_client, core_user, owner):
+    a = create_field(api_client, core_user, square(0, 0))["id"]
+    theirs = create_field(api_client, CoreUserFactory(owner=owner), square(0, 0))["id"]
+    url = f"{fields_url(core_user)}/intersect"
+    for body in ([], [a], [a, a], [a, "missing"], [a, theirs], {"ids": [a, theirs]}, [a, 5], "x"):
+        assert_problem(api_client.post(url, body, format="json"), 400)

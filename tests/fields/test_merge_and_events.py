@@ -1,0 +1,150 @@
+"""Auto-merge per the inherited configuration, and the events of fields."""
+
+import pytest
+from shapely.geometry import shape
+
+from configs.services import config_owner_update, config_user_set
+from fields.models import Field
+from tests.fields.helpers import BASE, create_field, field_url, rect, square
+
+pytestmark = [pytest.mark.embedded]
+
+A = rect(0, 0, 0.02, 0.02)
+B = rect(0.01, 0, 0.03, 0.02)  # overlaps A by half of each
+
+
+def merged_of(api_client, core_user, field_id):
+    body = api_client.get(field_url(core_user, field_id)).json()
+    return body.get("mergedFieldId")
+
+
+@pytest.mark.django_db
+def test_no_merge_by_default(api_client, core_user):
+    a = create_field(api_client, core_user, A)
+    b = create_field(api_client, core_user, B)
+    assert "mergedFieldId" not in b and merged_of(api_client, core_user, a["id"]) is None
+    assert Field.objects.filter(type="MERGED").count() == 0
+
+
+@pytest.mark.django_db
+def test_overlapping_fields_merge_when_the_owner_turns_it_on(api_client, core_user, owner):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(api_client, core_user, A)
+    far = create_field(api_client, core_user, square(5, 5))
+    b = create_field(api_client, core_user, B)
+    merged_id = b["mergedFieldId"]
+    assert merged_of(api_client, core_user, a["id"]) == merged_id
+    assert merged_of(api_client, core_user, far["id"]) is None
+    merged = api_client.get(field_url(core_user, merged_id)).json()
+    assert merged["type"] == "MERGED" and merged["sources"] == sorted([a["id"], b["id"]])
+    assert "mergedFieldId" not in merged
+    assert shape(merged["geometry"]).equals(shape(rect(0, 0, 0.03, 0.02)))
+    assert merged["area"]["value"] == pytest.approx(1.5 * a["area"]["value"], rel=1e-3)
+    listed = api_client.get(f"{BASE}/fields", {"type": "MERGED"}).json()
+    assert [f["id"] for f in listed] == [merged_id]
+    # A third overlapping field joins the same merged field.
+    c = create_field(api_client, core_user, rect(0.025, 0, 0.04, 0.02))
+    assert c["mergedFieldId"] == merged_id
+    merged = api_client.get(field_url(core_user, merged_id)).json()
+    assert len(merged["sources"]) == 3 and len(merged["boundaries"]) == 2
+    assert shape(merged["geometry"]).equals(shape(rect(0, 0, 0.04, 0.02)))
+
+
+@pytest.mark.django_db
+def test_the_core_users_own_configuration_wins(api_client, core_user, owner):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    config_user_set(core_user=core_user, entries={"fieldsAutoMerge": False}, replace=True)
+    create_field(api_client, core_user, A)
+    assert "mergedFieldId" not in create_field(api_client, core_user, B)
+
+
+@pytest.mark.django_db
+def test_the_merge_threshold_is_inherited(api_client, core_user, owner):
+    # A and B overlap by 50 % of each: a 60 % threshold keeps them apart, 50 % merges them.
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True, "fieldsMergeIntersection": 60.0})
+    create_field(api_client, core_user, A)
+    assert "mergedFieldId" not in create_field(api_client, core_user, B)
+    config_user_set(core_user=core_user, entries={"fieldsMergeIntersection": 50.0}, replace=True)
+    assert "mergedFieldId" in create_field(api_client, core_user, rect(0.01, 0, 0.03, 0.02))
+
+
+@pytest.mark.django_db
+def test_an_update_of_a_source_updates_the_merged_field(api_client, core_user, owner):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(api_client, core_user, A)
+    merged_id = create_field(api_client, core_user, B)["mergedFieldId"]
+    api_client.put(f"{field_url(core_user, a['id'])}/boundary", {"geometry": rect(-0.01, 0, 0.02, 0.02)}, format="json")
+    merged = api_client.get(field_url(core_user, merged_id)).json()
+    assert shape(merged["geometry"]).equals(shape(rect(-0.01, 0, 0.03, 0.02)))
+    assert len(merged["boundaries"]) == 2
+    # The merged field's geometry is derived, not settable.
+    response = api_client.put(f"{field_url(core_user, merged_id)}/boundary", {"geometry": A}, format="json")
+    assert response.status_code == 400 and response.json()["errorKey"] == "mergedFieldGeometry"
+
+
+@pytest.mark.django_db
+def test_deleting_sources_shrinks_then_removes_the_merged_field(api_client, core_user, owner):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(api_client, core_user, A)
+    b = create_field(api_client, core_user, B)
+    merged_id = b["mergedFieldId"]
+    api_client.delete(field_url(core_user, b["id"]))
+    assert not Field.objects.filter(pk=merged_id).exists()
+    assert merged_of(api_client, core_user, a["id"]) is None
+
+
+# --- events ---------------------------------------------------------------------------------------
+
+FIELD_EVENTS = [
+    "fieldCreated",
+    "fieldUpdated",
+    "fieldBoundaryCreated",
+    "fieldBoundaryUpdated",
+    "mergedFieldCreated",
+    "mergedFieldUpdated",
+]
+
+
+def test_field_events_are_delivered(transactional_db, owner, core_user, api_client, webhook_receiver, subscribe):
+    subscribe(owner, webhook_receiver, FIELD_EVENTS)
+    field = create_field(api_client, core_user, A)
+    boundary = field["boundaries"][0]
+    api_client.patch(field_url(core_user, field["id"]), {"name": "renamed"}, format="json")
+    updated = api_client.put(f"{field_url(core_user, field['id'])}/boundary", {"geometry": B}, format="json").json()
+    webhook_receiver.wait_for(5)
+    events = [(e["type"], e.get("fieldId"), e.get("boundaryId")) for e in webhook_receiver.events()]
+    assert sorted(events) == sorted(
+        [
+            ("fieldCreated", field["id"], None),
+            ("fieldBoundaryCreated", field["id"], boundary),
+            ("fieldUpdated", field["id"], None),
+            ("fieldBoundaryUpdated", field["id"], updated["boundaries"][1]),
+            ("fieldUpdated", field["id"], None),
+        ]
+    )
+    assert all(e["coreUserId"] == str(core_user.id) for e in webhook_receiver.events())
+
+
+def test_merge_events_are_delivered(transactional_db, owner, core_user, api_client, webhook_receiver, subscribe):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    subscribe(owner, webhook_receiver, ["mergedFieldCreated", "mergedFieldUpdated"])
+    a = create_field(api_client, core_user, A)
+    b = create_field(api_client, core_user, B)
+    api_client.put(f"{field_url(core_user, a['id'])}/boundary", {"geometry": rect(-0.01, 0, 0.02, 0.02)}, format="json")
+    webhook_receiver.wait_for(2)
+    events = webhook_receiver.events()
+    assert [e["type"] for e in events] == ["mergedFieldCreated", "mergedFieldUpdated"]
+    assert events[0]["fieldId"] == b["mergedFieldId"] and events[0]["sources"] == sorted([a["id"], b["id"]])
+
+
+def test_rejected_changes_emit_nothing(transactional_db, owner, core_user, api_client, webhook_receiver, subscribe):
+    subscribe(owner, webhook_receiver, FIELD_EVENTS)
+    bad = {"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]]}}
+    assert api_client.post(f"{BASE}/users/{core_user.id}/fields", bad, format="json").status_code == 400
+    create_field(api_client, core_user, A, id="dup")
+    assert (
+        api_client.post(f"{BASE}/users/{core_user.id}/fields", {"id": "dup", "geometry": A}, format="json").status_code
+        == 409
+    )
+    webhook_receiver.wait_for(2)
+    assert sorted(e["type"] for e in webhook_receiver.events()) == ["fieldBoundaryCreated", "fieldCreated"]
