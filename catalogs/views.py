@@ -1,0 +1,162 @@
+"""Catalogs (beta) endpoints, included at `/services/beta/api/`: a core user's products and
+varieties, the owner-wide unique names with file counts, and the product search."""
+
+from django.db.models import Count, Prefetch, Subquery
+from django.utils.functional import cached_property
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from platform_site.api.sorting import parse_sort
+from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, owned_core_user_or_404
+
+from .filtersets import OwnerProductFilterSet, ProductFilterSet, ProductSearchFilterSet, VarietyFilterSet
+from .models import Product, ProductFile, Variety, VarietyFile
+from .normalize import normalize_name
+from .serializers import (
+    ProductSearchQuerySerializer,
+    ProductSerializer,
+    ProductSummarySerializer,
+    VarietySerializer,
+    VarietySummarySerializer,
+)
+
+RECORD_SORT_FIELDS = {
+    "id": "id",
+    "coreUserId": "core_user_id",
+    "name": "name",
+    "normalizedName": "normalized_name",
+    "createdTime": "created_time",
+    "updatedTime": "updated_time",
+}
+SUMMARY_SORT_FIELDS = {"normalizedName": "normalized_name", "fileCount": "file_count"}
+
+
+class ProductViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
+    """GET /users/{coreUserId}/products: the core user's product records."""
+
+    queryset = Product.objects.none()  # for the schema; get_queryset scopes to the core user
+    serializer_class = ProductSerializer
+    filterset_class = ProductFilterSet
+    sort_fields = RECORD_SORT_FIELDS
+    default_sort = ("normalized_name",)
+
+    def get_queryset(self):
+        return Product.objects.filter(core_user=self.core_user).prefetch_related(
+            Prefetch("files", queryset=ProductFile.objects.only("product_id", "core_file_id"))
+        )
+
+
+class ProductSearchViewSet(CoreUserScopedViewSet):
+    """GET /users/{coreUserId}/products/search: at most `maxResults` (<= 20) products whose name
+    contains `search`, names that start with it first; optionally only those of `coreFileId`."""
+
+    queryset = Product.objects.none()  # for the schema; get_queryset scopes to the core user
+    serializer_class = ProductSerializer
+    filterset_class = ProductSearchFilterSet
+    filter_backends = [DjangoFilterBackend]
+    pagination_class = None
+
+    def get_queryset(self):
+        return Product.objects.filter(core_user=self.core_user).prefetch_related(
+            Prefetch("files", queryset=ProductFile.objects.only("product_id", "core_file_id"))
+        )
+
+    @extend_schema(parameters=[OpenApiParameter("maxResults", int, description="1 to 20, default 20")])
+    def list(self, request, *args, **kwargs):
+        query = ProductSearchQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        products = list(self.filter_queryset(self.get_queryset()).order_by("normalized_name", "id"))
+        prefix = normalize_name(request.query_params.get("search", ""))
+        products.sort(key=lambda p: not p.normalized_name.startswith(prefix))  # stable: alphabetical within
+        return Response(ProductSerializer(products[: query.validated_data["maxResults"]], many=True).data)
+
+
+class ProductSearchByQueryViewSet(ProductSearchViewSet):
+    """GET /products/search?coreUserId=...: the same search, for the spec's `/beta/products/search`
+    spelling, with the core user in the query string."""
+
+    @cached_property
+    def core_user(self):
+        if getattr(self, "swagger_fake_view", False):
+            return None
+        core_user_id = self.request.query_params.get("coreUserId")
+        if not core_user_id:
+            raise ValidationError({"coreUserId": ["This query parameter is required."]})
+        return owned_core_user_or_404(self.owner, core_user_id)
+
+
+class VarietyViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
+    """GET /users/{coreUserId}/varieties: the core user's varieties with their crops."""
+
+    queryset = Variety.objects.none()  # for the schema; get_queryset scopes to the core user
+    serializer_class = VarietySerializer
+    filterset_class = VarietyFilterSet
+    sort_fields = RECORD_SORT_FIELDS
+    default_sort = ("normalized_name",)
+
+    def get_queryset(self):
+        return Variety.objects.filter(core_user=self.core_user).prefetch_related(
+            Prefetch("files", queryset=VarietyFile.objects.only("variety_id", "core_file_id", "crop"))
+        )
+
+
+class _OwnerSummaryViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
+    """Unique normalised names across all core users of the owner, with their related file count;
+    sorted by `normalizedName` or `fileCount`, paged like every list."""
+
+    model: type[Product] | type[Variety]
+    filter_backends = [DjangoFilterBackend]
+
+    def get_queryset(self):
+        return self.model.objects.filter(core_user__owner=self.owner)
+
+    def summaries(self):
+        names = self.filter_queryset(self.get_queryset()).values("normalized_name")
+        ordering = parse_sort(self.request.query_params.getlist("sort"), SUMMARY_SORT_FIELDS)
+        return (
+            self.model.objects.filter(core_user__owner=self.owner, normalized_name__in=Subquery(names))
+            .values("normalized_name")
+            .annotate(file_count=Count("files__core_file_id", distinct=True))
+            .order_by(*ordering, "normalized_name")
+        )
+
+    def decorate(self, rows: list[dict]) -> list[dict]:
+        return rows
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.summaries())
+        return self.get_paginated_response(self.get_serializer(self.decorate(page), many=True).data)
+
+
+@extend_schema_view(list=extend_schema(operation_id="beta_products_summary_list"))
+class OwnerProductViewSet(_OwnerSummaryViewSet):
+    """GET /users/products?coreFileId=&normalizedName=: unique products of the owner's core users."""
+
+    model = Product
+    serializer_class = ProductSummarySerializer
+    filterset_class = OwnerProductFilterSet
+
+
+@extend_schema_view(list=extend_schema(operation_id="beta_varieties_summary_list"))
+class OwnerVarietyViewSet(_OwnerSummaryViewSet):
+    """GET /users/varieties: the owner's existing varieties, with crops and related file count."""
+
+    model = Variety
+    serializer_class = VarietySummarySerializer
+    filterset_class = None
+
+    def decorate(self, rows: list[dict]) -> list[dict]:
+        names = [row["normalized_name"] for row in rows]
+        crops: dict[str, set[str]] = {name: set() for name in names}
+        links = (
+            VarietyFile.objects.filter(variety__core_user__owner=self.owner, variety__normalized_name__in=names)
+            .exclude(crop="")
+            .values_list("variety__normalized_name", "crop")
+            .distinct()
+        )
+        for name, crop in links:
+            crops[name].add(crop)
+        return [{**row, "crops": sorted(crops[row["normalized_name"]])} for row in rows]

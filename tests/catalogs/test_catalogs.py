@@ -1,0 +1,245 @@
+import uuid
+
+import pytest
+from django.db import connection
+
+from catalogs.models import Product, ProductFile, Variety
+from catalogs.normalize import normalize_name
+from catalogs.services import CatalogNameEmpty, product_record, variety_record
+from tests.assets.helpers import run_in_threads
+from tests.factories import CoreUserFactory
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+BASE = "/services/beta/api"
+embedded = [pytest.mark.django_db, pytest.mark.embedded]
+F1, F2, F3 = (uuid.UUID(f"{n:08d}-0000-4000-8000-000000000000") for n in (1, 2, 3))
+
+
+def products_url(core_user, *parts) -> str:
+    return "/".join([f"{BASE}/users/{core_user.id}/products", *parts])
+
+
+@pytest.mark.embedded
+@pytest.mark.parametrize(
+    "raw, normalized",
+    [
+        ("Roundup PowerMAX ", "roundup powermax"),
+        ("roundup  powermax", "roundup powermax"),
+        ("ROUNDUP POWERMAX®", "roundup powermax"),
+        ("Roundup-PowerMax!", "roundup powermax"),
+        ("Prowl\tH2O", "prowl h2o"),
+        ("Éclair 2,4-D", "eclair 2 4 d"),
+        (" --- ", ""),
+    ],
+)
+def test_normalize_name(raw, normalized):
+    assert normalize_name(raw) == normalized
+
+
+class TestRecords:
+    pytestmark = embedded
+
+    def test_spellings_of_one_product_are_one_record_with_their_files(self, core_user):
+        first = product_record(core_user=core_user, name="Roundup PowerMAX ", core_file_id=F1)
+        second = product_record(core_user=core_user, name="roundup powermax", core_file_id=str(F2))
+        again = product_record(core_user=core_user, name="ROUNDUP  POWERMAX®", core_file_id=F2)
+        assert first == second == again
+        assert first.name == "Roundup PowerMAX" and first.normalized_name == "roundup powermax"
+        assert set(ProductFile.objects.values_list("core_file_id", flat=True)) == {F1, F2}
+
+    def test_records_belong_to_one_core_user(self, core_user):
+        sibling = CoreUserFactory(owner=core_user.owner)
+        assert product_record(core_user=core_user, name="Atrazine") != product_record(
+            core_user=sibling, name="atrazine"
+        )
+
+    def test_a_name_without_letters_or_digits_is_refused(self, core_user):
+        with pytest.raises(CatalogNameEmpty):
+            product_record(core_user=core_user, name=" ** ")
+        with pytest.raises(CatalogNameEmpty):
+            variety_record(core_user=core_user, name="")
+
+    def test_varieties_collect_their_crops(self, core_user):
+        variety = variety_record(core_user=core_user, name="P1197AM", crop="Corn", core_file_id=F1)
+        assert variety_record(core_user=core_user, name="p1197am ", crop="corn", core_file_id=F2) == variety
+        assert set(variety.files.values_list("crop", flat=True)) == {"corn"}
+
+
+@pytest.fixture
+def catalog(core_user):
+    """Products and varieties of `core_user`, and one shared product name with a sibling core user."""
+    product_record(core_user=core_user, name="Roundup PowerMAX", core_file_id=F1)
+    product_record(core_user=core_user, name="roundup powermax", core_file_id=F2)
+    product_record(core_user=core_user, name="Atrazine 4L", core_file_id=F2)
+    product_record(core_user=core_user, name="Liberty 280", core_file_id=F3)
+    product_record(core_user=core_user, name="Power Boost")
+    sibling = CoreUserFactory(owner=core_user.owner)
+    product_record(core_user=sibling, name="ROUNDUP POWERMAX", core_file_id=uuid.uuid4())
+    variety_record(core_user=core_user, name="P1197AM", crop="corn", core_file_id=F1)
+    variety_record(core_user=core_user, name="AG36X6", crop="soybeans", core_file_id=F2)
+    variety_record(core_user=core_user, name="AG36X6", crop="Soybeans", core_file_id=F3)
+    variety_record(core_user=core_user, name="WB4303", crop="wheat", core_file_id=F3)
+    variety_record(core_user=sibling, name="p1197am", crop="corn", core_file_id=uuid.uuid4())
+    return sibling
+
+
+def names(response, key="name") -> list[str]:
+    assert response.status_code == 200, response.content
+    return [item[key] for item in response.json()]
+
+
+class TestProductEndpoints:
+    pytestmark = embedded
+
+    def test_a_product_record_has_its_files(self, api_client, core_user, catalog):
+        [record] = api_client.get(products_url(core_user), {"name": "roundup"}).json()
+        assert record["name"] == "Roundup PowerMAX" and record["normalizedName"] == "roundup powermax"
+        assert record["coreUserId"] == str(core_user.id)
+        assert record["files"] == sorted([str(F1), str(F2)])
+        assert record["createdTime"].endswith("Z") and record["updatedTime"].endswith("Z")
+
+    @pytest.mark.parametrize(
+        "params, expected",
+        [
+            ({}, ["Atrazine 4L", "Liberty 280", "Power Boost", "Roundup PowerMAX"]),
+            ({"name": "POWER"}, ["Power Boost", "Roundup PowerMAX"]),
+            ({"name": "roundup-powermax"}, ["Roundup PowerMAX"]),
+            ({"name": "nothing"}, []),
+            ({"sort": "name,desc"}, ["Roundup PowerMAX", "Power Boost", "Liberty 280", "Atrazine 4L"]),
+            ({"sort": "normalizedName"}, ["Atrazine 4L", "Liberty 280", "Power Boost", "Roundup PowerMAX"]),
+            ({"size": 2, "page": 1}, ["Power Boost", "Roundup PowerMAX"]),
+        ],
+    )
+    def test_list_filters_sorts_and_pages(self, api_client, core_user, catalog, params, expected):
+        assert names(api_client.get(products_url(core_user), params)) == expected
+
+    @pytest.mark.parametrize("prop", ["id", "coreUserId", "name", "normalizedName", "createdTime", "updatedTime"])
+    def test_every_record_sort_value_is_accepted(self, api_client, core_user, catalog, prop):
+        assert len(names(api_client.get(products_url(core_user), {"sort": f"{prop},desc"}))) == 4
+
+    def test_list_headers_and_bad_parameters(self, api_client, core_user, catalog):
+        response = api_client.get(products_url(core_user), {"size": 500})
+        assert response["X-Total-Count"] == "4" and len(response.json()) == 4
+        assert_problem(api_client.get(products_url(core_user), {"sort": "fileCount"}), 400, "validation")
+        assert_problem(api_client.get(products_url(core_user), {"page": "x"}), 400, "validation")
+
+    def test_owner_wide_products_are_unique_normalized_names_with_file_counts(self, api_client, core_user, catalog):
+        response = api_client.get(f"{BASE}/users/products")
+        assert response.status_code == 200 and response["X-Total-Count"] == "4"
+        assert response.json() == [
+            {"normalizedName": "atrazine 4l", "fileCount": 1},
+            {"normalizedName": "liberty 280", "fileCount": 1},
+            {"normalizedName": "power boost", "fileCount": 0},
+            {"normalizedName": "roundup powermax", "fileCount": 3},
+        ]
+
+    @pytest.mark.parametrize(
+        "params, expected",
+        [
+            ({"normalizedName": "ROUND"}, ["roundup powermax"]),
+            ({"normalizedName": "power"}, ["power boost", "roundup powermax"]),
+            ({"coreFileId": str(F2)}, ["atrazine 4l", "roundup powermax"]),
+            ({"coreFileId": str(uuid.uuid4())}, []),
+            ({"sort": "fileCount,desc"}, ["roundup powermax", "atrazine 4l", "liberty 280", "power boost"]),
+            ({"sort": "normalizedName,desc", "size": 1}, ["roundup powermax"]),
+        ],
+    )
+    def test_owner_wide_product_filters(self, api_client, core_user, catalog, params, expected):
+        assert names(api_client.get(f"{BASE}/users/products", params), "normalizedName") == expected
+
+    def test_owner_wide_bad_parameters_and_isolation(self, api_client, other_client, core_user, catalog):
+        assert_problem(api_client.get(f"{BASE}/users/products", {"coreFileId": "f1"}), 400, "validation")
+        assert_problem(api_client.get(f"{BASE}/users/products", {"sort": "name"}), 400, "validation")
+        assert other_client.get(f"{BASE}/users/products").json() == []
+        assert other_client.get(f"{BASE}/users/varieties").json() == []
+
+    @pytest.mark.parametrize(
+        "params, expected",
+        [
+            ({"search": "power"}, ["Power Boost", "Roundup PowerMAX"]),
+            ({"search": "r"}, ["Roundup PowerMAX", "Atrazine 4L", "Liberty 280", "Power Boost"]),
+            ({"search": "r", "maxResults": "2"}, ["Roundup PowerMAX", "Atrazine 4L"]),
+            ({"search": "r", "coreFileId": str(F2)}, ["Roundup PowerMAX", "Atrazine 4L"]),
+            ({"maxResults": "20"}, ["Atrazine 4L", "Liberty 280", "Power Boost", "Roundup PowerMAX"]),
+        ],
+    )
+    def test_search(self, api_client, core_user, catalog, params, expected):
+        assert names(api_client.get(products_url(core_user, "search"), params)) == expected
+        # The `/beta/products/search` spelling: the same search with the core user in the query.
+        alias = api_client.get(f"{BASE}/products/search", {**params, "coreUserId": str(core_user.id)})
+        assert names(alias) == expected
+
+    @pytest.mark.parametrize("params", [{"maxResults": "21"}, {"maxResults": "0"}, {"maxResults": "x"}])
+    def test_search_max_results_is_at_most_20(self, api_client, core_user, catalog, params):
+        problem = assert_problem(api_client.get(products_url(core_user, "search"), params), 400, "validation")
+        assert problem["fieldErrors"][0]["field"] == "maxResults"
+
+    def test_search_bad_file_and_alias_without_user(self, api_client, core_user, catalog):
+        assert_problem(api_client.get(products_url(core_user, "search"), {"coreFileId": "x"}), 400, "validation")
+        assert_problem(api_client.get(f"{BASE}/products/search"), 400, "validation")
+
+    def test_another_owner_gets_404(self, api_client, other_client, core_user, catalog):
+        product_id = Product.objects.filter(core_user=core_user).first().id
+        for url in (
+            products_url(core_user),
+            products_url(core_user, "search"),
+            f"{BASE}/users/{core_user.id}/varieties",
+        ):
+            assert_cross_tenant_404(
+                owner_client=api_client, other_client=other_client, detail_url=url, resource_id=product_id, delete=False
+            )
+        assert_problem(other_client.get(f"{BASE}/products/search", {"coreUserId": str(core_user.id)}), 404, "notFound")
+
+
+class TestVarietyEndpoints:
+    pytestmark = embedded
+
+    def url(self, core_user):
+        return f"{BASE}/users/{core_user.id}/varieties"
+
+    def test_a_variety_has_its_crops_and_files(self, api_client, core_user, catalog):
+        [record] = api_client.get(self.url(core_user), {"name": "ag36"}).json()
+        assert record["name"] == "AG36X6" and record["crops"] == ["soybeans"]
+        assert record["files"] == sorted([str(F2), str(F3)]) and record["coreUserId"] == str(core_user.id)
+
+    @pytest.mark.parametrize(
+        "params, expected",
+        [
+            ({}, ["AG36X6", "P1197AM", "WB4303"]),
+            ({"name": "p11"}, ["P1197AM"]),
+            ({"crops": "Corn"}, ["P1197AM"]),
+            ({"crops": "corn,wheat"}, ["P1197AM", "WB4303"]),
+            ({"crops": "rice"}, []),
+            ({"name": "a", "crops": "soybeans"}, ["AG36X6"]),
+            ({"sort": "name,desc", "size": 2}, ["WB4303", "P1197AM"]),
+        ],
+    )
+    def test_filters_sorts_and_pages(self, api_client, core_user, catalog, params, expected):
+        assert names(api_client.get(self.url(core_user), params)) == expected
+
+    def test_bad_sort_is_400(self, api_client, core_user, catalog):
+        assert_problem(api_client.get(self.url(core_user), {"sort": "crops"}), 400, "validation")
+
+    def test_owner_wide_varieties_with_file_counts_and_crops(self, api_client, core_user, catalog):
+        assert api_client.get(f"{BASE}/users/varieties").json() == [
+            {"normalizedName": "ag36x6", "fileCount": 2, "crops": ["soybeans"]},
+            {"normalizedName": "p1197am", "fileCount": 2, "crops": ["corn"]},
+            {"normalizedName": "wb4303", "fileCount": 1, "crops": ["wheat"]},
+        ]
+        got = api_client.get(f"{BASE}/users/varieties", {"sort": "fileCount,asc"}).json()
+        assert [v["normalizedName"] for v in got] == ["wb4303", "ag36x6", "p1197am"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_records_never_duplicate(core_user):
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrency is proven on PostgreSQL")
+    spellings = ["Roundup PowerMAX", "roundup powermax ", "ROUNDUP-POWERMAX"]
+    products = run_in_threads(
+        8, lambda i: product_record(core_user=core_user, name=spellings[i % 3], core_file_id=uuid.uuid4()).id
+    )
+    varieties = run_in_threads(
+        8, lambda i: variety_record(core_user=core_user, name="P1197AM", crop="corn", core_file_id=F1).id
+    )
+    assert len(set(products)) == 1 and Product.objects.count() == 1 and ProductFile.objects.count() == 8
+    assert len(set(varieties)) == 1 and Variety.objects.count() == 1
