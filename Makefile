@@ -58,7 +58,7 @@ format: install
 
 bench: system-test install
 	@scripts/test-services.sh
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) bench/run.py
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) bench/run.py $(BENCH)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
