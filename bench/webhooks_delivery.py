@@ -58,7 +58,9 @@ def main() -> None:
 
             from webhooks.models import DeliveryAttempt
 
-            failures = DeliveryAttempt.objects.filter(succeeded=False).values("error", "status_code").annotate(n=Count("id"))
+            failures = (
+                DeliveryAttempt.objects.filter(succeeded=False).values("error", "status_code").annotate(n=Count("id"))
+            )
             for failure in failures[:5]:
                 print("failed attempts:", failure["n"], failure["status_code"], failure["error"][:150])
             print(f"emitted {EVENTS} events in {emitted:.2f} s ({EVENTS / emitted:.0f} events/s, one transaction each)")
