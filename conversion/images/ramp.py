@@ -14,17 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Red (low) through yellow to green (high): ColorBrewer RdYlGn, one colour per default stop.
-DEFAULT_COLOR_RAMP: dict[str, list[int]] = {
-    "0%": [215, 48, 39],
-    "35%": [252, 141, 89],
-    "45%": [254, 224, 139],
-    "55%": [255, 255, 191],
-    "65%": [217, 239, 139],
-    "75%": [145, 207, 96],
-    "100%": [26, 152, 80],
-    "nv": [0, 0, 0, 0],
-}
+from configs.defaults import DEFAULT_COLOR_RAMP
 
 NO_VALUE_KEY = "nv"
 TRANSPARENT = (0, 0, 0, 0)
