@@ -150,7 +150,7 @@ class TestImplementAndOperatorPooling:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.embedded
-def test_machine_and_implement_events(api_client, owner, core_user, webhook_receiver, subscribe, eager_tasks):
+def test_machine_and_implement_events(api_client, owner, core_user, webhook_receiver, subscribe):
     events = ["machineCreated", "machineUpdated", "machineDeleted", "implementCreated", "implementUpdated"]
     subscribe(owner, webhook_receiver, events)
     machines = f"{BASE}/{core_user.id}/machines"
@@ -180,7 +180,7 @@ def test_machine_and_implement_events(api_client, owner, core_user, webhook_rece
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_read_only_attempt_emits_nothing(api_client, owner, core_user, webhook_receiver, subscribe, eager_tasks):
+def test_a_read_only_attempt_emits_nothing(api_client, owner, core_user, webhook_receiver, subscribe):
     subscribe(owner, webhook_receiver, ["machineUpdated", "machineDeleted"])
     machine = machine_make(core_user, origin_type=OriginType.PROVIDER_POOLED)
     assert (
