@@ -145,26 +145,21 @@ class FieldSerializer(ApiModelSerializer):
         return data
 
 
-class FarmIdField(StrictIntegerField):
-    """`farmId`: a farm of the core user in the serializer's context (None detaches)."""
+class CoreUserRowIdField(StrictIntegerField):
+    """A long id (`farmId`, `growerId`) naming a row of `model` that belongs to the core user in the
+    serializer's context; answers the row (None detaches)."""
+
+    def __init__(self, *, model, noun: str, **kwargs):
+        self.model = model
+        self.noun = noun
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        farm_id = super().to_internal_value(data)
-        farm = Farm.objects.filter(core_user=self.context["core_user"], pk=farm_id).first()
-        if farm is None:
-            raise serializers.ValidationError(f"No farm {farm_id} for this user.")
-        return farm
-
-
-class GrowerIdField(StrictIntegerField):
-    """`growerId`: a grower of the core user in the serializer's context (None: no grower)."""
-
-    def to_internal_value(self, data):
-        grower_id = super().to_internal_value(data)
-        grower = Grower.objects.filter(core_user=self.context["core_user"], pk=grower_id).first()
-        if grower is None:
-            raise serializers.ValidationError(f"No grower {grower_id} for this user.")
-        return grower
+        row_id = super().to_internal_value(data)
+        row = self.model.objects.filter(core_user=self.context["core_user"], pk=row_id).first()
+        if row is None:
+            raise serializers.ValidationError(f"No {self.noun} {row_id} for this user.")
+        return row
 
 
 class FieldCreateSerializer(ApiSerializer):
@@ -173,14 +168,14 @@ class FieldCreateSerializer(ApiSerializer):
     id = StrictCharField(required=False, max_length=255)
     name = StrictCharField(required=False, allow_blank=True, max_length=255)
     geometry = GeoJSONMultiPolygonField()
-    farmId = FarmIdField(required=False, allow_null=True, source="farm")
+    farmId = CoreUserRowIdField(model=Farm, noun="farm", required=False, allow_null=True, source="farm")
 
 
 class FieldUpdateSerializer(ApiSerializer):
     """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary)."""
 
     name = StrictCharField(required=False, allow_blank=True, max_length=255)
-    farmId = FarmIdField(required=False, allow_null=True, source="farm")
+    farmId = CoreUserRowIdField(model=Farm, noun="farm", required=False, allow_null=True, source="farm")
     geometry = GeoJSONMultiPolygonField(required=False)
 
     def validate(self, attrs):
@@ -242,7 +237,7 @@ class FarmWriteSerializer(ApiSerializer):
     """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none)."""
 
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
-    growerId = GrowerIdField(required=False, allow_null=True, source="grower")
+    growerId = CoreUserRowIdField(model=Grower, noun="grower", required=False, allow_null=True, source="grower")
 
 
 class GrowerSerializer(ApiModelSerializer):
