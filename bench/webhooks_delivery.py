@@ -17,7 +17,6 @@ def main() -> None:
         from django.conf import settings
         from django.db import transaction
 
-        sys.path.insert(0, str(REPO_ROOT))
         from platform_site.accounts.models import CoreUser
         from platform_site.accounts.services import owner_ensure
         from platform_site.celery import app

@@ -85,11 +85,6 @@ class ConfigurationEntriesSerializer(ApiSerializer):
     fieldsAttachIntersection = PercentField(required=False)
     fieldsAutoMerge = StrictBooleanField(required=False)
 
-    def validate_geoimagesShape(self, value):
-        if not isinstance(self.initial_data.get("geoimagesShape"), str):
-            raise serializers.ValidationError("A string is required.")
-        return value
-
     def entries(self) -> dict:
         """The validated configuration entries, without the echoed identity keys."""
         return {k: v for k, v in self.validated_data.items() if k not in ("apiOwnerUsername", "coreUserId")}

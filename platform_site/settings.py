@@ -15,10 +15,9 @@ import environ
 import pyproj  # noqa: F401
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(environ.Env().str("VAR_DIR", default=str(BASE_DIR / "var")))
-
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="insecure-embedded-default-change-me")

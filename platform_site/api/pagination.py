@@ -33,9 +33,7 @@ class PagePagination(BasePagination):
         self.page = parse_int_param(request, "page", default=0, minimum=0)
         self.size = min(parse_int_param(request, "size", default=default, minimum=1), maximum)
         self.request = request
-        self.count = (
-            queryset.count() if hasattr(queryset, "count") and not isinstance(queryset, list) else len(queryset)
-        )
+        self.count = len(queryset) if isinstance(queryset, list) else queryset.count()
         start = self.page * self.size
         return list(queryset[start : start + self.size])
 
