@@ -1,0 +1,173 @@
+"""Batches (uploaded zips), the data sets found in them, and the files they became.
+
+A batch holds the uploaded zip; the batch task finds its data sets (`BatchDataset`, one per ISOXML task data
+folder, shapefile, GeoJSON or recognised proprietary folder) and creates one `File` per data set at once, so
+every file id is known while it is still processing. A file task then converts its data set; a data set that
+holds several operations (an ISOXML task data with several tasks) adds files of its own.
+
+Files keep the ids of the fields they cover in `fields.FieldFile` (fields is a lower layer); the
+machines they were pooled into are stored here as ids (`machine_ids`) in the order the file named them.
+Everything a file produced lives in storage under `files/<id>/`; the row keeps the summary, units and the
+status of each step.
+"""
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from assets.models import Provider
+from platform_site.accounts.models import CoreUser
+
+
+class BatchStatus(models.TextChoices):
+    RECEIVED = "RECEIVED"
+    PROCESSED = "PROCESSED"
+    FAILED = "FAILED"
+
+
+# statusDetails texts, exactly as the spec writes them.
+NO_VALID_FILES = "No valid files found"
+INTERNAL_ERROR = "Leaf internal error. Please contact Support"
+UNABLE_TO_READ = "Files found but unable to read. Please check file format before re-trying or contact Support"
+
+
+class Batch(models.Model):
+    """One uploaded zip of a core user."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    core_user = models.ForeignKey(CoreUser, on_delete=models.CASCADE, related_name="batches")
+    provider = models.CharField(max_length=32, choices=Provider.choices)
+    file_name = models.CharField(max_length=255)
+    size = models.BigIntegerField()
+    upload = models.FileField(upload_to="batches/", max_length=255)
+    status = models.CharField(max_length=16, choices=BatchStatus.choices, default=BatchStatus.RECEIVED)
+    status_details = models.CharField(max_length=255, null=True, blank=True)
+    # Why the batch failed, in plain words (zip bomb, truncated archive...); statusDetails keeps the spec's text.
+    failure_reason = models.TextField(null=True, blank=True)
+    upload_timestamp = models.DateTimeField(default=timezone.now, db_index=True)
+    # When the batch task last started opening the zip; the sweep fails batches stuck in RECEIVED.
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-upload_timestamp", "id"]
+        indexes = [models.Index(fields=["status", "upload_timestamp"])]
+
+    def __str__(self):
+        return f"{self.file_name} ({self.status})"
+
+
+class DatasetStatus(models.TextChoices):
+    PENDING = "PENDING"
+    PROCESSING = "PROCESSING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+
+class BatchDataset(models.Model):
+    """A data set found in a batch: its format and where it sits inside the zip."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="datasets")
+    position = models.PositiveIntegerField()
+    format = models.CharField(max_length=64)  # ISOXML, SHAPEFILE, GEOJSON or a proprietary format's name
+    path = models.CharField(max_length=1024)  # main file, relative to the extracted zip (posix)
+    root = models.CharField(max_length=1024)  # folder of the data set, relative to the extracted zip
+    name = models.CharField(max_length=255)
+    supported = models.BooleanField(default=True)
+    status = models.CharField(max_length=16, choices=DatasetStatus.choices, default=DatasetStatus.PENDING)
+    message = models.TextField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["batch", "position"]
+        constraints = [models.UniqueConstraint(fields=["batch", "position"], name="batchdataset_position_unique")]
+
+    def __str__(self):
+        return f"{self.format} {self.path}"
+
+
+class FileStatus(models.TextChoices):
+    PROCESSING = "processing"
+    PROCESSED = "processed"
+    FAILED = "failed"
+
+
+class FileOrigin(models.TextChoices):
+    PROVIDER = "provider"
+    AUTOMERGED = "automerged"
+    MERGED = "merged"
+    UPLOADED = "uploaded"
+
+
+class OperationType(models.TextChoices):
+    HARVESTED = "harvested"
+    PLANTED = "planted"
+    APPLIED = "applied"
+    TILLAGE = "tillage"
+    OTHER = "other"
+
+
+# Steps of a file's conversion, as `GET /files/{id}/status` names them.
+FILE_STEPS = ("rawGeojson", "standardGeojson", "summary", "units", "propertiesPNGs")
+
+
+class File(models.Model):
+    """An operation file: converted from an upload, merged from files, or cropped from an operation."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    core_user = models.ForeignKey(CoreUser, on_delete=models.CASCADE, related_name="files")
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, null=True, blank=True, related_name="files")
+    dataset = models.ForeignKey(BatchDataset, on_delete=models.CASCADE, null=True, blank=True, related_name="files")
+    # Position of the file among the operations its data set holds (0 for the first).
+    part = models.PositiveIntegerField(default=0)
+    file_name = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=64)
+    provider = models.CharField(max_length=32, choices=Provider.choices)
+    provider_file_id = models.CharField(max_length=255, null=True, blank=True)
+    provider_organization_id = models.CharField(max_length=255, null=True, blank=True)
+    origin = models.CharField(max_length=16, choices=FileOrigin.choices, default=FileOrigin.UPLOADED)
+    operation_type = models.CharField(max_length=16, choices=OperationType.choices, null=True, blank=True)
+    status = models.CharField(max_length=16, choices=FileStatus.choices, default=FileStatus.PROCESSING)
+    status_message = models.TextField(null=True, blank=True)
+    created_time = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_time = models.DateTimeField(auto_now=True)
+    start_time = models.DateTimeField(null=True, blank=True)
+    end_time = models.DateTimeField(null=True, blank=True)
+    size_in_bytes = models.BigIntegerField(null=True, blank=True)
+    # Covered area in square metres (the summary's totalArea), for the `minArea` filter.
+    area = models.FloatField(null=True, blank=True)
+    point_count = models.BigIntegerField(null=True, blank=True)
+    crops = models.JSONField(default=list, blank=True)
+    # "|corn|soybeans|": the crops lower-case, for the `crop` filter on every database.
+    crop_keys = models.CharField(max_length=1024, blank=True, default="", editable=False)
+    varieties = models.JSONField(default=list, blank=True)
+    products = models.JSONField(default=list, blank=True)
+    machine_ids = models.JSONField(default=list, blank=True)
+    sources = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="derived")
+    summary = models.JSONField(null=True, blank=True)
+    units = models.JSONField(null=True, blank=True)
+    # {step: {"status": processed|failed|skipped|processing, "message": str|None}} for FILE_STEPS.
+    steps = models.JSONField(default=dict, blank=True)
+    # Storage names of what the file produced (relative to the storage root); empty until produced.
+    original_name = models.CharField(max_length=512, blank=True, default="")
+    points_name = models.CharField(max_length=512, blank=True, default="")
+    raw_points_name = models.CharField(max_length=512, blank=True, default="")
+    standard_geojson_name = models.CharField(max_length=512, blank=True, default="")
+    raw_geojson_name = models.CharField(max_length=512, blank=True, default="")
+    # [{"property", "ramp", "name" (storage), "extent", "legend", "width", "height", ...}] of the PNGs.
+    images = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_time", "id"]
+        indexes = [
+            models.Index(fields=["core_user", "status"]),
+            models.Index(fields=["status", "started_at"]),
+        ]
+
+    def __str__(self):
+        return f"{self.file_name} ({self.status})"

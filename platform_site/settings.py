@@ -166,6 +166,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
 CELERY_BEAT_SCHEDULE: dict = {
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
+    "conversion-sweep": {"task": "conversion.tasks.conversion_sweep", "schedule": 300.0},
 }
 
 # --- Webhooks -------------------------------------------------------------------------------------
@@ -173,6 +174,23 @@ WEBHOOK_ALLOW_PRIVATE_URLS = env.bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=CELE
 # Seconds to wait before each retry after a failed attempt: about 1, 30, 60 and 240 minutes.
 WEBHOOK_RETRY_SCHEDULE = [int(s) for s in env.list("WEBHOOK_RETRY_SCHEDULE", default=["60", "1800", "3600", "14400"])]
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+
+# --- Conversion (operations service) --------------------------------------------------------------
+# The upload cap of POST /batch: 3 GB (GiB), enforced while the body streams.
+CONVERSION_UPLOAD_MAX_BYTES = env.int("CONVERSION_UPLOAD_MAX_BYTES", default=3 * 1024**3)
+# Where uploads stream to (default: MEDIA_ROOT/.uploads, so storing a batch is a rename) and where batch zips are
+# extracted for conversion (default: MEDIA_ROOT/.work); both on local disk.
+UPLOAD_TEMP_DIR = env.str("UPLOAD_TEMP_DIR", default=None)
+CONVERSION_WORK_DIR = env.str("CONVERSION_WORK_DIR", default=None)
+# Zip safety limits: entries, total bytes once expanded, expansion ratio of one entry, nesting of zips in zips.
+CONVERSION_MAX_ENTRIES = env.int("CONVERSION_MAX_ENTRIES", default=100_000)
+CONVERSION_MAX_EXPANDED_BYTES = env.int("CONVERSION_MAX_EXPANDED_BYTES", default=20 * 1024**3)
+CONVERSION_MAX_RATIO = env.int("CONVERSION_MAX_RATIO", default=200)
+CONVERSION_MAX_DEPTH = env.int("CONVERSION_MAX_DEPTH", default=3)
+# A batch or data set still processing after this many seconds is retried (a worker died) up to
+# CONVERSION_MAX_ATTEMPTS times, then failed with a reason by the periodic sweep.
+CONVERSION_STUCK_AFTER_SECONDS = env.int("CONVERSION_STUCK_AFTER_SECONDS", default=3600)
+CONVERSION_MAX_ATTEMPTS = env.int("CONVERSION_MAX_ATTEMPTS", default=3)
 
 # --- Weather (fields service) ---------------------------------------------------------------------
 # Any server speaking the Open-Meteo historical API protocol.

@@ -19,6 +19,7 @@ urlpatterns = [
     path("services/usermanagement/api/", include("platform_site.accounts.urls")),
     path("services/config/api/", include("configs.urls")),
     path("services/alerts/api/alerts/", include("webhooks.urls")),
+    path("services/fields/api/", include("conversion.field_urls")),
     path("services/fields/api/", include("fields.urls")),
     path("services/beta/api/", include("assets.urls")),
     path("services/beta/api/", include("catalogs.urls")),

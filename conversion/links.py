@@ -1,0 +1,111 @@
+"""What a converted file tells the lower apps: the fields it covers, the machines, implements and operators it
+names, the products and varieties it used. Each call goes through the owning app's service (ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import logging
+
+from shapely.geometry import MultiPolygon, shape
+
+from assets import services as assets
+from catalogs import services as catalogs
+from configs.services import config_resolve
+from fields import services as fields
+from fields.models import FieldFile
+
+from .models import File
+from .readers.base import PointTable
+
+log = logging.getLogger(__name__)
+
+
+def coverage_geometry(summary: dict | None) -> MultiPolygon | None:
+    geometry = (summary or {}).get("geometry")
+    if not geometry or not geometry.get("coordinates"):
+        return None
+    geom = shape(geometry)
+    if geom.is_empty:
+        return None
+    return geom if isinstance(geom, MultiPolygon) else MultiPolygon([geom])
+
+
+def attach_fields(file: File, summary: dict | None) -> list:
+    """Attach the file to the core user's fields its coverage overlaps by `fieldsAttachIntersection` percent
+    (of the coverage or of the field). Returns the fields with their overlaps."""
+    geometry = coverage_geometry(summary)
+    if geometry is None:
+        return []
+    threshold = float(config_resolve(core_user=file.core_user)["fieldsAttachIntersection"])
+    found = fields.fields_overlapping(core_users=[file.core_user], geometry=geometry, threshold=threshold)
+    fields.field_files_attach(fields=[f for f, _ in found], file_id=str(file.pk))
+    return found
+
+
+def file_field_ids(file_ids: list) -> dict[str, list[str]]:
+    """{file id: [field ids]} for the given files (read from the fields app's link table)."""
+    out: dict[str, list[str]] = {str(i): [] for i in file_ids}
+    rows = FieldFile.objects.filter(file_id__in=list(out)).order_by("field_id").values_list("file_id", "field_id")
+    for file_id, field_id in rows:
+        out[file_id].append(str(field_id))
+    return out
+
+
+def pool_assets(file: File, table: PointTable) -> list[str]:
+    """Pool the machines and implements the file names (and its operators); returns the machine ids."""
+    machine_ids: list[str] = []
+    provider = file.provider
+    for identity in table.machines:
+        try:
+            if identity.kind == "implement":
+                assets.implement_pool_from_file(
+                    core_user=file.core_user,
+                    core_file_id=file.pk,
+                    serial_number=identity.serial_number,
+                    name=identity.name,
+                    make=identity.make,
+                    model=identity.model,
+                    category=identity.category,
+                    provider=provider,
+                )
+                continue
+            machine, _ = assets.machine_pool_from_file(
+                core_user=file.core_user,
+                identity=assets.MachineIdentity(
+                    serial_number=identity.serial_number,
+                    vin=identity.vin,
+                    name=identity.name,
+                    make=identity.make,
+                    model=identity.model,
+                    category=identity.category,
+                ),
+                core_file_id=file.pk,
+                provider=provider,
+                start_time=file.start_time,
+                end_time=file.end_time,
+            )
+        except assets.AssetIdentityMissing:
+            log.info("file %s names a %s without identity; not pooled", file.pk, identity.kind)
+            continue
+        if str(machine.pk) not in machine_ids:
+            machine_ids.append(str(machine.pk))
+    for name in table.operators:
+        try:
+            assets.operator_pool_from_file(core_user=file.core_user, core_file_id=file.pk, name=name, provider=provider)
+        except assets.AssetIdentityMissing:
+            continue
+    return machine_ids
+
+
+def record_catalogs(file: File, table: PointTable) -> None:
+    """Record the file's products and varieties in the core user's catalogs."""
+    crop = table.crops[0] if len(table.crops) == 1 else None
+    for name in table.products:
+        try:
+            catalogs.product_record(core_user=file.core_user, name=name, core_file_id=file.pk)
+        except catalogs.CatalogNameEmpty:
+            continue
+    for name in table.varieties:
+        try:
+            catalogs.variety_record(core_user=file.core_user, name=name, crop=crop, core_file_id=file.pk)
+        except catalogs.CatalogNameEmpty:
+            continue

@@ -1,0 +1,140 @@
+"""What a converted file produces, written to storage: points, standardGeojson, rawGeojson, summary, units.
+
+`produce(file, table)` runs the pure pipeline (`conversion.standardize`) on one operation's points and stores
+every output under the file's storage folder, recording each step's status; `Produced.apply(file)` copies the
+results onto the row (the caller saves it inside its transaction). Nothing here touches other apps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from django.core.files.storage import default_storage
+
+from . import pointstore, standardize, storage
+from .models import BatchDataset, File
+from .readers import UnreadableDataset
+from .readers.base import Dataset, PointTable
+
+SHAPEFILE_SIDECARS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".xml", ".json")
+
+
+def to_datetime(value) -> dt.datetime | None:
+    if value is None or np.isnat(value):
+        return None
+    ms = int(np.datetime64(value, "ms").astype(np.int64))
+    return dt.datetime.fromtimestamp(ms / 1000.0, tz=dt.UTC)
+
+
+def crop_keys(crops: list[str]) -> str:
+    return ("|" + "|".join(" ".join(c.split()).lower() for c in crops) + "|")[:1024] if crops else ""
+
+
+def _step(status: str, message: str | None = None) -> dict:
+    return {"status": status, "message": message}
+
+
+@dataclass
+class Produced:
+    """Outputs of one file: storage names, summary, units and step statuses."""
+
+    table: PointTable
+    summary: dict
+    units: dict
+    names: dict[str, str]
+    steps: dict[str, dict]
+    size: int
+    dropped: int = 0
+    drop_reasons: dict[str, int] = field(default_factory=dict)
+
+    def apply(self, file: File) -> None:
+        props = self.summary["properties"]
+        file.operation_type = self.table.operation_type
+        file.start_time = to_datetime(self.table.start)
+        file.end_time = to_datetime(self.table.end)
+        file.summary = self.summary
+        file.units = self.units
+        file.steps = self.steps
+        file.point_count = len(self.table)
+        file.area = (props.get("totalArea") or {}).get("value")
+        file.crops = list(self.table.crops)
+        file.crop_keys = crop_keys(file.crops)
+        file.varieties = list(self.table.varieties)
+        file.products = list(self.table.products)
+        file.size_in_bytes = self.size
+        file.points_name = self.names.get("points", "")
+        file.raw_points_name = self.names.get("raw_points", "")
+        file.standard_geojson_name = self.names.get("standard", "")
+        file.raw_geojson_name = self.names.get("raw", "")
+        if self.names.get("original"):
+            file.original_name = self.names["original"]
+
+
+def store_original(dataset: BatchDataset, source: Dataset) -> str:
+    """Store the data set's own files as one zip (a file's `originalFile`): the whole task data folder for
+    ISOXML, the shapefile's parts and sidecar JSON, or the GeoJSON file."""
+    if source.format == "ISOXML":
+        paths = sorted(p for p in source.root.rglob("*") if p.is_file())
+    elif source.format == "SHAPEFILE":
+        stem = source.path.stem.lower()
+        paths = sorted(
+            p
+            for p in source.root.iterdir()
+            if p.is_file() and p.name.lower().startswith(stem) and p.suffix.lower() in SHAPEFILE_SIDECARS
+        )
+    else:
+        paths = [source.path]
+    base = source.root if source.format != "GEOJSON" else source.path.parent
+    return storage.store_zip_of(f"datasets/{dataset.batch_id}/{dataset.position}.zip", paths, base)
+
+
+def produce(file: File, table: PointTable, *, original_name: str = "", clean: bool = True) -> Produced:
+    """Standardise and clean `table` and store the file's outputs; raises `UnreadableDataset` when no point
+    is left after cleaning."""
+    prefix = storage.file_prefix(file.pk)
+    names: dict[str, str] = {"original": original_name} if original_name else {}
+    names["raw_points"], _ = storage.store_stream(f"{prefix}/raw.npz", lambda f: pointstore.table_save(table, f))
+    if clean:
+        cleaned, result = standardize.standardize(table)
+        dropped, reasons = result.dropped, result.reasons
+    else:
+        cleaned, dropped, reasons = table, 0, {}
+    if len(cleaned) == 0:
+        detail = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+        raise UnreadableDataset(f"No point is left after cleaning ({len(table)} read; dropped: {detail or 'all'})")
+    names["raw"], _ = storage.store_stream(f"{prefix}/raw.geojson", lambda f: standardize.write_raw_geojson(table, f))
+    names["points"], _ = storage.store_stream(
+        f"{prefix}/points.npz", lambda f: pointstore.table_save(cleaned, f, include_raw=False)
+    )
+    names["standard"], _ = storage.store_stream(
+        f"{prefix}/standard.geojson", lambda f: standardize.write_standard_geojson(cleaned, f)
+    )
+    summary = standardize.summary(cleaned)
+    summary["properties"]["cleaning"] = {"pointsRead": len(table), "pointsDropped": dropped, "reasons": reasons}
+    units = standardize.units(cleaned)
+    steps = {
+        "rawGeojson": _step("processed"),
+        "standardGeojson": _step("processed"),
+        "summary": _step("processed"),
+        "units": _step("processed"),
+        "propertiesPNGs": _step("skipped", "Map images are not produced yet."),
+    }
+    size = default_storage.size(names.get("original") or names["standard"])
+    return Produced(cleaned, summary, units, names, steps, size, dropped, reasons)
+
+
+def load_points(file: File) -> PointTable:
+    """The file's cleaned points (what standardGeojson holds) from storage."""
+    with default_storage.open(file.points_name, "rb") as fh:
+        return pointstore.table_load(fh, include_raw=False)
+
+
+def file_stored_names(file: File) -> list[str]:
+    return [n for n in (file.points_name, file.raw_points_name, file.standard_geojson_name, file.raw_geojson_name) if n]
+
+
+def original_download_name(file: File) -> str:
+    return f"{Path(file.file_name).stem or file.pk}.zip"

@@ -1,0 +1,135 @@
+"""Shapes of batches and files (supplement "Files and batches"), and the upload / merge request bodies."""
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from assets.models import Provider
+from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, TimestampField
+
+from .links import file_field_ids
+from .models import Batch, File
+
+UPLOAD_PROVIDERS = Provider.values
+
+
+class BatchUploadQuerySerializer(ApiSerializer):
+    """`coreUserId` and `provider` of an upload, from the query string or the form fields."""
+
+    coreUserId = serializers.UUIDField(error_messages={"invalid": "Must be a core user id (UUID)."})
+    provider = serializers.ChoiceField(choices=UPLOAD_PROVIDERS)
+
+
+class BatchReceivedSerializer(ApiModelSerializer):
+    """The upload (and retry) response."""
+
+    coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
+    fileName = serializers.CharField(source="file_name", read_only=True)
+    uploadTimestamp = TimestampField(source="upload_timestamp", read_only=True)
+
+    class Meta:
+        model = Batch
+        fields = ["id", "coreUserId", "fileName", "size", "provider", "status", "uploadTimestamp"]
+        read_only_fields = fields
+
+
+class BatchSerializer(ApiModelSerializer):
+    """`GET /batch/{id}`: status, statusDetails (FAILED only), failureReason, the generated file ids."""
+
+    coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
+    fileName = serializers.CharField(source="file_name", read_only=True)
+    uploadTimestamp = TimestampField(source="upload_timestamp", read_only=True)
+    files = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Batch
+        fields = ["id", "coreUserId", "provider", "fileName", "size", "status", "uploadTimestamp", "files"]
+        read_only_fields = fields
+
+    def get_files(self, batch) -> list[str]:
+        ids = getattr(batch, "file_ids", None)
+        if ids is None:
+            ids = [str(i) for i in batch.files.order_by("dataset__position", "part").values_list("id", flat=True)]
+        return ids
+
+    def to_representation(self, batch):
+        data = super().to_representation(batch)
+        if batch.status_details:
+            data["statusDetails"] = batch.status_details
+        if batch.failure_reason:
+            data["failureReason"] = batch.failure_reason
+        return data
+
+
+class FileSerializer(ApiModelSerializer):
+    """A file record. `fields` come from the context map `field_ids` when the view has built one for a page."""
+
+    coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
+    apiOwnerUsername = serializers.CharField(source="core_user.owner.username", read_only=True)
+    batchId = serializers.UUIDField(source="batch_id", read_only=True)
+    fileName = serializers.CharField(source="file_name", read_only=True)
+    fileFormat = serializers.CharField(source="file_format", read_only=True)
+    providerFileId = serializers.CharField(source="provider_file_id", read_only=True)
+    organizationId = serializers.CharField(source="provider_organization_id", read_only=True)
+    operationType = serializers.CharField(source="operation_type", read_only=True)
+    createdTime = TimestampField(source="created_time", read_only=True)
+    updatedTime = TimestampField(source="updated_time", read_only=True)
+    startTime = TimestampField(source="start_time", read_only=True)
+    endTime = TimestampField(source="end_time", read_only=True)
+    sizeInBytes = serializers.IntegerField(source="size_in_bytes", read_only=True)
+    pointCount = serializers.IntegerField(source="point_count", read_only=True)
+    machines = serializers.ListField(source="machine_ids", read_only=True)
+
+    class Meta:
+        model = File
+        fields = [
+            "id",
+            "coreUserId",
+            "apiOwnerUsername",
+            "batchId",
+            "fileName",
+            "fileFormat",
+            "provider",
+            "providerFileId",
+            "organizationId",
+            "origin",
+            "operationType",
+            "status",
+            "createdTime",
+            "updatedTime",
+            "startTime",
+            "endTime",
+            "sizeInBytes",
+            "pointCount",
+            "machines",
+            "crops",
+            "varieties",
+        ]
+        read_only_fields = fields
+
+    def to_representation(self, file):
+        data = super().to_representation(file)
+        field_map = self.context.get("field_ids")
+        if field_map is None or str(file.pk) not in field_map:
+            field_map = file_field_ids([file.pk])
+        data["fields"] = field_map[str(file.pk)]
+        data["sources"] = [str(s.pk) for s in file.sources.all()]
+        if file.status_message:
+            data["statusDetails"] = file.status_message
+        request = self.context.get("request")
+        links = {
+            "originalFile": ("file-original", file.original_name),
+            "rawGeojson": ("file-raw-geojson", file.raw_geojson_name),
+            "standardGeojson": ("file-standard-geojson", file.standard_geojson_name),
+        }
+        for key, (route, stored) in links.items():
+            if not stored:
+                data[key] = None
+                continue
+            path = reverse(route, kwargs={"pk": file.pk})
+            data[key] = request.build_absolute_uri(path) if request is not None else path
+        return data
+
+
+def file_context(files, context: dict) -> dict:
+    """Serializer context with the fields of a page of files read in one query."""
+    return {**context, "field_ids": file_field_ids([f.pk for f in files])}

@@ -1,0 +1,88 @@
+"""Where a batch's and a file's bytes live: Django storage names, the local work folder, streamed writes.
+
+Storage names: `batches/<batch>.zip` (the upload), `datasets/<batch>/<position>.zip` (the files of one data set,
+served as a file's `originalFile`), `files/<file>/points.npz` (converted points, `conversion.pointstore`),
+`files/<file>/raw.npz` (the source's own columns), `files/<file>/standard.geojson`, `files/<file>/raw.geojson`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+from django.conf import settings
+from django.core.files import File as DjangoFile
+from django.core.files.storage import default_storage
+
+
+def work_dir() -> Path:
+    return Path(settings.CONVERSION_WORK_DIR or Path(settings.MEDIA_ROOT) / ".work")
+
+
+def batch_work_dir(batch_id) -> Path:
+    return work_dir() / "batches" / str(batch_id)
+
+
+def file_prefix(file_id) -> str:
+    return f"files/{file_id}"
+
+
+@contextlib.contextmanager
+def local_path(name: str) -> Iterator[Path]:
+    """A local path for a stored file: the file itself on local storage, else a temporary copy."""
+    try:
+        yield Path(default_storage.path(name))
+        return
+    except NotImplementedError:
+        pass
+    work_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=work_dir(), suffix=Path(name).suffix) as tmp:
+        with default_storage.open(name, "rb") as src:
+            shutil.copyfileobj(src, tmp, 1024 * 1024)
+        tmp.flush()
+        yield Path(tmp.name)
+
+
+def store_stream(name: str, write: Callable[[IO[bytes]], object]) -> tuple[str, object]:
+    """Store what `write(fileobj)` writes under exactly `name` (replacing it); returns (name, write's result).
+
+    The bytes go to a temporary file on local disk first, so a large output is never held in memory."""
+    work_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=work_dir()) as tmp:
+        result = write(tmp)
+        tmp.seek(0)
+        if default_storage.exists(name):
+            default_storage.delete(name)
+        stored = default_storage.save(name, DjangoFile(tmp, name=os.path.basename(name)))
+    return stored, result
+
+
+def store_zip_of(name: str, paths: list[Path], base: Path) -> str:
+    """Store a zip of `paths` (named relative to `base`) under `name`."""
+
+    def write(fileobj: IO[bytes]) -> None:
+        with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in paths:
+                zf.write(path, path.relative_to(base).as_posix())
+
+    return store_stream(name, write)[0]
+
+
+def delete_prefix(prefix: str) -> None:
+    """Delete every stored file directly under a storage folder (a file's outputs)."""
+    try:
+        _, names = default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return
+    for entry in names:
+        default_storage.delete(f"{prefix}/{entry}")
+
+
+def remove_work_dir(batch_id) -> None:
+    shutil.rmtree(batch_work_dir(batch_id), ignore_errors=True)

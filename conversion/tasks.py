@@ -1,0 +1,23 @@
+"""Conversion tasks: thin and idempotent; they take ids and call `conversion.services`."""
+
+from platform_site.celery import app
+
+from . import services
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def batch_open(batch_id: str) -> None:
+    """Extract a received batch, detect its data sets and enqueue one conversion per data set."""
+    services.batch_open(batch_id)
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def dataset_convert(dataset_id: int) -> None:
+    """Convert one data set of a batch into its file(s)."""
+    services.dataset_convert(dataset_id)
+
+
+@app.task(ignore_result=True)
+def conversion_sweep() -> dict:
+    """Periodic: re-send or fail batches, data sets and files that stayed in flight too long."""
+    return services.conversion_sweep()

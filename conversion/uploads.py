@@ -1,0 +1,135 @@
+"""Streaming upload of a batch zip: straight to a temporary file next to the media storage, never in memory.
+
+`install_upload_handlers(request)` replaces Django's upload handlers for one request with `ZipUploadHandler`,
+which
+- refuses a body whose declared length is already beyond the cap (413 before a byte is read),
+- counts the bytes of the file while they stream and stops at the cap (413, the partial file is deleted),
+- checks the zip signature in the first chunk (400 at once, so 3 GB of something else are never stored),
+- writes chunks to a temporary file in `UPLOAD_TEMP_DIR` (on the media file system, so storing the batch is
+  a rename, not a copy).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler
+
+from platform_site.api.errors import DomainError
+
+ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
+# Room for the multipart envelope and form fields around the file in a body whose length is declared.
+MULTIPART_OVERHEAD = 1024 * 1024
+
+
+class UploadTooLarge(DomainError):
+    status_code = 413
+    error_key = "fileTooLarge"
+
+
+class NotAZip(DomainError):
+    status_code = 400
+    error_key = "invalidArchive"
+
+
+def upload_max_bytes() -> int:
+    return int(settings.CONVERSION_UPLOAD_MAX_BYTES)
+
+
+def upload_temp_dir() -> Path:
+    return Path(settings.UPLOAD_TEMP_DIR or Path(settings.MEDIA_ROOT) / ".uploads")
+
+
+def too_large(limit: int) -> UploadTooLarge:
+    return UploadTooLarge(f"The upload is larger than the limit of {limit} bytes.")
+
+
+def not_a_zip() -> NotAZip:
+    return NotAZip(
+        "The uploaded file is not a zip archive. Upload the machine files as one .zip file.",
+        field_errors=[{"field": "file", "message": "Not a zip archive."}],
+    )
+
+
+class TemporaryZip(UploadedFile):
+    """An uploaded zip in a named temporary file that is deleted on close unless storage moved it away."""
+
+    def __init__(self, name: str, content_type: str | None, charset: str | None, directory: Path):
+        directory.mkdir(parents=True, exist_ok=True)
+        file = tempfile.NamedTemporaryFile(suffix=".upload", dir=directory)  # noqa: SIM115 (closed by Django)
+        super().__init__(file, name, content_type, 0, charset)
+
+    def temporary_file_path(self) -> str:
+        return self.file.name
+
+    def close(self):
+        try:
+            return self.file.close()
+        except FileNotFoundError:
+            # The storage moved the file into place; nothing left to delete.
+            pass
+
+
+class ZipUploadHandler(FileUploadHandler):
+    """Streams the multipart field `file` to disk with the cap and the zip check (see the module doc)."""
+
+    def __init__(self, request=None, *, max_bytes: int | None = None):
+        super().__init__(request)
+        self.max_bytes = upload_max_bytes() if max_bytes is None else max_bytes
+        self.received = 0
+        self.zip: TemporaryZip | None = None
+        self.head = b""
+
+    def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):
+        if content_length and content_length > self.max_bytes + MULTIPART_OVERHEAD:
+            raise too_large(self.max_bytes)
+        return None
+
+    def new_file(self, field_name, file_name, content_type, content_length, charset=None, content_type_extra=None):
+        super().new_file(field_name, file_name, content_type, content_length, charset, content_type_extra)
+        self._discard()
+        self.received = 0
+        self.head = b""
+        self.zip = TemporaryZip(file_name, content_type, charset, upload_temp_dir())
+
+    def receive_data_chunk(self, raw_data, start):
+        self.received += len(raw_data)
+        if self.received > self.max_bytes:
+            self._discard()
+            raise too_large(self.max_bytes)
+        if len(self.head) < 4:
+            self.head += raw_data[: 4 - len(self.head)]
+            if len(self.head) >= 4 and not self.head.startswith(ZIP_SIGNATURES):
+                self._discard()
+                raise not_a_zip()
+        self.zip.write(raw_data)
+        return None
+
+    def file_complete(self, file_size):
+        if self.head[:4] not in ZIP_SIGNATURES:
+            self._discard()
+            raise not_a_zip()
+        self.zip.flush()
+        os.fsync(self.zip.fileno())
+        self.zip.seek(0)
+        self.zip.size = file_size
+        done, self.zip = self.zip, None
+        return done
+
+    def upload_interrupted(self):
+        self._discard()
+
+    def _discard(self) -> None:
+        if self.zip is not None:
+            self.zip.close()
+            self.zip = None
+
+
+def install_upload_handlers(request) -> None:
+    """Make `request` (a Django HttpRequest, or DRF's wrapper) stream its multipart upload via `ZipUploadHandler`."""
+    django_request = getattr(request, "_request", request)
+    django_request.upload_handlers = [ZipUploadHandler(django_request)]

@@ -1,0 +1,219 @@
+"""Batch and file endpoints (`/services/operations/api/batch`, `/files`) and the operation files of a field
+(under the fields service prefix). Configuration only; the rules live in `services.py`."""
+
+from django.core.files.storage import default_storage
+from django.http import FileResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+
+from fields.models import Field, FieldFile
+from platform_site.api.errors import DomainError
+from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404, owned_core_user_or_404
+
+from . import outputs, services
+from .filtersets import BatchFilterSet, FieldFileFilterSet, FileFilterSet
+from .models import FILE_STEPS, Batch, File, FileStatus
+from .serializers import (
+    BatchReceivedSerializer,
+    BatchSerializer,
+    BatchUploadQuerySerializer,
+    FileSerializer,
+    file_context,
+)
+from .uploads import install_upload_handlers, not_a_zip
+
+FILE_SORT_FIELDS = {
+    "id": "id",
+    "coreUserId": "core_user_id",
+    "fileName": "file_name",
+    "provider": "provider",
+    "origin": "origin",
+    "operationType": "operation_type",
+    "status": "status",
+    "createdTime": "created_time",
+    "updatedTime": "updated_time",
+    "startTime": "start_time",
+    "endTime": "end_time",
+    "sizeInBytes": "size_in_bytes",
+}
+BATCH_SORT_FIELDS = {
+    "id": "id",
+    "coreUserId": "core_user_id",
+    "provider": "provider",
+    "status": "status",
+    "uploadTimestamp": "upload_timestamp",
+    "fileName": "file_name",
+    "size": "size",
+}
+
+
+def _files_of(owner):
+    return File.objects.filter(core_user__owner=owner).select_related("core_user__owner").prefetch_related("sources")
+
+
+def _stored_download(name: str, *, filename: str, content_type: str):
+    if not name or not default_storage.exists(name):
+        raise NotFound("This output is not available for the file.")
+    return FileResponse(
+        default_storage.open(name, "rb"), as_attachment=True, filename=filename, content_type=content_type
+    )
+
+
+class FileListMixin:
+    """A page of files rendered with their fields read in one query."""
+
+    def file_page(self, queryset):
+        queryset = self.filter_queryset(queryset)
+        page = self.paginate_queryset(queryset)
+        context = file_context(page, self.get_serializer_context())
+        return FileSerializer(page, many=True, context=context).data
+
+
+class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """`/files`: the owner's files, each with its outputs."""
+
+    serializer_class = FileSerializer
+    filterset_class = FileFilterSet
+    sort_fields = FILE_SORT_FIELDS
+    default_sort = ("-created_time",)
+
+    def get_queryset(self):
+        return _files_of(self.owner)
+
+    def list(self, request):
+        data = self.file_page(self.get_queryset())
+        return Response({"operations": data}, headers=self.paginator.page_headers())
+
+    def _processed_output(self, attribute: str):
+        file = self.get_object()
+        if file.status != FileStatus.PROCESSED or getattr(file, attribute) is None:
+            raise NotFound("The file has no such output (it is not processed).")
+        return Response(getattr(file, attribute))
+
+    @action(detail=True)
+    def summary(self, request, pk=None):
+        return self._processed_output("summary")
+
+    @action(detail=True)
+    def units(self, request, pk=None):
+        return self._processed_output("units")
+
+    @action(detail=True, url_path="status")
+    def step_status(self, request, pk=None):
+        file = self.get_object()
+        steps = dict(file.steps or {})
+        if file.status == FileStatus.FAILED and not any(v.get("status") == "failed" for v in steps.values()):
+            steps = {name: {"status": "failed", "message": file.status_message} for name in FILE_STEPS}
+        elif file.status == FileStatus.PROCESSING and not steps:
+            steps = {name: {"status": "processing", "message": None} for name in FILE_STEPS}
+        return Response({"id": str(file.pk), "status": file.status, "steps": steps})
+
+    @action(detail=True, url_path="standardGeojson")
+    def standard_geojson(self, request, pk=None):
+        file = self.get_object()
+        return _stored_download(
+            file.standard_geojson_name, filename=f"{file.pk}.standard.geojson", content_type="application/geo+json"
+        )
+
+    @action(detail=True, url_path="rawGeojson")
+    def raw_geojson(self, request, pk=None):
+        file = self.get_object()
+        return _stored_download(
+            file.raw_geojson_name, filename=f"{file.pk}.raw.geojson", content_type="application/geo+json"
+        )
+
+    @action(detail=True, url_path="originalFile")
+    def original_file(self, request, pk=None):
+        file = self.get_object()
+        return _stored_download(
+            file.original_name, filename=outputs.original_download_name(file), content_type="application/zip"
+        )
+
+
+class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """`/batch`: uploads of the owner's core users."""
+
+    serializer_class = BatchSerializer
+    parser_classes = [MultiPartParser]
+    filterset_class = BatchFilterSet
+    sort_fields = BATCH_SORT_FIELDS
+    default_sort = ("-upload_timestamp",)
+
+    def get_queryset(self):
+        return Batch.objects.filter(core_user__owner=self.owner)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("coreUserId", str, required=True, description="query string or form field"),
+            OpenApiParameter("provider", str, required=True, description="query string or form field"),
+        ],
+        request={
+            "multipart/form-data": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}
+        },
+        responses={201: BatchReceivedSerializer},
+    )
+    def create(self, request):
+        # Parameters in the query string are checked before the body is read: a wrong user costs no upload.
+        params = {key: request.query_params.get(key) for key in ("coreUserId", "provider")}
+        if all(params.values()):
+            core_user, provider = self._upload_target(params)
+        install_upload_handlers(request)
+        upload = request.FILES.get("file")
+        if not all(params.values()):
+            params = {key: params[key] or request.data.get(key) for key in params}
+            core_user, provider = self._upload_target(params)
+        if upload is None:
+            raise DomainError(
+                "Send the zip as the multipart form field `file`.",
+                field_errors=[{"field": "file", "message": "This field is required."}],
+            )
+        if upload.size == 0:
+            raise not_a_zip()
+        batch = services.batch_receive(core_user=core_user, provider=provider, upload=upload)
+        return Response(BatchReceivedSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+    def _upload_target(self, params: dict):
+        query = BatchUploadQuerySerializer(data={k: v for k, v in params.items() if v is not None})
+        query.is_valid(raise_exception=True)
+        return owned_core_user_or_404(self.owner, query.validated_data["coreUserId"]), query.validated_data["provider"]
+
+    @action(detail=True, url_path="status")
+    def batch_status(self, request, pk=None):
+        return Response(services.batch_status(self.get_object()))
+
+    @extend_schema(request=None, responses=BatchReceivedSerializer)
+    @action(detail=True, methods=["put"])
+    def retry(self, request, pk=None):
+        batch = services.batch_retry(batch=self.get_object())
+        return Response(BatchReceivedSerializer(batch).data)
+
+
+class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
+    """Operation files of a field, under the fields service: `/users/{coreUserId}/fields/{fieldId}/operations`."""
+
+    serializer_class = FileSerializer
+    filterset_class = FieldFileFilterSet
+    sort_fields = FILE_SORT_FIELDS
+    default_sort = ("-start_time", "-created_time")
+
+    def get_queryset(self):
+        field = get_or_404(Field.objects.filter(core_user=self.core_user), pk=self.kwargs["fieldId"])
+        file_ids = FieldFile.objects.filter(field=field).values_list("file_id", flat=True)
+        return _files_of(self.owner).filter(core_user=self.core_user, pk__in=[str(i) for i in file_ids])
+
+    def list(self, request, coreUserId=None, fieldId=None):
+        data = self.file_page(self.get_queryset())
+        return Response(data, headers=self.paginator.page_headers())
+
+    def retrieve(self, request, coreUserId=None, fieldId=None, pk=None):
+        file = self.get_object()
+        return Response(FileSerializer(file, context=self.get_serializer_context()).data)
+
+    def retrieve_outline(self, request, coreUserId=None, fieldId=None, pk=None):
+        """Deprecated path: the same file, as a one-element array."""
+        file = self.get_object()
+        return Response([FileSerializer(file, context=self.get_serializer_context()).data])

@@ -1,0 +1,53 @@
+"""Query filters shared by every list: timestamps (UTC, ISO 8601) and numbers. A value we cannot read is a 400
+with a field error, never ignored and never a 500."""
+
+from datetime import UTC, datetime, time, timedelta
+
+import django_filters
+from django import forms
+from django.utils.dateparse import parse_date, parse_datetime
+
+
+class UtcDateTimeField(forms.Field):
+    """ISO 8601 timestamp; without a timezone (the spec's form) it is UTC, a `Z` or offset is honoured.
+    A bare date means its midnight UTC."""
+
+    default_error_messages = {"invalid": "Enter an ISO 8601 timestamp, e.g. 2024-05-01T10:00:00 (UTC)."}
+
+    def to_python(self, value):
+        if value in (None, ""):
+            return None
+        text = value.strip()
+        try:
+            parsed = parse_datetime(text)
+            if parsed is None and (day := parse_date(text)) is not None:
+                parsed = datetime.combine(day, time.min)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+
+
+class UtcDateTimeFilter(django_filters.Filter):
+    """A timestamp filter; `lookup_expr="exact"` matches the whole millisecond that the API prints,
+    so a value copied from a response finds its record."""
+
+    field_class = UtcDateTimeField
+
+    def filter(self, qs, value):
+        if value is None:
+            return qs
+        if self.lookup_expr == "exact" and value.microsecond % 1000 == 0:
+            return qs.filter(
+                **{f"{self.field_name}__gte": value, f"{self.field_name}__lt": value + timedelta(milliseconds=1)}
+            )
+        return super().filter(qs, value)
+
+
+class FloatFilter(django_filters.NumberFilter):
+    """A double (finite); `1e3` and `12.5` are numbers, `abc` and `nan` are 400."""
+
+    field_class = forms.FloatField

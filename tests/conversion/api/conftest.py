@@ -1,0 +1,52 @@
+"""Helpers for the batch/file API tests: zips made at test time from the samples, uploads through the API."""
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+BATCH_URL = "/services/operations/api/batch"
+FILES_URL = "/services/operations/api/files"
+
+
+def zip_folder(folder: Path, *, prefix: str = "") -> bytes:
+    """A zip of every file under `folder` (names relative to it, under `prefix`)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                zf.write(path, prefix + path.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
+def zip_entries(entries: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in entries.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def upload(client, core_user_id, data: bytes, *, provider="Other", name="upload.zip", in_query=True):
+    """POST /batch with the zip as multipart field `file`."""
+    file = io.BytesIO(data)
+    file.name = name
+    if in_query:
+        return client.post(f"{BATCH_URL}?coreUserId={core_user_id}&provider={provider}", {"file": file})
+    return client.post(BATCH_URL, {"file": file, "coreUserId": str(core_user_id), "provider": provider})
+
+
+@pytest.fixture
+def valid_timelogs(samples_dir) -> Path:
+    return samples_dir / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
+
+
+@pytest.fixture
+def load_from_stream(samples_dir) -> Path:
+    return samples_dir / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/LoadFromStream"
+
+
+@pytest.fixture
+def jd_shapefiles(samples_dir) -> Path:
+    return samples_dir / "johndeere-sampledata/Shapefiles"

@@ -1,0 +1,141 @@
+"""POST /batch: streamed upload, the size cap, the zip check, parameters, tenancy. Nothing is stored on a refusal."""
+
+import io
+
+import pytest
+from django.core.files.storage import default_storage
+
+from conversion.models import Batch
+from conversion.uploads import MULTIPART_OVERHEAD, upload_temp_dir
+from tests.tenancy import assert_problem
+
+from .conftest import BATCH_URL, upload, zip_entries
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+SMALL_ZIP = zip_entries({"readme.txt": b"nothing to convert"})
+
+
+def _leftovers() -> list:
+    folder = upload_temp_dir()
+    return list(folder.iterdir()) if folder.exists() else []
+
+
+def test_upload_returns_the_received_batch_at_once(api_client, core_user, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # the batch is not opened: what the client sees at once
+    response = upload(api_client, core_user.pk, SMALL_ZIP, provider="ProviderA", name="card.zip")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "RECEIVED"
+    assert body["coreUserId"] == str(core_user.pk)
+    assert body["provider"] == "ProviderA"
+    assert body["fileName"] == "card.zip"
+    assert body["size"] == len(SMALL_ZIP)
+    assert body["uploadTimestamp"].endswith("Z")
+    batch = Batch.objects.get(pk=body["id"])
+    with default_storage.open(batch.upload.name, "rb") as fh:
+        assert fh.read() == SMALL_ZIP
+    assert _leftovers() == []
+
+
+def test_parameters_may_travel_as_form_fields(api_client, core_user):
+    response = upload(api_client, core_user.pk, SMALL_ZIP, in_query=False)
+    assert response.status_code == 201, response.content
+    assert response.json()["coreUserId"] == str(core_user.pk)
+
+
+def test_a_body_that_is_not_a_zip_is_refused_and_nothing_is_kept(api_client, core_user):
+    body = assert_problem(upload(api_client, core_user.pk, b"%PDF-1.7 not a zip" * 1000), 400, "invalidArchive")
+    assert "not a zip" in body["detail"]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
+def test_an_empty_file_is_not_a_zip(api_client, core_user):
+    assert_problem(upload(api_client, core_user.pk, b""), 400, "invalidArchive")
+    assert Batch.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("provider=Other", "coreUserId"),
+        ("coreUserId=not-a-uuid&provider=Other", "coreUserId"),
+        ("coreUserId={user}&provider=Nobody", "provider"),
+        ("coreUserId={user}", "provider"),
+    ],
+)
+def test_bad_parameters_are_400_with_the_field(api_client, core_user, query, field):
+    file = io.BytesIO(SMALL_ZIP)
+    file.name = "x.zip"
+    response = api_client.post(f"{BATCH_URL}?{query.format(user=core_user.pk)}", {"file": file})
+    body = assert_problem(response, 400, "validation")
+    assert field in {e["field"] for e in body["fieldErrors"]}
+    assert Batch.objects.count() == 0
+
+
+def test_missing_file_is_400(api_client, core_user):
+    response = api_client.post(f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"other": "x"})
+    body = assert_problem(response, 400, "validation")
+    assert body["fieldErrors"] == [{"field": "file", "message": "This field is required."}]
+
+
+def test_json_body_is_415(api_client, core_user):
+    response = api_client.post(
+        f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"file": "x"}, content_type="application/json"
+    )
+    assert_problem(response, 415)
+
+
+def test_another_owners_core_user_is_404_in_query_and_form(api_client, other_client, core_user):
+    assert_problem(upload(other_client, core_user.pk, SMALL_ZIP), 404, "notFound")
+    assert_problem(upload(other_client, core_user.pk, SMALL_ZIP, in_query=False), 404, "notFound")
+    assert Batch.objects.count() == 0
+
+
+def test_cap_is_enforced_while_streaming(api_client, core_user, settings):
+    """A declared length within the envelope allowance, but a file past the cap: stopped mid-stream."""
+    settings.CONVERSION_UPLOAD_MAX_BYTES = 256 * 1024
+    data = b"PK\x03\x04" + b"\0" * (300 * 1024)
+    body = assert_problem(upload(api_client, core_user.pk, data), 413, "fileTooLarge")
+    assert str(256 * 1024) in body["detail"]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
+class GeneratedBody(io.RawIOBase):
+    """A multipart body of `size` bytes made on the fly (never stored); counts what the server read."""
+
+    def __init__(self, size: int, boundary: bytes):
+        self.head = (
+            b"--" + boundary + b'\r\nContent-Disposition: form-data; name="file"; filename="huge.zip"\r\n'
+            b"Content-Type: application/zip\r\n\r\nPK\x03\x04"
+        )
+        self.size = size
+        self.read_bytes = 0
+
+    def readable(self):
+        return True
+
+    def read(self, n=-1):
+        n = self.size - self.read_bytes if n is None or n < 0 else min(n, self.size - self.read_bytes)
+        start = self.read_bytes
+        self.read_bytes += n
+        head = self.head[start : start + n]
+        return head + b"\0" * (n - len(head))
+
+
+def test_a_three_gigabyte_stream_is_refused_without_reading_it(api_client, core_user, settings):
+    size = settings.CONVERSION_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD + 1
+    assert size > 3 * 1024**3
+    stream = GeneratedBody(size, b"BoUnDaRy")
+    response = api_client.post(
+        f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other",
+        data=b"",
+        content_type="multipart/form-data; boundary=BoUnDaRy",
+        CONTENT_LENGTH=str(size),
+        **{"wsgi.input": stream},
+    )
+    assert_problem(response, 413, "fileTooLarge")
+    assert stream.read_bytes < 1024 * 1024
+    assert Batch.objects.count() == 0
