@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from assets.models import Provider
@@ -187,11 +188,12 @@ def batch_open(batch_id: str) -> None:
             _batch_finish(batch)
 
 
-def _file_for(dataset: BatchDataset, file_format: str, name: str, part: int = 0) -> File:
+def _file_for(dataset: BatchDataset, file_format: str, name: str) -> File:
+    """The placeholder file of a data set, created when the batch is opened (part 0)."""
     batch = dataset.batch
     file, _ = File.objects.get_or_create(
         dataset=dataset,
-        part=part,
+        part=0,
         defaults={
             "core_user_id": batch.core_user_id,
             "batch": batch,
@@ -202,6 +204,36 @@ def _file_for(dataset: BatchDataset, file_format: str, name: str, part: int = 0)
         },
     )
     return file
+
+
+def _part_name(dataset: BatchDataset, part_name: str | None, several: bool) -> str:
+    return (f"{dataset.name}/{part_name}" if several and part_name else dataset.name)[:255]
+
+
+def _file_named(dataset: BatchDataset, name: str) -> File:
+    """The data set's file for one of its operations, found by name (stable across retries): the placeholder
+    is taken by the first operation, the others get files of their own."""
+    with transaction.atomic():
+        files = File.objects.select_for_update().filter(dataset=dataset).order_by("part")
+        file = files.filter(file_name=name).first()
+        if file is not None:
+            return file
+        placeholder = files.filter(part=0, file_name=dataset.name[:255]).exclude(status=FileStatus.PROCESSED).first()
+        if placeholder is not None:
+            placeholder.file_name = name
+            placeholder.save(update_fields=["file_name", "updated_time"])
+            return placeholder
+        base = _file_for(dataset, dataset.format, dataset.name)
+        return File.objects.create(
+            core_user_id=base.core_user_id,
+            batch_id=base.batch_id,
+            dataset=dataset,
+            part=(files.aggregate(m=Max("part"))["m"] or 0) + 1,
+            file_name=name,
+            file_format=base.file_format,
+            provider=base.provider,
+            origin=FileOrigin.UPLOADED,
+        )
 
 
 # --- converting one data set ------------------------------------------------------------------------
@@ -230,20 +262,18 @@ def dataset_convert(dataset_id: int) -> None:
     try:
         root = ensure_extracted(batch)
         source = Dataset(dataset.format, root / dataset.path, root / dataset.root, dataset.name)
-        tables = get_reader(dataset.format).read(source)
+        reader = get_reader(dataset.format)
+        tables = reader.read(source)
         if not tables:
             raise UnreadableDataset("The data set holds no logged points.")
         original = outputs.store_original(dataset, source)
         failures = []
-        for part, table in enumerate(tables):
+        several = len(tables) + len(reader.skipped) > 1
+        for table in tables:
             # A data set of several operations names each file after its own (the task, the time log).
-            name = (f"{dataset.name}/{table.name}" if len(tables) > 1 and table.name else dataset.name)[:255]
-            file = _file_for(dataset, dataset.format, name, part)
+            file = _file_named(dataset, _part_name(dataset, table.name, several))
             if file.status == FileStatus.PROCESSED:
                 continue
-            if file.file_name != name:
-                file.file_name = name
-                File.objects.filter(pk=file.pk).update(file_name=name)
             try:
                 produced = outputs.produce(file, table, original_name=original)
             except UnreadableDataset as exc:
@@ -251,6 +281,11 @@ def dataset_convert(dataset_id: int) -> None:
                 file_fail(file, f"{UNABLE_TO_READ} ({exc})")
                 continue
             file_complete(file, produced)
+        for name, reason in reader.skipped:
+            failures.append(reason)
+            file = _file_named(dataset, _part_name(dataset, name, several))
+            if file.status != FileStatus.PROCESSED:
+                file_fail(file, f"{UNABLE_TO_READ} ({reason})")
     except (UnreadableDataset, archive.ArchiveError) as exc:
         _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
         return
@@ -260,7 +295,8 @@ def dataset_convert(dataset_id: int) -> None:
         return
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().get(pk=dataset.pk)
-        dataset.status = DatasetStatus.DONE if len(failures) < len(tables) else DatasetStatus.FAILED
+        # A data set with a part that failed stays FAILED, so that a retry runs it again (skipping what converted).
+        dataset.status = DatasetStatus.FAILED if failures else DatasetStatus.DONE
         dataset.message = "; ".join(failures) or None
         dataset.finished_at = timezone.now()
         dataset.save(update_fields=["status", "message", "finished_at"])

@@ -112,6 +112,9 @@ class Reader(abc.ABC):
     """A format plugin: reads one `Dataset` of its `format` into point tables."""
 
     format: DatasetFormat
+    # Parts of the data set that `read` could not convert while others could: (name, reason), so the caller can
+    # report them instead of losing them silently.
+    skipped: list[tuple[str, str]]
 
     @abc.abstractmethod
     def read(self, dataset: Dataset) -> list[PointTable]:
@@ -130,9 +133,11 @@ def register(reader_cls: type[Reader]) -> type[Reader]:
 def get_reader(fmt: str) -> Reader:
     """A reader instance for a data set format ("ISOXML", "SHAPEFILE", "GEOJSON"); KeyError if none is registered."""
     try:
-        return _REGISTRY[fmt.upper()]()
+        reader = _REGISTRY[fmt.upper()]()
     except KeyError:
         raise KeyError(f"no reader registered for format {fmt!r}") from None
+    reader.skipped = []
+    return reader
 
 
 def registered_formats() -> list[str]:

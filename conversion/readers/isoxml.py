@@ -243,6 +243,7 @@ class IsoxmlReader(Reader):
 
     def __init__(self, *, include_raw: bool = True):
         self.include_raw = include_raw
+        self.skipped = []
 
     def read(self, dataset: Dataset) -> list[PointTable]:
         """One table per task with logged points; UnreadableDataset when no task has any."""
@@ -255,6 +256,7 @@ class IsoxmlReader(Reader):
                 table = self.read_task(td, task)
             except UnreadableDataset as exc:
                 problems.append(str(exc))
+                self.skipped.append((_clean(task.get("B")) or task.get("A", "task"), str(exc)))
                 continue
             if table is not None:
                 table.warnings[:0] = td.warnings

@@ -1,0 +1,180 @@
+"""File and batch lists, filters, paging and sort; the operation files of a field; tenancy of every endpoint."""
+
+import io
+import zipfile
+
+import pytest
+from shapely.geometry import MultiPoint, MultiPolygon
+
+from fields.services import field_create
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+from .conftest import BATCH_URL, FILES_URL, upload
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+FIELDS = "/services/fields/api/users/{user}/fields/{field}/operations"
+
+
+@pytest.fixture
+def harvest_zip(jd_shapefiles) -> bytes:
+    return (jd_shapefiles / "Export From MyJohnDeere - Harvest.zip").read_bytes()
+
+
+@pytest.fixture
+def seeding_zip(jd_shapefiles) -> bytes:
+    return (jd_shapefiles / "Export From MyJohnDeere - Seeding.zip").read_bytes()
+
+
+def _points_hull(data: bytes, tmp_path):
+    """The convex hull of a shapefile export's points, read with pyshp (independent of our reader)."""
+    import shapefile
+
+    zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
+    shp = next(tmp_path.rglob("*.shp"))
+    return MultiPoint([s.points[0] for s in shapefile.Reader(str(shp)).shapes()]).convex_hull
+
+
+@pytest.fixture
+def converted(api_client, core_user, harvest_zip, seeding_zip, tmp_path):
+    """A field over the Merriweather Farms exports, then the harvest and the seeding uploaded."""
+    hull = _points_hull(harvest_zip, tmp_path)
+    field = field_create(core_user=core_user, name="JT-01", geometry=MultiPolygon([hull]))
+    harvest = upload(api_client, core_user.pk, harvest_zip, provider="ProviderA").json()
+    seeding = upload(api_client, core_user.pk, seeding_zip, provider="Other").json()
+    files = {}
+    for name, batch in (("harvest", harvest), ("seeding", seeding)):
+        body = api_client.get(f"{BATCH_URL}/{batch['id']}").json()
+        assert body["status"] == "PROCESSED", body
+        files[name] = api_client.get(f"{FILES_URL}/{body['files'][0]}").json()
+    return field, harvest, seeding, files
+
+
+def _ids(response) -> list[str]:
+    assert response.status_code == 200, response.content
+    body = response.json()
+    items = body["operations"] if isinstance(body, dict) else body
+    return [item["id"] for item in items]
+
+
+def test_files_are_attached_to_the_field_they_cover(api_client, core_user, converted):
+    field, _, _, files = converted
+    assert files["harvest"]["fields"] == [str(field.pk)]
+    assert files["seeding"]["fields"] == [str(field.pk)]
+    url = FIELDS.format(user=core_user.pk, field=field.pk)
+    uploaded = sorted(f["id"] for f in files.values())
+    assert sorted(_ids(api_client.get(f"{url}/files?origin=uploaded"))) == uploaded
+    assert sorted(_ids(api_client.get(f"{url}?origin=uploaded"))) == uploaded  # deprecated path
+    one = api_client.get(f"{url}/files/{files['harvest']['id']}").json()
+    assert one == files["harvest"]
+    outline = api_client.get(f"{url}/{files['harvest']['id']}").json()
+    assert outline == [files["harvest"]]
+
+
+FIELD_FILE_CASES = [
+    ("operationType=harvested", ["harvest"]),
+    ("operationType=planted", ["seeding"]),
+    ("operationType=applied", []),
+    ("provider=ProviderA", ["harvest"]),
+    ("crop=Soybeans", ["harvest", "seeding"]),
+    ("crop=corn", []),
+    ("startTime=2016-09-01T00:00:00Z", ["harvest"]),
+    ("endTime=2016-05-01", ["seeding"]),
+]
+FILE_CASES = [
+    ("status=processed", ["harvest", "seeding"]),
+    ("status=failed", []),
+    ("provider=ProviderA", ["harvest"]),
+    ("operationType=planted", ["seeding"]),
+    ("startTime=2016-09-01T00:00:00Z", ["harvest"]),
+    ("endTime=2016-05-01T00:00:00Z", ["seeding"]),
+    ("minArea=1", ["harvest", "seeding"]),
+    ("minArea=1e9", []),
+    ("createdTime=2000-01-01T00:00:00Z", ["harvest", "seeding"]),
+    ("createdTime=2100-01-01T00:00:00Z", []),
+]
+
+
+def test_field_file_and_file_list_filters(api_client, core_user, converted):
+    """Every filter on the uploaded files (operations may add automerged files of their own)."""
+    field, _, _, files = converted
+    url = FIELDS.format(user=core_user.pk, field=field.pk)
+    for query, expected in FIELD_FILE_CASES:
+        found = _ids(api_client.get(f"{url}/files?{query}&origin=uploaded"))
+        assert sorted(found) == sorted(files[n]["id"] for n in expected), query
+    for query, expected in FILE_CASES:
+        found = _ids(api_client.get(f"{FILES_URL}?{query}&origin=uploaded"))
+        assert sorted(found) == sorted(files[n]["id"] for n in expected), query
+
+
+def test_file_list_batch_and_user_filters_paging_and_sort(api_client, core_user, converted):
+    _, harvest, _, files = converted
+    assert _ids(api_client.get(f"{FILES_URL}?batchId={harvest['id']}")) == [files["harvest"]["id"]]
+    assert len(_ids(api_client.get(f"{FILES_URL}?coreUserId={core_user.pk}&origin=uploaded"))) == 2
+    response = api_client.get(f"{FILES_URL}?origin=uploaded&size=1&page=1&sort=startTime,asc")
+    assert response["X-Total-Count"] == "2"
+    assert 'rel="prev"' in response["Link"]
+    assert _ids(response) == [files["harvest"]["id"]]
+    by_start = _ids(api_client.get(f"{FILES_URL}?origin=uploaded&sort=startTime,desc"))
+    assert by_start == [files["harvest"]["id"], files["seeding"]["id"]]
+
+
+def test_bad_filter_values_are_400(api_client):
+    for query in ("status=done", "operationType=sowing", "minArea=abc", "startTime=yesterday", "batchId=42"):
+        assert_problem(api_client.get(f"{FILES_URL}?{query}"), 400)
+    assert_problem(api_client.get(f"{FILES_URL}?sort=colour,asc"), 400)
+
+
+def test_batch_list_and_filters(api_client, core_user, converted):
+    _, harvest, seeding, _ = converted
+    assert sorted(_ids(api_client.get(BATCH_URL))) == sorted([harvest["id"], seeding["id"]])
+    assert _ids(api_client.get(f"{BATCH_URL}?provider=ProviderA")) == [harvest["id"]]
+    assert _ids(api_client.get(f"{BATCH_URL}?status=FAILED")) == []
+    assert_problem(api_client.get(f"{BATCH_URL}?status=DONE"), 400)
+
+
+def test_outputs_of_a_file_that_did_not_convert_are_404(api_client, core_user, samples_dir):
+    card = samples_dir / "johndeere-sampledata/Display data/Gen4 - 4600 Harvest Data.zip"
+    batch = api_client.get(f"{BATCH_URL}/{upload(api_client, core_user.pk, card.read_bytes()).json()['id']}").json()
+    file_id = batch["files"][0]
+    for output in ("summary", "units", "standardGeojson", "rawGeojson", "originalFile"):
+        assert_problem(api_client.get(f"{FILES_URL}/{file_id}/{output}"), 404)
+    status = api_client.get(f"{FILES_URL}/{file_id}/status").json()
+    assert status["status"] == "failed"
+    assert {s["status"] for s in status["steps"].values()} == {"failed"}
+
+
+def test_another_owner_sees_nothing(api_client, other_client, core_user, converted):
+    field, harvest, _, files = converted
+    file_id = files["harvest"]["id"]
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{FILES_URL}/{file_id}",
+        resource_id=file_id,
+        list_urls=[FILES_URL, f"{FILES_URL}?coreUserId={core_user.pk}"],
+        delete=False,
+        extra_urls=[
+            ("get", f"{FILES_URL}/{file_id}/{output}", None)
+            for output in ("summary", "units", "status", "standardGeojson", "rawGeojson", "originalFile")
+        ]
+        + [("get", f"{FIELDS.format(user=core_user.pk, field=field.pk)}/files", None)],
+    )
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{BATCH_URL}/{harvest['id']}",
+        resource_id=harvest["id"],
+        list_urls=[BATCH_URL],
+        delete=False,
+        extra_urls=[
+            ("get", f"{BATCH_URL}/{harvest['id']}/status", None),
+            ("put", f"{BATCH_URL}/{harvest['id']}/retry", None),
+        ],
+    )
+
+
+def test_malformed_ids_are_404(api_client, core_user):
+    assert_problem(api_client.get(f"{FILES_URL}/not-a-uuid"), 404)
+    assert_problem(api_client.get(f"{BATCH_URL}/123/status"), 404)
+    assert_problem(api_client.get(FIELDS.format(user=core_user.pk, field="nope") + "/files"), 404)
