@@ -24,6 +24,7 @@ system-run:
 
 system-test:
 	@scripts/system-deps.sh test
+	@scripts/system-deps.sh browser
 
 migrate: system-run install
 	@mkdir -p var

@@ -192,6 +192,11 @@ CONVERSION_MAX_DEPTH = env.int("CONVERSION_MAX_DEPTH", default=3)
 CONVERSION_STUCK_AFTER_SECONDS = env.int("CONVERSION_STUCK_AFTER_SECONDS", default=3600)
 CONVERSION_MAX_ATTEMPTS = env.int("CONVERSION_MAX_ATTEMPTS", default=3)
 
+# --- Provider applications and credentials (magic links) -----------------------------------------------------
+# Fernet keys: the first encrypts, all decrypt (rotation). Without any, a key is derived from SECRET_KEY.
+PROVIDER_SECRETS_KEYS = env.list("PROVIDER_SECRETS_KEYS", default=[])
+PROVIDER_TOKEN_TIMEOUT_SECONDS = env.float("PROVIDER_TOKEN_TIMEOUT_SECONDS", default=10.0)
+
 # --- Weather (fields service) ---------------------------------------------------------------------
 # Any server speaking the Open-Meteo historical API protocol.
 WEATHER_BASE_URL = env.str("WEATHER_BASE_URL", default="https://archive-api.open-meteo.com/v1/archive")

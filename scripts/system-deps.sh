@@ -4,7 +4,7 @@ set -eu
 case "${1:-run}" in
   run) pkgs="python3 python3-venv gdal-bin libsqlite3-mod-spatialite libgeos-c1v5 libproj25" ;;
   test) pkgs="python3 python3-venv gdal-bin libsqlite3-mod-spatialite libgeos-c1v5 libproj25 postgresql-15-postgis-3 postgresql-15 redis-server" ;;
-  browser) pkgs="chromium" ;;
+  browser) pkgs="chromium chromium-driver" ;;
   *) echo "unknown set $1" >&2; exit 2 ;;
 esac
 missing=""

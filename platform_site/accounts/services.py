@@ -2,11 +2,12 @@
 
 from django.contrib.auth import authenticate, get_user_model
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from platform_site.api.authentication import token_issue
 from platform_site.api.errors import ConflictError, DomainError
 
-from .models import CoreUser
+from .models import CoreUser, ProviderApplication, ProviderCredential
 
 USER_FIELDS = ("name", "email", "phone", "address", "external_id")
 
@@ -69,3 +70,114 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
 def core_user_delete(*, core_user: CoreUser) -> None:
     """Delete a core user and, by cascade, everything of theirs."""
     core_user.delete()
+
+
+def core_user_find_or_create(*, owner, external_id: str, name: str, email: str) -> tuple[CoreUser, bool]:
+    """The core user of `owner` with `external_id`, created (with `name`, `email`) when there is none.
+    The same externalId always gives the same user, also when two requests race: the loser of the
+    insert finds the winner's row. An existing user is returned unchanged."""
+    existing = CoreUser.objects.filter(owner=owner, external_id=external_id).first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            return CoreUser.objects.create(owner=owner, external_id=external_id, name=name, email=email), True
+    except IntegrityError:
+        return CoreUser.objects.get(owner=owner, external_id=external_id), False
+
+
+# --- Provider applications and credentials -------------------------------------------------------------
+
+
+class ProviderAppExists(ConflictError):
+    error_key = "providerAppExists"
+
+
+def provider_application_create(*, owner, provider: str, **values) -> ProviderApplication:
+    """Register the owner's OAuth application at `provider`; one per provider (409 otherwise)."""
+    try:
+        with transaction.atomic():
+            return ProviderApplication.objects.create(owner=owner, provider=provider, **values)
+    except IntegrityError:
+        raise ProviderAppExists(
+            f"An application for {provider} is already set up; change or delete it.",
+            field_errors=[{"field": "provider", "message": "Already set up for this API owner."}],
+        ) from None
+
+
+@transaction.atomic
+def provider_application_update(*, application: ProviderApplication, **values) -> ProviderApplication:
+    """Change the application; a `client_secret` of None keeps the stored one (it is never shown)."""
+    if values.get("client_secret") is None:
+        values.pop("client_secret", None)
+    for name, value in values.items():
+        setattr(application, name, value)
+    application.save()
+    return application
+
+
+@transaction.atomic
+def provider_application_delete(*, application: ProviderApplication) -> None:
+    """Delete the application. Stored credentials stay; new connections need an application again."""
+    application.delete()
+
+
+def provider_application_find(*, owner_id, provider: str) -> ProviderApplication | None:
+    return ProviderApplication.objects.filter(owner_id=owner_id, provider=provider).first()
+
+
+@transaction.atomic
+def provider_credential_store(
+    *,
+    core_user: CoreUser,
+    provider: str,
+    access_token: str,
+    refresh_token: str = "",
+    token_type: str = "",
+    scope: str = "",
+    expires_at=None,
+) -> ProviderCredential:
+    """Record fresh tokens of `core_user` at `provider` (AUTHENTICATED), replacing older ones. A refresh
+    answer without a new refresh token keeps the previous one (RFC 6749 section 6)."""
+    values = {
+        "access_token": access_token,
+        "token_type": token_type,
+        "scope": scope,
+        "expires_at": expires_at,
+        "status": ProviderCredential.Status.AUTHENTICATED,
+        "status_message": "",
+        "authenticated_at": timezone.now(),
+    }
+    if refresh_token:
+        values["refresh_token"] = refresh_token
+    for _ in range(2):  # a concurrent first connection may insert between our look-up and our insert
+        try:
+            with transaction.atomic():
+                credential, _created = ProviderCredential.objects.update_or_create(
+                    core_user=core_user, provider=provider, defaults=values
+                )
+                return credential
+        except IntegrityError:
+            continue
+    raise ConflictError("The credentials changed concurrently; try again.")
+
+
+@transaction.atomic
+def provider_credential_mark_unauthenticated(
+    *, core_user: CoreUser, provider: str, message: str
+) -> ProviderCredential | None:
+    """The provider refused our tokens: keep the row (so the client sees why) as UNAUTHENTICATED."""
+    credential = ProviderCredential.objects.select_for_update().filter(core_user=core_user, provider=provider).first()
+    if credential is None:
+        return None
+    credential.status = ProviderCredential.Status.UNAUTHENTICATED
+    credential.status_message = message[:2000]
+    credential.save(update_fields=["status", "status_message", "updated_at"])
+    return credential
+
+
+@transaction.atomic
+def provider_credential_delete(*, core_user: CoreUser, provider: str) -> bool:
+    """Disconnect: forget the tokens of `core_user` at `provider`. True when there were some."""
+    deleted, _ = ProviderCredential.objects.filter(core_user=core_user, provider=provider).delete()
+    return deleted > 0

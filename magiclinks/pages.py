@@ -1,0 +1,279 @@
+"""The pages an end user opens from a magic link, at `/links/<token>`: no token of ours, no JavaScript
+needed for the basic flow (the batch status page polls with JavaScript and refreshes itself without).
+
+The token in the URL is the only credential, so every page is `no-store`, not indexed, and sends the
+Referer only to ourselves (`same-origin`: a logo host or a provider never sees the token; `no-referrer`
+would make browsers send `Origin: null` on our own forms, which the CSRF check refuses)."""
+
+import secrets
+
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+
+from assets.models import Provider
+from platform_site.api.errors import DomainError
+
+from . import services
+from .models import MagicLink
+
+BROWSER_COOKIE = "magiclink_browser"
+RETURN_COOKIE = "magiclink_return"
+COOKIE_PATH = "/links/"
+UPLOAD_PROVIDERS = Provider.values
+UNAVAILABLE = {
+    "unknown": ("Link not found", "This link does not exist. Check that you copied the whole address."),
+    "expired": ("This link has expired", "Ask the service that sent it to you for a new link."),
+    "revoked": ("This link is no longer valid", "It was withdrawn. Ask the service that sent it for a new one."),
+}
+
+
+def _secure(response):
+    add_never_cache_headers(response)
+    response["Referrer-Policy"] = "same-origin"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def _text_color(background: str) -> str:
+    """Black or white, whichever contrasts more with the background (WCAG relative luminance)."""
+    try:
+        channels = [int(background[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    except (ValueError, TypeError):
+        return "#111111"
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return "#111111" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#FFFFFF"
+
+
+def _branding(link: MagicLink | None) -> dict:
+    values = dict(services.DEFAULT_SETTINGS) | ((link.settings or {}) if link else {})
+    background = values.get("backgroundColor") or "#F5F5F5"
+    user_name = ""
+    if link is not None and values.get("showLeafUserName"):
+        user_name = link.core_user.name or link.core_user.email or ""
+    return {
+        "background": background,
+        "foreground": _text_color(background),
+        "company_name": values.get("companyName") or "",
+        "company_logo": values.get("companyLogo") or "",
+        "header_image": values.get("headerImage") or "",
+        "user_name": user_name,
+    }
+
+
+def _page(request, template: str, context: dict, *, link: MagicLink | None = None, status: int = 200):
+    response = render(request, f"magiclinks/{template}", {**_branding(link), **context, "link": link}, status=status)
+    return _secure(response)
+
+
+def _unavailable(request, exc: services.LinkUnavailable):
+    title, message = UNAVAILABLE.get(exc.reason, UNAVAILABLE["unknown"])
+    return _page(request, "unavailable.html", {"title": title, "message": message}, status=exc.status)
+
+
+def _browser_nonce(request) -> str:
+    """This browser's nonce (from its cookie), or a new one."""
+    nonce = request.COOKIES.get(BROWSER_COOKIE) or ""
+    return nonce if len(nonce) >= 32 else secrets.token_urlsafe(32)
+
+
+def _provider_context(link: MagicLink, token: str) -> dict:
+    connections = services.link_connections(link)
+    rows = []
+    for provider in link.providers:
+        credential = connections.get(provider)
+        rows.append(
+            {
+                "name": provider,
+                "state": "none" if credential is None else credential.status.lower(),
+                "connect_url": reverse("magiclink-connect", args=[token, provider]),
+            }
+        )
+    return {
+        "providers": rows,
+        "disconnect_enabled": bool(link.settings.get("disconnectedEnabled")),
+        "disconnect_url": reverse("magiclink-disconnect", args=[token]),
+    }
+
+
+def _upload_context(token: str, **extra) -> dict:
+    return {
+        "upload_url": reverse("magiclink-upload", args=[token]),
+        "upload_providers": UPLOAD_PROVIDERS,
+        "selected_provider": extra.pop("selected_provider", Provider.OTHER),
+        **extra,
+    }
+
+
+@require_GET
+def link_page(request, token: str):
+    """The page of a link: provider buttons, or the upload form. Counts the visit."""
+    try:
+        link = services.magic_link_open(token)
+    except services.LinkUnavailable as exc:
+        return _unavailable(request, exc)
+    if link.widget == MagicLink.Widget.FILEUPLOAD:
+        return _page(request, "upload.html", _upload_context(token), link=link)
+    return _page(request, "providers.html", _provider_context(link, token), link=link)
+
+
+@require_GET
+def link_connect(request, token: str, provider: str):
+    """Start the OAuth 2.0 authorization-code flow: redirect to the provider's authorize URL. The browser
+    gets a nonce cookie (the callback must come back to the same browser) and, signed, the link's token
+    (so the callback can lead back to the link's page)."""
+    try:
+        link = services.magic_link_resolve(token)
+        if link.widget == MagicLink.Widget.FILEUPLOAD:
+            raise services.LinkUnavailable(404, "unknown")
+        nonce = _browser_nonce(request)
+        target = services.oauth_authorization_start(link=link, provider=provider, browser_nonce=nonce)
+    except services.LinkUnavailable as exc:
+        return _unavailable(request, exc)
+    except services.AuthorizationRefused as exc:
+        return _outcome(request, exc.link, token, provider, ok=False, message=exc.message, status=exc.status)
+    response = _secure(HttpResponseRedirect(target))
+    response.set_cookie(
+        BROWSER_COOKIE, nonce, max_age=3600, path=COOKIE_PATH, httponly=True, samesite="Lax",
+        secure=request.is_secure(),
+    )  # fmt: skip
+    response.set_signed_cookie(
+        RETURN_COOKIE, token, salt=RETURN_COOKIE, max_age=3600, path=COOKIE_PATH, httponly=True, samesite="Lax",
+        secure=request.is_secure(),
+    )  # fmt: skip
+    return response
+
+
+def _return_token(request, link: MagicLink | None) -> str | None:
+    """The link's token from the signed cookie, when it belongs to `link`."""
+    if link is None:
+        return None
+    token = request.get_signed_cookie(RETURN_COOKIE, default=None, salt=RETURN_COOKIE)
+    if token and services.token_hash(token) == link.token_hash:
+        return token
+    return None
+
+
+def _outcome(request, link, token, provider, *, ok: bool, message: str, status: int):
+    context = {"ok": ok, "message": message, "provider": provider, "back_url": None}
+    if link is not None and token:
+        context["back_url"] = reverse("magiclink-page", args=[token])
+        context.update(_provider_context(link, token))
+    return _page(request, "outcome.html", context, link=link, status=status)
+
+
+@require_GET
+def oauth_callback(request):
+    """The provider sends the user back here with `code` and `state` (or `error`)."""
+    try:
+        result = services.oauth_authorization_complete(
+            state=request.GET.get("state", ""),
+            code=request.GET.get("code"),
+            error=request.GET.get("error"),
+            browser_nonce=request.COOKIES.get(BROWSER_COOKIE, ""),
+        )
+    except services.AuthorizationRefused as exc:
+        token = _return_token(request, exc.link)
+        return _outcome(request, exc.link, token, None, ok=False, message=exc.message, status=exc.status)
+    token = _return_token(request, result.link)
+    message = f"You are connected to {result.provider}."
+    return _outcome(request, result.link, token, result.provider, ok=True, message=message, status=200)
+
+
+@require_POST
+@csrf_protect
+def link_disconnect(request, token: str):
+    """The end user disconnects a provider (only offered when the link's settings allow it)."""
+    try:
+        link = services.magic_link_resolve(token)
+        provider = request.POST.get("provider", "")
+        services.link_disconnect(link=link, provider=provider)
+    except services.LinkUnavailable as exc:
+        return _unavailable(request, exc)
+    message = f"You are disconnected from {provider}."
+    return _outcome(request, link, token, provider, ok=True, message=message, status=200)
+
+
+@csrf_exempt
+def link_upload(request, token: str):
+    """Receive the zip: the link is checked before a byte of the body is read, the body streams through
+    the batch pipeline's upload handler (size cap, zip check), then the CSRF token is checked."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    try:
+        link = services.magic_link_resolve(token)
+        if link.widget != MagicLink.Widget.FILEUPLOAD:
+            raise services.LinkUnavailable(404, "unknown")
+    except services.LinkUnavailable as exc:
+        return _unavailable(request, exc)
+    from conversion.uploads import UploadTooLarge, install_upload_handlers
+
+    install_upload_handlers(request)
+    try:
+        request.FILES  # noqa: B018 (parse the body now, through the streaming handler)
+    except UploadTooLarge as exc:
+        return _upload_error(request, link, token, exc.detail, 413)
+    except DomainError as exc:
+        return _upload_error(request, link, token, exc.detail, exc.status_code)
+    return _link_upload_checked(request, link, token)
+
+
+@csrf_protect
+def _link_upload_checked(request, link: MagicLink, token: str):
+    upload = request.FILES.get("file")
+    provider = request.POST.get("provider") or Provider.OTHER
+    if provider not in UPLOAD_PROVIDERS:
+        return _upload_error(request, link, token, "Choose where the files come from.", 400)
+    if upload is None:
+        return _upload_error(request, link, token, "Choose a .zip file to upload.", 400, provider)
+    try:
+        batch = services.link_upload(link=link, provider=provider, upload=upload)
+    except DomainError as exc:
+        return _upload_error(request, link, token, exc.detail, exc.status_code, provider)
+    response = HttpResponseRedirect(reverse("magiclink-batch", args=[token, batch.pk]))
+    response.status_code = 303
+    return _secure(response)
+
+
+def _upload_error(request, link, token, message: str, status: int, provider: str = Provider.OTHER):
+    context = _upload_context(token, error=message, selected_provider=provider)
+    return _page(request, "upload.html", context, link=link, status=status)
+
+
+def _progress_or_404(token: str, batch_id):
+    link = services.magic_link_resolve(token, allow_expired=True)
+    return link, services.link_batch_progress(link=link, batch_id=batch_id)
+
+
+@require_GET
+def batch_page(request, token: str, batch_id):
+    """Live status of an uploaded batch; refreshes itself (JavaScript polling, or a meta refresh without)."""
+    try:
+        link, progress = _progress_or_404(token, batch_id)
+    except services.LinkUnavailable as exc:
+        return _unavailable(request, exc)
+    context = {
+        "batch": progress,
+        "finished": progress["status"] in FINAL_STATUSES,
+        "status_url": reverse("magiclink-batch-status", args=[token, batch_id]),
+        "upload_page_url": reverse("magiclink-page", args=[token]),
+    }
+    return _page(request, "batch.html", context, link=link)
+
+
+@require_GET
+def batch_status(request, token: str, batch_id):
+    """The batch's progress as JSON, for the status page's polling."""
+    try:
+        _link, progress = _progress_or_404(token, batch_id)
+    except services.LinkUnavailable as exc:
+        return _secure(JsonResponse({"error": exc.reason}, status=exc.status))
+    return _secure(JsonResponse(progress))
+
+
+FINAL_STATUSES = ("PROCESSED", "FAILED")

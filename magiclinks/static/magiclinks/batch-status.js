@@ -1,0 +1,55 @@
+// Polls the batch's status JSON and redraws the status page until the batch is PROCESSED or FAILED.
+(function () {
+  "use strict";
+  var root = document.getElementById("batch");
+  if (!root) { return; }
+  var url = root.getAttribute("data-status-url");
+  var messages = {
+    RECEIVED: "Your files were received and are being processed.",
+    PROCESSED: "Your files have been processed."
+  };
+
+  function cell(text) {
+    var td = document.createElement("td");
+    td.textContent = text == null ? "" : String(text);
+    return td;
+  }
+
+  function draw(batch) {
+    root.setAttribute("data-status", batch.status);
+    document.getElementById("batch-status").textContent = batch.status;
+    var message = messages[batch.status] ||
+      ("Processing failed" + (batch.statusDetails ? ": " + batch.statusDetails : "") + ".");
+    document.getElementById("batch-message").textContent = message;
+    var notice = document.getElementById("batch-status").parentNode;
+    notice.className = "notice" + (batch.status === "PROCESSED" ? " notice-ok" : batch.status === "FAILED" ? " notice-error" : "");
+    var body = document.getElementById("batch-files");
+    while (body.firstChild) { body.removeChild(body.firstChild); }
+    if (!batch.files.length) {
+      var empty = document.createElement("tr");
+      var td = cell("No files yet.");
+      td.colSpan = 3;
+      empty.appendChild(td);
+      body.appendChild(empty);
+    }
+    batch.files.forEach(function (f) {
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-status", f.status);
+      tr.appendChild(cell(f.fileName));
+      tr.appendChild(cell(f.status));
+      tr.appendChild(cell(f.message));
+      body.appendChild(tr);
+    });
+  }
+
+  function poll() {
+    fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (batch) {
+        if (batch) { draw(batch); }
+        if (!batch || (batch.status !== "PROCESSED" && batch.status !== "FAILED")) { setTimeout(poll, 1500); }
+      })
+      .catch(function () { setTimeout(poll, 5000); });
+  }
+  setTimeout(poll, 1000);
+})();

@@ -1,0 +1,143 @@
+"""Magic link and provider application endpoints under `/services/widgets/api/`: configuration only;
+the rules live in `services.py`. The end-user pages are in `pages.py`."""
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status
+from rest_framework.response import Response
+
+from platform_site.accounts import services as accounts_services
+from platform_site.accounts.models import ProviderApplication
+from platform_site.api.errors import DomainError
+from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404, owned_core_user_or_404
+from webhooks.urlsafety import UnsafeUrl
+
+from . import serializers as s
+from . import services
+from .filtersets import MagicLinkFilterSet
+from .models import MagicLink
+
+LINK_SORT_FIELDS = {
+    "id": "id",
+    "coreUserId": "core_user_id",
+    "createdAt": "created_at",
+    "expiresAt": "expires_at",
+    "lastAccessedAt": "last_accessed_at",
+    "usageCount": "usage_count",
+}
+
+
+class MagicLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """Links of one kind (`widget`) of the owner's core users: list, read, create (for an existing core
+    user, or with the core user created from `externalId`), revoke. Revoked links are gone from here."""
+
+    widget: str = ""
+    create_serializer_class: type[s.LinkCreateSerializer] = s.LinkCreateSerializer
+    create_with_user_serializer_class: type[s.LinkCreateSerializer] = s.LinkCreateSerializer
+    queryset = MagicLink.objects.none()
+    serializer_class = s.MagicLinkSerializer
+    filterset_class = MagicLinkFilterSet
+    sort_fields = LINK_SORT_FIELDS
+    default_sort = ("-created_at",)
+
+    def get_queryset(self):
+        return MagicLink.objects.filter(
+            core_user__owner=self.owner, widget=self.widget, deleted_at__isnull=True
+        ).select_related("core_user")
+
+    def _created(self, link, token):
+        body = s.MagicLinkCreatedSerializer(
+            {
+                "id": link.id,
+                "core_user_id": link.core_user_id,
+                "link": services.link_url(token),
+                "expires_at": link.expires_at,
+            }
+        ).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={201: s.MagicLinkCreatedSerializer})
+    def create(self, request):
+        data = self.create_with_user_serializer_class(data=request.data)
+        data.is_valid(raise_exception=True)
+        link, token = services.magic_link_create_with_user(owner=self.owner, **data.user_values(), **data.link_values())
+        return self._created(link, token)
+
+    @extend_schema(responses={201: s.MagicLinkCreatedSerializer})
+    def create_for_user(self, request, coreUserId=None):  # noqa: N803 (URL keyword as the spec names it)
+        core_user = owned_core_user_or_404(self.owner, coreUserId)
+        data = self.create_serializer_class(data=request.data)
+        data.is_valid(raise_exception=True)
+        link, token = services.magic_link_create(core_user=core_user, **data.link_values())
+        return self._created(link, token)
+
+    def destroy(self, request, pk=None):
+        services.magic_link_delete(link=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProviderLinkViewSet(MagicLinkViewSet):
+    """Provider links: the end user connects one or several providers."""
+
+    widget = MagicLink.Widget.PROVIDER
+    create_serializer_class = s.ProviderLinkCreateSerializer
+    create_with_user_serializer_class = s.ProviderLinkWithUserCreateSerializer
+
+
+class AuthenticationLinkViewSet(MagicLinkViewSet):
+    """Authentication links: the end user connects one provider."""
+
+    widget = MagicLink.Widget.AUTHENTICATION
+    create_serializer_class = s.AuthenticationLinkCreateSerializer
+    create_with_user_serializer_class = s.AuthenticationLinkWithUserCreateSerializer
+
+
+class FileUploadLinkViewSet(MagicLinkViewSet):
+    """File-upload links: the end user uploads a zip of machine files."""
+
+    widget = MagicLink.Widget.FILEUPLOAD
+    create_serializer_class = s.FileUploadLinkCreateSerializer
+    create_with_user_serializer_class = s.FileUploadLinkWithUserCreateSerializer
+
+
+class ProviderApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """The owner's OAuth applications at providers, needed before provider and authentication links."""
+
+    queryset = ProviderApplication.objects.none()
+    serializer_class = s.ProviderApplicationSerializer
+    sort_fields = {"provider": "provider", "createdAt": "created_at"}
+    default_sort = ("provider",)
+
+    def get_queryset(self):
+        return ProviderApplication.objects.filter(owner=self.owner)
+
+    def _checked(self, data: s.ProviderApplicationWriteSerializer) -> dict:
+        values = data.values()
+        try:
+            services.provider_url_check(values["token_url"])
+        except UnsafeUrl as exc:
+            raise DomainError(
+                str(exc), error_key="providerUrlNotAllowed", field_errors=[{"field": "tokenUrl", "message": str(exc)}]
+            ) from None
+        return values
+
+    @extend_schema(request=s.ProviderApplicationWriteSerializer, responses={201: s.ProviderApplicationSerializer})
+    def create(self, request):
+        data = s.ProviderApplicationWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        application = accounts_services.provider_application_create(owner=self.owner, **self._checked(data))
+        return Response(s.ProviderApplicationSerializer(application).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.ProviderApplicationWriteSerializer, responses=s.ProviderApplicationSerializer)
+    def update(self, request, pk=None):
+        data = s.ProviderApplicationWriteSerializer(data=request.data, update=True)
+        data.is_valid(raise_exception=True)
+        values = self._checked(data)
+        with transaction.atomic():
+            application = get_or_404(self.get_queryset().select_for_update(), pk=pk)
+            application = accounts_services.provider_application_update(application=application, **values)
+        return Response(s.ProviderApplicationSerializer(application).data)
+
+    def destroy(self, request, pk=None):
+        accounts_services.provider_application_delete(application=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

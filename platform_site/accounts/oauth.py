@@ -1,0 +1,90 @@
+"""OAuth 2.0 token requests (RFC 6749) at a provider's token URL: the authorization-code exchange and
+the refresh. Plain HTTP, no state: callers store the result (`provider_credential_store`) and announce
+failures (`credentialsUnauthenticated`) themselves, from a layer that may emit events. Network I/O
+only: call it outside transactions."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import requests
+from django.conf import settings
+from django.utils import timezone
+
+from .models import ProviderApplication
+
+
+class TokenRequestFailed(Exception):
+    """The provider did not hand out tokens; the message says why, in words an end user may read."""
+
+
+@dataclass
+class TokenSet:
+    access_token: str
+    refresh_token: str
+    token_type: str
+    scope: str
+    expires_at: datetime | None
+
+
+def _timeout() -> float:
+    return float(getattr(settings, "PROVIDER_TOKEN_TIMEOUT_SECONDS", 10.0))
+
+
+def token_request(application: ProviderApplication, form: dict[str, str]) -> TokenSet:
+    """POST `form` to the token URL with the client authenticated by HTTP Basic (RFC 6749 section 2.3.1)
+    and read the token answer; anything but a 2xx JSON with an access_token is `TokenRequestFailed`."""
+    try:
+        response = requests.post(
+            application.token_url,
+            data=form,
+            auth=(application.client_id, application.client_secret),
+            headers={"Accept": "application/json", "User-Agent": "agdata-platform-oauth/1"},
+            timeout=(_timeout(), _timeout()),
+            allow_redirects=False,
+        )
+    except requests.RequestException as exc:
+        raise TokenRequestFailed(f"{application.provider} could not be reached ({type(exc).__name__}).") from exc
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    if response.status_code >= 300 or "error" in body:
+        reason = body.get("error_description") or body.get("error") or f"HTTP {response.status_code}"
+        raise TokenRequestFailed(f"{application.provider} refused the token request: {str(reason)[:300]}")
+    access_token = body.get("access_token")
+    if not isinstance(access_token, str) or not access_token:
+        raise TokenRequestFailed(f"{application.provider} answered without an access token.")
+    expires_in = body.get("expires_in")
+    expires_at = None
+    if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) and expires_in > 0:
+        expires_at = timezone.now() + timedelta(seconds=int(expires_in))
+    return TokenSet(
+        access_token=access_token,
+        refresh_token=str(body.get("refresh_token") or ""),
+        token_type=str(body.get("token_type") or "")[:64],
+        scope=str(body.get("scope") or "")[:2000],
+        expires_at=expires_at,
+    )
+
+
+def authorization_code_exchange(
+    application: ProviderApplication, *, code: str, redirect_uri: str, code_verifier: str
+) -> TokenSet:
+    """Trade the authorization code for tokens (with the PKCE verifier of the authorization request)."""
+    return token_request(
+        application,
+        {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": application.client_id,
+            "code_verifier": code_verifier,
+        },
+    )
+
+
+def token_refresh(application: ProviderApplication, *, refresh_token: str) -> TokenSet:
+    """New tokens for a refresh token."""
+    return token_request(application, {"grant_type": "refresh_token", "refresh_token": refresh_token})

@@ -1,0 +1,149 @@
+"""The magic link pages in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`)
+driven by Selenium against pytest-django's live server. Each page is saved as a screenshot under
+`TEST_ARTIFACTS_DIR` (default `var/test-artifacts/`).
+
+Without Chromium the tests are skipped locally; with `CI` set they fail instead, so CI never passes
+silently without them."""
+
+import os
+import shutil
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from magiclinks import services
+from magiclinks.models import MagicLink
+from platform_site.accounts.models import ProviderCredential
+from tests.conftest import REPO_ROOT
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+CHROMIUM = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+BRANDING = {"backgroundColor": "#0A3D2E", "companyName": "Acme Agronomy", "showLeafUserName": True}
+
+
+@pytest.fixture(scope="module")
+def artifacts_dir() -> Path:
+    folder = Path(os.environ.get("TEST_ARTIFACTS_DIR") or REPO_ROOT / "var" / "test-artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not (os.path.exists(p) or shutil.which(p))]
+    if missing:
+        message = (
+            f"browser tests need Chromium and its driver ({', '.join(missing)} missing): scripts/system-deps.sh browser"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,900"):
+        options.add_argument(argument)
+    # An explicit driver path: Selenium Manager never tries to download one.
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def shoot(browser, artifacts_dir, request):
+    def save(name: str) -> Path:
+        path = artifacts_dir / f"magiclinks-{request.node.name}-{name}.png"
+        browser.save_screenshot(str(path))
+        return path
+
+    return save
+
+
+@pytest.fixture
+def public_base(live_server, settings):
+    settings.PUBLIC_BASE_URL = live_server.url
+    return live_server.url
+
+
+def wait_for(condition, timeout=60.0, interval=0.25):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError("timed out")
+
+
+def open_link(browser, public_base, core_user, widget, **values):
+    _link, token = services.magic_link_create(core_user=core_user, widget=widget, **values)
+    browser.get(services.link_url(token))
+    return token
+
+
+def test_upload_a_sample_zip_and_watch_it_reach_processed(browser, shoot, public_base, core_user, samples_dir):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    # Given a file-upload link, branded, and a real ISOXML task data zip from the samples
+    open_link(browser, public_base, core_user, MagicLink.Widget.FILEUPLOAD, settings=BRANDING)
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Upload machine files"
+    assert core_user.name in browser.find_element(By.CSS_SELECTOR, "[data-testid=user-name]").text
+    shoot("1-form")
+    sample = samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip"
+    # When the end user picks it and uploads
+    browser.find_element(By.ID, "file").send_keys(str(sample))
+    Select(browser.find_element(By.ID, "provider")).select_by_value("ProviderB")
+    browser.find_element(By.ID, "upload-submit").click()
+    # Then the status page follows the batch until PROCESSED
+    wait_for(lambda: "/batches/" in browser.current_url)
+    wait_for(lambda: browser.find_element(By.ID, "batch-status").text == "PROCESSED")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#batch-files tr")
+    assert [r.get_attribute("data-status") for r in rows] == ["processed"]
+    shoot("2-processed")
+
+
+def test_connect_a_provider_through_oauth(browser, shoot, public_base, owner, core_user, oauth_server, oauth_app):
+    from selenium.webdriver.common.by import By
+
+    # Given a provider link with disconnecting allowed, and the owner's application at a loopback provider
+    open_link(
+        browser, public_base, core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"],
+        settings=BRANDING | {"disconnectedEnabled": True},
+    )  # fmt: skip
+    shoot("1-providers")
+    # When the end user clicks the provider and allows access on the provider's page
+    browser.find_element(By.ID, "connect-ProviderA").click()
+    wait_for(lambda: browser.current_url.startswith(oauth_server.base_url))
+    shoot("2-provider-consent")
+    browser.find_element(By.ID, "allow").click()
+    # Then our page says so and the connection is recorded
+    outcome = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-testid=outcome]"))
+    assert outcome[0].text == "You are connected to ProviderA."
+    shoot("3-connected")
+    credential = ProviderCredential.objects.get(core_user=core_user, provider="ProviderA")
+    assert credential.status == "AUTHENTICATED" and credential.refresh_token in oauth_server.refresh_tokens
+    # And the user may disconnect at the end
+    browser.find_element(By.XPATH, "//button[normalize-space()='Disconnect ProviderA']").click()
+    outcome = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-testid=outcome]"))
+    assert outcome[0].text == "You are disconnected from ProviderA."
+    assert not ProviderCredential.objects.filter(core_user=core_user).exists()
+    shoot("4-disconnected")
+
+
+def test_an_expired_link_shows_a_clear_page(browser, shoot, public_base, core_user):
+    from selenium.webdriver.common.by import By
+
+    link, token = services.magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD)
+    MagicLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    browser.get(services.link_url(token))
+    assert browser.find_element(By.TAG_NAME, "h1").text == "This link has expired"
+    assert "new link" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
+    shoot("1-expired")

@@ -1,0 +1,296 @@
+"""The end-user pages at `/links/<token>` through HTTP: branding, visit counting, unknown / expired /
+revoked links, the OAuth 2.0 authorization-code flow against a real loopback server, disconnecting,
+credentialsUnauthenticated, and uploads into the batch pipeline."""
+
+import io
+import re
+from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from django.db import connection
+from django.utils import timezone
+
+from magiclinks import services
+from magiclinks.models import MagicLink
+from platform_site.accounts.models import ProviderCredential
+
+from .helpers import provider_app
+
+pytestmark = [pytest.mark.django_db]
+SETTINGS = {
+    "backgroundColor": "#0A3D2E",
+    "companyName": "Acme Agronomy",
+    "companyLogo": "https://cdn.example.com/logo.png",
+    "headerImage": "https://cdn.example.com/header.jpg",
+    "showLeafUserName": True,
+}
+
+
+def make_link(core_user, widget, **values):
+    link, token = services.magic_link_create(core_user=core_user, widget=widget, **values)
+    return link, f"/links/{token}"
+
+
+def connect(client, url, provider="ProviderA", allow=True):
+    """Click "Connect", let the loopback provider answer, and follow its redirect back to our callback."""
+    started = client.get(f"{url}/connect/{provider}")
+    assert started.status_code == 302, started.content[:300]
+    consent = requests.get(started["Location"], timeout=5)
+    assert consent.status_code == 200
+    choice = "allow" if allow else "deny"
+    back = consent.text.split(f"id='{choice}' href='")[1].split("'")[0].replace("&amp;", "&")
+    parts = urlsplit(back)
+    return client.get(parts.path, parse_qs(parts.query) | {}), started
+
+
+@pytest.mark.embedded
+def test_upload_page_is_branded_counts_visits_and_is_private(client, core_user):
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings=SETTINGS)
+    response = client.get(url)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Acme Agronomy" in page and "https://cdn.example.com/logo.png" in page and "header.jpg" in page
+    assert "--page-bg: #0A3D2E; --page-fg: #FFFFFF" in page  # white text on the dark green
+    assert core_user.name in page
+    assert '<label for="file">' in page and 'name="provider"' in page
+    assert response["Referrer-Policy"] == "same-origin" and "no-store" in response["Cache-Control"]
+    client.get(url)
+    link.refresh_from_db()
+    assert link.usage_count == 2 and link.last_accessed_at is not None
+
+
+@pytest.mark.embedded
+def test_the_user_name_shows_only_when_asked(client, core_user):
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings={"showLeafUserName": False})
+    page = client.get(url).content.decode()
+    assert core_user.name not in page
+    assert "--page-bg: #F5F5F5; --page-fg: #111111" in page
+
+
+@pytest.mark.embedded
+def test_unknown_expired_and_revoked_links_have_clear_pages(client, core_user):
+    assert client.get("/links/" + "x" * 43).status_code == 404
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    MagicLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    expired = client.get(url)
+    assert expired.status_code == 410 and "This link has expired" in expired.content.decode()
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    services.magic_link_delete(link=link)
+    revoked = client.get(url)
+    assert revoked.status_code == 410 and "no longer valid" in revoked.content.decode()
+    assert client.post(f"{url}/upload", {}).status_code == 410
+    link.refresh_from_db()
+    assert link.usage_count == 0
+
+
+@pytest.mark.embedded
+def test_provider_page_offers_one_button_per_allowed_provider(client, owner, core_user):
+    for p in ("ProviderA", "ProviderB"):
+        provider_app(owner, p)
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderB", "ProviderA"])
+    page = client.get(url).content.decode()
+    assert page.index("Connect ProviderB") < page.index("Connect ProviderA")
+    assert client.get(f"{url}/connect/ProviderC").status_code == 404
+    _link, auth_url = make_link(core_user, MagicLink.Widget.AUTHENTICATION, provider="ProviderB")
+    page = client.get(auth_url).content.decode()
+    assert "Connect ProviderB" in page and "Connect ProviderA" not in page
+
+
+@pytest.mark.embedded
+def test_connect_redirects_to_the_provider_with_state_and_pkce(client, owner, core_user, settings):
+    settings.PUBLIC_BASE_URL = "https://platform.example.com"
+    provider_app(owner, "ProviderA", base_url="https://auth.example.com")
+    _link, url = make_link(core_user, MagicLink.Widget.AUTHENTICATION, provider="ProviderA")
+    response = client.get(f"{url}/connect/ProviderA")
+    assert response.status_code == 302
+    target = urlsplit(response["Location"])
+    assert (target.scheme, target.netloc, target.path) == ("https", "auth.example.com", "/authorize")
+    query = {k: v[0] for k, v in parse_qs(target.query).items()}
+    assert query["response_type"] == "code" and query["client_id"] == "client-ProviderA"
+    assert query["redirect_uri"] == "https://platform.example.com/links/oauth/callback"
+    assert query["code_challenge_method"] == "S256" and len(query["code_challenge"]) == 43
+    assert query["scope"] == "files offline_access" and len(query["state"]) >= 43
+    assert response.cookies["magiclink_browser"]["httponly"] and response.cookies["magiclink_browser"]["samesite"]
+
+
+def test_oauth_flow_stores_encrypted_credentials(client, core_user, oauth_server, oauth_app, settings):
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, url)
+    assert response.status_code == 200, re.findall(r"outcome\">([^<]*)", response.content.decode())
+    page = response.content.decode()
+    assert "You are connected to ProviderA." in page and "Back to your providers" in page
+    credential = ProviderCredential.objects.get(core_user=core_user, provider="ProviderA")
+    assert credential.status == "AUTHENTICATED" and credential.access_token.startswith("access-")
+    assert credential.refresh_token in oauth_server.refresh_tokens
+    assert credential.expires_at > timezone.now() + timedelta(minutes=59)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT access_token, refresh_token FROM accounts_providercredential")
+        [(access, refresh)] = cursor.fetchall()
+    assert credential.access_token not in access and credential.refresh_token not in refresh
+    # The link's page now shows the connection.
+    assert 'data-state="authenticated"' in client.get(url).content.decode()
+    # The state was single use.
+    [token_request] = oauth_server.token_requests
+    assert token_request["grant_type"] == "authorization_code"
+
+
+def test_a_callback_is_refused_for_unknown_reused_or_foreign_state(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    assert client.get("/links/oauth/callback", {"state": "forged", "code": "x"}).status_code == 400
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    started = client.get(f"{url}/connect/ProviderA")
+    state = parse_qs(urlsplit(started["Location"]).query)["state"][0]
+    # Another browser (without this browser's cookie) cannot complete it (login CSRF).
+    from django.test import Client
+
+    stranger = Client().get("/links/oauth/callback", {"state": state, "code": "x"})
+    assert stranger.status_code == 400 and "another browser" in stranger.content.decode()
+    assert not ProviderCredential.objects.exists()
+    assert oauth_server.token_requests == []
+
+
+def test_the_user_may_deny_access(client, core_user, oauth_server, oauth_app, settings):
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, url, allow=False)
+    assert response.status_code == 400
+    assert "did not grant access (access_denied)" in response.content.decode()
+    assert not ProviderCredential.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_token_exchange_emits_credentials_unauthenticated(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+):
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)  # a first, good connection
+    oauth_server.fail_token = True
+    response, _ = connect(client, url)
+    assert response.status_code == 502
+    assert "The grant was revoked." in response.content.decode()
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    assert credential.status == "UNAUTHENTICATED" and "revoked" in credential.status_message
+    [event] = [e for e in webhook_receiver.wait_for(1) and webhook_receiver.events()]
+    assert event["type"] == "credentialsUnauthenticated"
+    assert event["coreUserId"] == str(core_user.id) and event["provider"] == "ProviderA"
+    assert "The grant was revoked." in event["message"]
+    assert 'data-state="unauthenticated"' in client.get(url).content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refresh_renews_tokens_or_emits_credentials_unauthenticated(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+):
+    from magiclinks.tasks import magiclinks_credential_refresh
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    first = ProviderCredential.objects.get(core_user=core_user)
+    magiclinks_credential_refresh.delay(str(first.pk))
+    renewed = ProviderCredential.objects.get(pk=first.pk)
+    assert renewed.access_token != first.access_token and renewed.status == "AUTHENTICATED"
+    assert webhook_receiver.received == []
+    oauth_server.fail_token = True
+    magiclinks_credential_refresh.delay(str(first.pk))
+    assert ProviderCredential.objects.get(pk=first.pk).status == "UNAUTHENTICATED"
+    [event] = webhook_receiver.wait_for(1) and webhook_receiver.events()
+    assert (event["type"], event["provider"]) == ("credentialsUnauthenticated", "ProviderA")
+
+
+def test_disconnect_only_when_the_link_allows_it(client, core_user, oauth_server, oauth_app, settings):
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, closed_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, closed_url)
+    assert "Disconnect ProviderA" not in response.content.decode()
+    assert client.post(f"{closed_url}/disconnect", {"provider": "ProviderA"}).status_code == 404
+    assert ProviderCredential.objects.filter(core_user=core_user).exists()
+
+    _link, url = make_link(
+        core_user, MagicLink.Widget.AUTHENTICATION, provider="ProviderA", settings={"disconnectedEnabled": True}
+    )
+    response, _ = connect(client, url)
+    assert "Disconnect ProviderA" in response.content.decode()
+    done = client.post(f"{url}/disconnect", {"provider": "ProviderA"})
+    assert done.status_code == 200 and "You are disconnected from ProviderA." in done.content.decode()
+    assert not ProviderCredential.objects.filter(core_user=core_user).exists()
+
+
+def test_disconnect_needs_the_csrf_token(core_user, oauth_app):
+    from django.test import Client
+
+    _link, url = make_link(
+        core_user, MagicLink.Widget.AUTHENTICATION, provider="ProviderA", settings={"disconnectedEnabled": True}
+    )
+    assert Client(enforce_csrf_checks=True).post(f"{url}/disconnect", {"provider": "ProviderA"}).status_code == 403
+
+
+def _zip_file(data: bytes, name="upload.zip"):
+    file = io.BytesIO(data)
+    file.name = name
+    return file
+
+
+@pytest.mark.django_db(transaction=True)
+def test_upload_goes_into_the_batch_pipeline_and_shows_its_progress(client, core_user, samples_dir):
+    from conversion.models import Batch
+
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    data = (samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip").read_bytes()
+    response = client.post(f"{url}/upload", {"file": _zip_file(data), "provider": "ProviderB"})
+    assert response.status_code == 303, response.content[:500]
+    batch = Batch.objects.get(core_user=core_user)
+    assert (batch.provider, batch.size) == ("ProviderB", len(data))
+    assert response["Location"] == f"{url}/batches/{batch.pk}"
+    status = client.get(f"{url}/batches/{batch.pk}/status").json()
+    assert status["id"] == str(batch.pk) and status["status"] == "PROCESSED", status
+    assert [f["status"] for f in status["files"]] == ["processed"]
+    page = client.get(response["Location"]).content.decode()
+    assert "PROCESSED" in page and 'http-equiv="refresh"' not in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_batch_pages_show_only_batches_uploaded_through_the_link(client, core_user, samples_dir):
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    _other, other_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    data = (samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip").read_bytes()
+    location = client.post(f"{url}/upload", {"file": _zip_file(data)})["Location"]
+    batch_id = location.rsplit("/", 1)[1]
+    assert client.get(f"{other_url}/batches/{batch_id}").status_code == 404
+    assert client.get(f"{other_url}/batches/{batch_id}/status").status_code == 404
+
+
+@pytest.mark.embedded
+def test_upload_errors_show_the_form_again(client, core_user):
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    not_zip = client.post(f"{url}/upload", {"file": _zip_file(b"hello, not a zip", "notes.txt")})
+    assert not_zip.status_code == 400 and "not a zip archive" in not_zip.content.decode()
+    assert client.post(f"{url}/upload", {}).status_code == 400
+    bad_provider = client.post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18)), "provider": "Nope"})
+    assert bad_provider.status_code == 400
+    assert client.get(f"{url}/upload").status_code == 405
+
+
+@pytest.mark.embedded
+def test_too_large_uploads_are_413(client, core_user, settings):
+    settings.CONVERSION_UPLOAD_MAX_BYTES = 10
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    response = client.post(f"{url}/upload", {"file": _zip_file(b"PK\x03\x04" + bytes(100))})
+    assert response.status_code == 413 and "larger than the limit" in response.content.decode()
+
+
+@pytest.mark.embedded
+def test_upload_needs_the_csrf_token(core_user):
+    from django.test import Client
+
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    response = Client(enforce_csrf_checks=True).post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))})
+    assert response.status_code == 403

@@ -1,0 +1,123 @@
+"""Provider applications (`/services/widgets/api/provider-applications`): the API owner's OAuth application
+per provider; the client secret is stored encrypted and never returned."""
+
+import pytest
+from django.db import connection
+
+from platform_site.accounts.models import ProviderApplication
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+from .helpers import API
+
+URL = f"{API}/provider-applications"
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+BODY = {
+    "provider": "ProviderA",
+    "clientId": "my-client",
+    "clientSecret": "top-secret-value",
+    "authorizeUrl": "https://auth.example.com/oauth/authorize",
+    "tokenUrl": "https://auth.example.com/oauth/token",
+    "scopes": ["files", "offline_access"],
+}
+
+
+@pytest.fixture(autouse=True)
+def _public_base(settings):
+    settings.PUBLIC_BASE_URL = "https://platform.example.com"
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True  # the test hosts do not resolve here
+
+
+def test_register_read_change_and_delete(api_client):
+    response = api_client.post(URL, BODY, format="json")
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert "top-secret-value" not in response.content.decode()
+    assert created == {
+        "id": created["id"],
+        "provider": "ProviderA",
+        "clientId": "my-client",
+        "authorizeUrl": BODY["authorizeUrl"],
+        "tokenUrl": BODY["tokenUrl"],
+        "scopes": ["files", "offline_access"],
+        "redirectUri": "https://platform.example.com/links/oauth/callback",
+        "createdAt": created["createdAt"],
+        "updatedAt": created["updatedAt"],
+    }
+    assert api_client.get(f"{URL}/{created['id']}").json() == created
+    assert api_client.get(URL).json() == [created]
+
+    # A change without clientSecret keeps the stored secret.
+    change = {k: v for k, v in BODY.items() if k not in ("provider", "clientSecret")} | {"clientId": "new-client"}
+    changed = api_client.put(f"{URL}/{created['id']}", change, format="json")
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["clientId"] == "new-client"
+    application = ProviderApplication.objects.get(pk=created["id"])
+    assert application.client_secret == "top-secret-value"
+    api_client.put(f"{URL}/{created['id']}", change | {"clientSecret": "rotated"}, format="json")
+    application.refresh_from_db()
+    assert application.client_secret == "rotated"
+
+    assert api_client.delete(f"{URL}/{created['id']}").status_code == 204
+    assert_problem(api_client.get(f"{URL}/{created['id']}"), 404, "notFound")
+
+
+def test_the_secret_is_encrypted_at_rest(api_client):
+    created = api_client.post(URL, BODY, format="json").json()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT client_secret FROM accounts_providerapplication WHERE client_id = %s", ["my-client"])
+        [(stored,)] = cursor.fetchall()
+    assert "top-secret-value" not in stored and len(stored) > 40
+    assert ProviderApplication.objects.get(pk=created["id"]).client_secret == "top-secret-value"
+
+
+def test_one_application_per_provider(api_client, other_client):
+    assert api_client.post(URL, BODY, format="json").status_code == 201
+    assert_problem(api_client.post(URL, BODY, format="json"), 409, "providerAppExists")
+    assert api_client.post(URL, BODY | {"provider": "ProviderB"}, format="json").status_code == 201
+    assert other_client.post(URL, BODY, format="json").status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"provider": "ProviderG"}, "provider"),
+        ({"provider": "Other"}, "provider"),
+        ({"clientId": ""}, "clientId"),
+        ({"clientSecret": ""}, "clientSecret"),
+        ({"clientSecret": None}, "clientSecret"),
+        ({"authorizeUrl": "ftp://auth.example.com/a"}, "authorizeUrl"),
+        ({"tokenUrl": "not a url"}, "tokenUrl"),
+        ({"scopes": "files"}, "scopes"),
+        ({"scopes": [1]}, "scopes[0]"),
+        ({"redirectUri": "https://x.example.com"}, "redirectUri"),
+    ],
+)
+def test_invalid_applications_are_400(api_client, overrides, field):
+    body = assert_problem(api_client.post(URL, BODY | overrides, format="json"), 400, "validation")
+    assert field in [e["field"] for e in body["fieldErrors"]], body
+    assert not ProviderApplication.objects.exists()
+
+
+def test_a_token_url_into_a_private_network_is_refused_unless_allowed(api_client, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+    body = assert_problem(
+        api_client.post(URL, BODY | {"tokenUrl": "http://127.0.0.1:9/token"}, format="json"),
+        400,
+        "providerUrlNotAllowed",
+    )
+    assert body["fieldErrors"][0]["field"] == "tokenUrl"
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    assert api_client.post(URL, BODY | {"tokenUrl": "http://127.0.0.1:9/token"}, format="json").status_code == 201
+
+
+def test_another_owner_cannot_see_change_or_delete_an_application(api_client, other_client):
+    created = api_client.post(URL, BODY, format="json").json()
+    change = {k: v for k, v in BODY.items() if k != "provider"}
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=f"{URL}/{created['id']}",
+        resource_id=created["id"],
+        list_urls=[URL],
+        updates=[("put", change)],
+    )
