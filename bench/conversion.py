@@ -1,6 +1,12 @@
-"""Throughput of the conversion readers and of standardize + summary, on the real samples. Prints figures only.
+"""Conversion throughput on the real samples, and the memory of a streamed upload. Prints figures only.
 
-Run: `python bench/conversion_readers.py` (SAMPLES_DIR overrides the samples folder, REPEAT the ISOXML scale-up).
+Run: `make bench BENCH=conversion` (SAMPLES_DIR overrides the samples folder, REPEAT the ISOXML scale-up,
+UPLOAD_MB the size of the generated upload, default 1024).
+
+- Reader alone, each stage, and the whole file pipeline (read, derive, clean, summary, units, the points file,
+  standardGeojson and rawGeojson written to disk) for ISOXML binary time logs and for the JD harvest shapefile.
+- Peak resident memory of a process that receives a generated zip upload of 64 MB and of UPLOAD_MB through
+  Django's multipart parser with our streaming `ZipUploadHandler`: it must not grow with the file.
 
 The ISOXML figure uses the CCI ValidTimeLogs binaries (all 21 logs share one header) concatenated and repeated in
 a temporary task until there are at least a million records, then read by the full ISOXML reader.
@@ -19,7 +25,7 @@ from xml.etree import ElementTree
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from conversion import standardize  # noqa: E402
+from conversion import pointstore, standardize  # noqa: E402
 from conversion.archive import detect, safe_extract  # noqa: E402
 from conversion.readers import Dataset, get_reader  # noqa: E402
 from conversion.readers.isoxml import IsoxmlReader  # noqa: E402
@@ -102,6 +108,55 @@ def main() -> None:
         print(f"JD harvest shapefile reader {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s ({n:,} points)")
         seconds, _ = best_of(lambda: standardize.summary(standardize.clean(standardize.derive(shp_tables[0])).table))
         print(f"  derive+clean+summary      {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s")
+        seconds, n = best_of(lambda: whole_pipeline("SHAPEFILE", shp, tmp_path), runs=3)
+        print(f"  whole file pipeline       {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s (read to outputs)")
+        seconds, n = best_of(lambda: whole_pipeline("ISOXML", dataset, tmp_path), runs=1)
+        print(f"ISOXML whole file pipeline  {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s (read to outputs)")
+    upload_memory()
+
+
+def whole_pipeline(fmt: str, dataset: Dataset, out: Path) -> int:
+    """What a file task does between the reader and the database: every output written to disk."""
+    points = 0
+    for table in get_reader(fmt).read(dataset):
+        with open(out / "raw.npz", "wb") as fh:
+            pointstore.table_save(table, fh)
+        cleaned, _ = standardize.standardize(table)
+        with open(out / "raw.geojson", "wb") as fh:
+            standardize.write_raw_geojson(table, fh)
+        with open(out / "points.npz", "wb") as fh:
+            pointstore.table_save(cleaned, fh, include_raw=False)
+        with open(out / "standard.geojson", "wb") as fh:
+            standardize.write_standard_geojson(cleaned, fh)
+        standardize.summary(cleaned)
+        standardize.units(cleaned)
+        points += len(table)
+    return points
+
+
+def upload_memory() -> None:
+    """Peak RSS of a process receiving a small and a large generated upload (kB as Linux reports it)."""
+    import subprocess
+
+    big = int(os.environ.get("UPLOAD_MB", "1024"))
+    with tempfile.TemporaryDirectory() as media:
+        env = os.environ | {"MEDIA_ROOT": media, "CONVERSION_UPLOAD_MAX_BYTES": str(4 * 1024**3)}
+        for mb in (64, big):
+            started = time.perf_counter()
+            out = subprocess.run(
+                [sys.executable, str(REPO / "bench" / "_upload_child.py"), str(mb * 1024 * 1024)],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            seconds = time.perf_counter() - started
+            size, before, after = (int(v) for v in out[-3:])
+            print(
+                f"upload {mb:5d} MB streamed to disk: peak RSS {after / 1024:6.1f} MB "
+                f"(after Django setup {before / 1024:6.1f} MB), {size / seconds / 1e6:6.0f} MB/s"
+            )
 
 
 if __name__ == "__main__":
