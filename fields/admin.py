@@ -1,16 +1,44 @@
-"""Admin with map widgets. Boundaries are immutable: the admin shows them, it does not change them."""
+"""Admin with map widgets. Boundaries are immutable: the admin shows them, it does not change them.
+
+A boundary's geometry is drawn on a map with no drawing or editing tools, and its form field is disabled, so
+Django ignores whatever a crafted POST sends for it. A field's current boundary (`boundary`) is read-only
+too: a field's shape changes only through the services (new boundary, events, auto-merge)."""
 
 from django.contrib import admin
-from django.contrib.gis.admin import GISModelAdmin
 from django.contrib.gis.admin.options import GeoModelAdminMixin
+from django.contrib.gis.db.models import GeometryField
+from django.contrib.gis.forms import OSMWidget
 
 from .models import Boundary, Farm, Field, FieldFile, Grower
 
 
-class BoundaryInline(GeoModelAdminMixin, admin.StackedInline):
+class ReadOnlyMapWidget(OSMWidget):
+    """The geometry on an OpenStreetMap map without the draw/modify interactions or the "Delete all Features"
+    link; its serialized value has no form name, so the browser posts nothing for it."""
+
+    template_name = "fields/readonly_map.html"
+
+
+class ImmutableGeometryAdminMixin(GeoModelAdminMixin):
+    """Geometry columns shown on a read-only map, their form fields disabled (a posted value is ignored)."""
+
+    gis_widget = ReadOnlyMapWidget
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if isinstance(db_field, GeometryField):
+            formfield.disabled = True
+            formfield.required = False
+        return formfield
+
+
+BOUNDARY_READONLY_FIELDS = ["id", "field", "status", "provider_status", "provider_boundary_id", "area_ha", "created_at"]
+
+
+class BoundaryInline(ImmutableGeometryAdminMixin, admin.StackedInline):
     model = Boundary
     fields = ["id", "status", "provider_status", "provider_boundary_id", "area_ha", "geometry", "created_at"]
-    readonly_fields = ["id", "status", "provider_status", "provider_boundary_id", "area_ha", "created_at"]
+    readonly_fields = [name for name in BOUNDARY_READONLY_FIELDS if name != "field"]
     extra = 0
     can_delete = False
 
@@ -23,17 +51,26 @@ class FieldAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "core_user", "type", "provider_name", "created_at"]
     list_filter = ["type", "provider_name"]
     search_fields = ["id", "name", "provider_field_id"]
-    raw_id_fields = ["core_user", "farm", "boundary", "merged_field"]
+    raw_id_fields = ["core_user", "farm", "merged_field"]
+    readonly_fields = ["boundary"]
     inlines = [BoundaryInline]
 
 
 @admin.register(Boundary)
-class BoundaryAdmin(GISModelAdmin):
+class BoundaryAdmin(ImmutableGeometryAdminMixin, admin.ModelAdmin):
+    """Read-only: boundaries are created and retired by the services, never here."""
+
     list_display = ["id", "field", "status", "provider_status", "area_ha", "created_at"]
     list_filter = ["status", "provider_status"]
     search_fields = ["id", "field__id"]
-    raw_id_fields = ["field"]
-    readonly_fields = ["area_ha", "created_at"]
+    fields = [*BOUNDARY_READONLY_FIELDS, "geometry"]
+    readonly_fields = BOUNDARY_READONLY_FIELDS
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Farm)

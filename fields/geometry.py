@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
 from pyproj import Geod
@@ -155,12 +156,20 @@ class Overlap:
         return self.area_m2 > 0 and self.best + RATIO_TOLERANCE >= threshold
 
 
-def overlap(field_geometry, field_area_m2: float, geometry, geometry_area_m2: float) -> Overlap:
-    """Geodesic overlap of a field's boundary with a geometry, as percentages of each area."""
-    intersection = field_geometry.intersection(geometry)
-    area = geodesic_area_m2(intersection) if not intersection.is_empty else 0.0
-    return Overlap(
-        area_m2=area,
-        of_field=100.0 * area / field_area_m2 if field_area_m2 > 0 else 0.0,
-        of_geometry=100.0 * area / geometry_area_m2 if geometry_area_m2 > 0 else 0.0,
-    )
+def overlaps(field_geometries, field_areas_m2, geometry, geometry_area_m2: float) -> list[Overlap]:
+    """Geodesic overlap of each field boundary with a geometry, as percentages of each area: one vectorised
+    GEOS intersection over the whole array, and the geodesic area (the costly part) only of the
+    intersections that are not empty."""
+    intersections = shapely.intersection(np.asarray(field_geometries, dtype=object), geometry)
+    empty = shapely.is_empty(intersections)
+    found = []
+    for intersection, is_empty, field_area_m2 in zip(intersections, empty, field_areas_m2, strict=True):
+        area = 0.0 if is_empty else geodesic_area_m2(intersection)
+        found.append(
+            Overlap(
+                area_m2=area,
+                of_field=100.0 * area / field_area_m2 if field_area_m2 > 0 else 0.0,
+                of_geometry=100.0 * area / geometry_area_m2 if geometry_area_m2 > 0 else 0.0,
+            )
+        )
+    return found

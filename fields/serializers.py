@@ -1,5 +1,8 @@
 """Shapes of fields, boundaries, farms and growers (the spec's camelCase names), and strict inputs."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -10,6 +13,7 @@ from platform_site.api.serializers import (
     StrictFloatField,
     StrictIntegerField,
     TimestampField,
+    format_timestamp,
 )
 
 from .geometry import from_geos, parse_multipolygon, to_geojson
@@ -48,6 +52,26 @@ class GeoJSONMultiPolygonField(serializers.Field):
         return to_geojson(value)
 
 
+# The columns of a field that its representation reads (besides its boundaries, files and sources).
+FIELD_COLUMNS = (
+    "id",
+    "core_user_id",
+    "name",
+    "type",
+    "farm_id",
+    "merged_field_id",
+    "provider_name",
+    "provider_id",
+    "provider_field_id",
+    "provider_field_name",
+    "provider_boundary_id",
+    "organization_id",
+    "legacy",
+    "created_at",
+    "updated_at",
+)
+
+
 def area_representation(boundary: Boundary | None) -> dict | None:
     return {"value": boundary.area_ha, "unit": "ha"} if boundary is not None else None
 
@@ -76,14 +100,62 @@ class BoundarySerializer(ApiModelSerializer):
         return geometry_representation(boundary)
 
 
+class AreaSerializer(ApiSerializer):
+    """`{value, unit}`: a geodesic area in hectares."""
+
+    value = serializers.FloatField()
+    unit = serializers.CharField()
+
+
+def field_representation(row: Mapping[str, Any]) -> dict:
+    """The API shape of a field from plain values: the model's column names (`id`, `core_user_id`, `name`,
+    `type`, `farm_id`, `merged_field_id`, `provider_*`, `organization_id`, `legacy`, `created_at`,
+    `updated_at`), its active boundary's `area_ha` and shapely `geometry` (None without one) and the id lists
+    `boundary_ids` (in creation order), `file_ids` and `source_ids` (sorted). One dict per field, no DRF field
+    machinery: `FieldSerializer` and the intersects query (which reads rows, not models) both answer this."""
+    provider = bool(row["provider_name"])
+    data = {
+        "id": row["id"],
+        "coreUserId": str(row["core_user_id"]),
+        "name": row["name"],
+        "area": {"value": row["area_ha"], "unit": "ha"} if row["area_ha"] is not None else None,
+        "geometry": to_geojson(row["geometry"]) if row["geometry"] is not None else None,
+        "boundaries": [str(boundary_id) for boundary_id in row["boundary_ids"]],
+    }
+    if provider:
+        data.update(
+            providerName=row["provider_name"],
+            providerId=row["provider_id"],
+            providerFieldId=row["provider_field_id"],
+            providerFieldName=row["provider_field_name"],
+            providerBoundaryId=row["provider_boundary_id"],
+            organizationId=row["organization_id"],
+        )
+    data.update(
+        type=row["type"],
+        createdTime=format_timestamp(row["created_at"]),
+        updatedTime=format_timestamp(row["updated_at"]),
+        farmId=row["farm_id"],
+    )
+    if row["merged_field_id"] is not None:
+        data["mergedFieldId"] = row["merged_field_id"]
+    if row["type"] == Field.Type.MERGED:
+        data["sources"] = sorted(row["source_ids"])
+    data["files"] = list(row["file_ids"])
+    data["legacy"] = row["legacy"]
+    return data
+
+
 class FieldSerializer(ApiModelSerializer):
     """A field with its active boundary's area and geometry (deprecated keys, still served), the ids of
-    its boundaries and files; `mergedFieldId` / `sources` and provider keys only when they apply."""
+    its boundaries and files; `mergedFieldId` / `sources` and provider keys only when they apply.
+
+    The declared fields document the shape (OpenAPI); `field_representation` renders it."""
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
-    area = serializers.SerializerMethodField()
-    geometry = serializers.SerializerMethodField()
-    boundaries = serializers.SerializerMethodField()
+    area = AreaSerializer(read_only=True, allow_null=True)
+    geometry = GeoJSONMultiPolygonField(read_only=True, allow_null=True)
+    boundaries = serializers.ListField(child=serializers.CharField(), read_only=True)
     providerName = serializers.CharField(source="provider_name", read_only=True)
     providerId = serializers.IntegerField(source="provider_id", read_only=True)
     providerFieldId = serializers.CharField(source="provider_field_id", read_only=True)
@@ -94,8 +166,8 @@ class FieldSerializer(ApiModelSerializer):
     updatedTime = TimestampField(source="updated_at", read_only=True)
     farmId = serializers.IntegerField(source="farm_id", read_only=True)
     mergedFieldId = serializers.CharField(source="merged_field_id", read_only=True)
-    sources = serializers.SerializerMethodField()
-    files = serializers.SerializerMethodField()
+    sources = serializers.ListField(child=serializers.CharField(), read_only=True)
+    files = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = Field
@@ -118,31 +190,18 @@ class FieldSerializer(ApiModelSerializer):
         ]
         read_only_fields = fields
 
-    def get_area(self, field) -> dict | None:
-        return area_representation(field.boundary)
-
-    def get_geometry(self, field) -> dict | None:
-        return geometry_representation(field.boundary)
-
-    def get_boundaries(self, field) -> list[str]:
-        return [str(b.id) for b in field.boundaries.all()]
-
-    def get_sources(self, field) -> list[str]:
-        return sorted(s.id for s in field.sources.all())
-
-    def get_files(self, field) -> list[str]:
-        return [link.file_id for link in field.file_links.all()]
-
     def to_representation(self, field):
-        data = super().to_representation(field)
-        if not field.is_provider_field:
-            for key in FIELD_PROVIDER_KEYS:
-                data.pop(key)
-        if field.merged_field_id is None:
-            data.pop("mergedFieldId")
-        if field.type != Field.Type.MERGED:
-            data.pop("sources")
-        return data
+        boundary = field.boundary
+        return field_representation(
+            {
+                **{column: getattr(field, column) for column in FIELD_COLUMNS},
+                "area_ha": boundary.area_ha if boundary is not None else None,
+                "geometry": from_geos(boundary.geometry) if boundary is not None else None,
+                "boundary_ids": [b.id for b in field.boundaries.all()],
+                "file_ids": [link.file_id for link in field.file_links.all()],
+                "source_ids": [s.id for s in field.sources.all()] if field.type == Field.Type.MERGED else [],
+            }
+        )
 
 
 class CoreUserRowIdField(StrictIntegerField):

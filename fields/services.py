@@ -17,7 +17,15 @@ from platform_site.api.errors import ConflictError, DomainError, ForbiddenError
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from .geometry import Overlap, as_multipolygon, from_geos, geodesic_area_m2, overlap, to_geos
+from .geometry import (
+    SQUARE_METRES_PER_HECTARE,
+    Overlap,
+    as_multipolygon,
+    from_geos,
+    geodesic_area_m2,
+    overlaps,
+    to_geos,
+)
 from .models import Boundary, Farm, Field, FieldFile, Grower
 
 FIELD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._~:-]{1,255}$")
@@ -36,7 +44,9 @@ def field_queryset(queryset: QuerySet | None = None) -> QuerySet:
     queryset = Field.objects.all() if queryset is None else queryset
     return queryset.select_related("boundary").prefetch_related(
         Prefetch("boundaries", queryset=Boundary.objects.only("id", "field_id", "created_at")),
-        Prefetch("file_links", queryset=FieldFile.objects.only("id", "field_id", "file_id", "created_at")),
+        Prefetch(
+            "file_links", queryset=FieldFile.objects.only("id", "field_id", "file_id", "created_at").order_by("id")
+        ),
         Prefetch("sources", queryset=Field.objects.only("id", "merged_field_id", "created_at")),
     )
 
@@ -300,23 +310,14 @@ def fields_overlapping(
     ).select_related("boundary")
     if types is not None:
         candidates = candidates.filter(type__in=list(types))
-    geometry_area = geodesic_area_m2(geometry)
-    found = []
-    for field in candidates.order_by("pk"):
-        result = overlap(from_geos(field.boundary.geometry), field.boundary.area_ha * 10_000.0, geometry, geometry_area)
-        if result.satisfies(threshold):
-            found.append((field, result))
-    return found
-
-
-def fields_intersecting(
-    *, core_users: Iterable[CoreUser] | QuerySet, geometry: MultiPolygon, threshold: float
-) -> list[Field]:
-    """The fields answered by `POST .../fields/intersects`, ready to serialize."""
-    matches = fields_overlapping(
-        core_users=core_users, geometry=geometry, threshold=threshold, queryset=field_queryset()
+    candidates = list(candidates.order_by("pk"))
+    results = overlaps(
+        [from_geos(field.boundary.geometry) for field in candidates],
+        [field.boundary.area_ha * SQUARE_METRES_PER_HECTARE for field in candidates],
+        geometry,
+        geodesic_area_m2(geometry),
     )
-    return [field for field, _ in matches]
+    return [(field, result) for field, result in zip(candidates, results, strict=True) if result.satisfies(threshold)]
 
 
 def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPolygon:

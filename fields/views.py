@@ -7,12 +7,12 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from platform_site.accounts.models import CoreUser
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404
 
 from . import services, weather
 from .filtersets import FarmFilterSet, FieldFilterSet, GrowerFilterSet
 from .geometry import to_geojson
+from .intersects import fields_intersecting_rows
 from .models import Boundary, Farm, Field, Grower
 from .serializers import (
     BoundarySerializer,
@@ -26,6 +26,7 @@ from .serializers import (
     GrowerSerializer,
     GrowerWriteSerializer,
     IntersectsSerializer,
+    field_representation,
 )
 
 FIELD_SORT_FIELDS = {
@@ -67,12 +68,10 @@ class FieldListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
     @action(detail=False, methods=["post"], url_path="query/intersects", filter_backends=[], pagination_class=None)
     def query_intersects(self, request):
         data = _valid(GeometrySerializer, request.data)
-        fields = services.fields_intersecting(
-            core_users=CoreUser.objects.filter(owner=self.owner),
-            geometry=data["geometry"],
-            threshold=services.DEFAULT_INTERSECTION_THRESHOLD,
+        rows = fields_intersecting_rows(
+            owner=self.owner, geometry=data["geometry"], threshold=services.DEFAULT_INTERSECTION_THRESHOLD
         )
-        return Response(FieldSerializer(fields, many=True).data)
+        return Response([field_representation(row) for row in rows])
 
 
 class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
@@ -105,10 +104,10 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     @action(detail=False, methods=["post"])
     def intersects(self, request, coreUserId=None):
         data = _valid(IntersectsSerializer, request.data)
-        fields = services.fields_intersecting(
-            core_users=[self.core_user], geometry=data["geometry"], threshold=data["intersectionThreshold"]
+        rows = fields_intersecting_rows(
+            core_user=self.core_user, geometry=data["geometry"], threshold=data["intersectionThreshold"]
         )
-        return Response(FieldSerializer(fields, many=True).data)
+        return Response([field_representation(row) for row in rows])
 
     @extend_schema(request={"application/json": {"type": "array", "items": {"type": "string"}}}, responses=dict)
     @action(detail=False, methods=["post"])

@@ -3,10 +3,12 @@
 import pytest
 from shapely.geometry import shape
 
+from configs.services import config_owner_update
 from fields.geometry import geodesic_area_ha, parse_multipolygon
-from fields.services import fields_overlapping
+from fields.models import Field
+from fields.services import field_create, field_files_attach, fields_overlapping
 from tests.factories import CoreUserFactory
-from tests.fields.helpers import BASE, create_field, fields_url, rect, square
+from tests.fields.helpers import BASE, create_field, field_url, fields_url, rect, square
 from tests.tenancy import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
@@ -101,6 +103,40 @@ def test_invalid_query_geometry_is_400_invalid_geometry(api_client, core_user):
     assert_problem(
         api_client.post(f"{BASE}/fields/query/intersects", {"geometry": bowtie}, format="json"), 400, "invalidGeometry"
     )
+
+
+def test_intersects_answers_each_field_exactly_as_get_does(api_client, core_user, owner):
+    # The query reads rows, not models: every key of every kind of field must still be the one GET answers.
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    farm = api_client.post(f"{BASE}/users/{core_user.id}/farms", {"name": "Farm"}, format="json").json()
+    a = create_field(api_client, core_user, rect(0, 0, 0.02, 0.02), name="a", farmId=farm["id"])["id"]
+    b = create_field(api_client, core_user, rect(0.01, 0, 0.03, 0.02), id="b")["id"]  # merges with a
+    api_client.put(f"{field_url(core_user, b)}/boundary", {"geometry": rect(0.01, 0, 0.035, 0.02)}, format="json")
+    provider = field_create(
+        core_user=core_user,
+        geometry=parse_multipolygon(rect(0.02, 0.01, 0.05, 0.03)),
+        provider_name="ProviderA",
+        provider_id=7,
+        provider_field_id="pf",
+        provider_boundary_id="pb",
+        provider_status="ACTIVE",
+    )
+    field_files_attach(fields=Field.objects.filter(pk__in=[a, b]), file_id="file-2")
+    field_files_attach(fields=Field.objects.filter(pk=a), file_id="file-1")
+    response = api_client.post(
+        f"{fields_url(core_user)}/intersects", {"geometry": rect(0, 0, 0.06, 0.04)}, format="json"
+    )
+    assert response.status_code == 200
+    answered = response.json()
+    expected = [api_client.get(field_url(core_user, f["id"])).json() for f in answered]
+    assert answered == expected
+    kinds = {f["type"] for f in answered}, {bool(f.get("providerName")) for f in answered}
+    assert kinds == ({"ORIGINAL", "MERGED"}, {True, False}) and provider.pk in [f["id"] for f in answered]
+    assert [f["files"] for f in answered if f["id"] == a] == [["file-2", "file-1"]]
+    assert [len(f["boundaries"]) for f in answered if f["id"] == b] == [2]
+    # The deprecated query of all the owner's users renders the same way.
+    deprecated = api_client.post(f"{BASE}/fields/query/intersects", {"geometry": rect(0, 0, 0.06, 0.04)}, format="json")
+    assert deprecated.json() == expected
 
 
 def test_overlap_service_for_other_apps(api_client, core_user):
