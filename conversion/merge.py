@@ -1,0 +1,206 @@
+"""Merge point tables of one operation type into one (POST /files/merge, automerged operation files).
+
+Pure numpy, no Django. The merged table holds every point of every table, sorted by time (stable, so points of
+one time keep their file order; points without a time come last), every column of any table (NaN / NaT / None
+where a table lacks it), and the union of the tables' crops, varieties, products, machines and operators in
+first-seen order.
+
+Units: readers give standard columns in canonical metric units, but a column may still come in two spellings or
+scales (e.g. `m` and `mm`); those are converted to the first table's unit. Units of different kinds cannot be
+merged and raise ValueError naming the column. Raw columns keep the source's values: a raw column whose units
+disagree is converted when possible and otherwise left out of the merged raw columns, with a warning.
+
+Recorded totals (the machine's own counters) are summed when every table records that total in the same unit;
+a total that only some tables record is dropped, since a partial sum would look like a whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from conversion.readers.base import PointTable
+from conversion.readers.units import convert, to_canonical
+
+# Per-point text columns that a table may instead give once for all its points (`crops`, `varieties`).
+_PER_POINT_LISTS = {"crop": "crops", "variety": "varieties"}
+
+
+def tables_merge(tables: list[PointTable], *, name: str) -> PointTable:
+    """One table holding the points of `tables` (all of one operation type), sorted by timestamp.
+
+    Raises ValueError for no tables, mixed operation types, or a standard column whose units cannot be reconciled.
+    """
+    if not tables:
+        raise ValueError("nothing to merge: no tables")
+    types = sorted({t.operation_type for t in tables})
+    if len(types) > 1:
+        raise ValueError(f"cannot merge tables of different operation types: {', '.join(types)}")
+    lengths = [len(t) for t in tables]
+    warnings = [w for t in tables for w in t.warnings]
+
+    crops = _union(t.crops for t in tables)
+    varieties = _union(t.varieties for t in tables)
+    columns_per_table = [_with_per_point_lists(t, crops, varieties) for t in tables]
+
+    units, converted = _reconcile_units(tables, columns_per_table, "units", strict=True, warnings=warnings)
+    raw_units, raw_converted = _reconcile_units(
+        tables, [t.raw_columns for t in tables], "raw_units", strict=False, warnings=warnings
+    )
+    columns = _concat(converted, lengths)
+    raw_columns = _concat(raw_converted, lengths)
+
+    n = sum(lengths)
+    timestamps = columns.get("timestamp")
+    if timestamps is not None and n > 1:
+        # NaT sorts last; a stable sort keeps each table's own order among equal times.
+        order = np.argsort(timestamps, kind="stable")
+        if not np.array_equal(order, np.arange(n)):
+            columns = {k: v[order] for k, v in columns.items()}
+            raw_columns = {k: v[order] for k, v in raw_columns.items()}
+
+    source_units: dict[str, str] = {}
+    for table in tables:
+        for key, unit in table.source_units.items():
+            source_units.setdefault(key, unit)
+    formats = _union([t.source_format] for t in tables if t.source_format)
+    merged = replace(
+        tables[0],
+        name=name,
+        columns=columns,
+        units=units,
+        source_units=source_units,
+        raw_columns=raw_columns,
+        raw_units=raw_units,
+        crops=crops,
+        varieties=varieties,
+        products=_union(t.products for t in tables),
+        machines=_union(t.machines for t in tables),
+        operators=_union(t.operators for t in tables),
+        recorded_totals=_summed_totals(tables),
+        source_format="+".join(formats),
+        warnings=warnings,
+    )
+    merged.refresh_time_range()
+    return merged
+
+
+def _union(lists) -> list:
+    """Distinct items of several lists, in first-seen order."""
+    out: list = []
+    for items in lists:
+        out.extend(item for item in items if item not in out)
+    return out
+
+
+def _with_per_point_lists(table: PointTable, crops: list[str], varieties: list[str]) -> dict[str, np.ndarray]:
+    """The table's columns, plus a per-point crop (variety) column when the merged tables name several.
+
+    A table that names one crop for all its points would otherwise lose it once the merged table names two, and
+    the standard moisture of its points (dry yields) with it.
+    """
+    columns = dict(table.columns)
+    for column, attribute in _PER_POINT_LISTS.items():
+        merged_list = crops if attribute == "crops" else varieties
+        own = getattr(table, attribute)
+        if column in columns or len(merged_list) < 2:
+            continue
+        value = own[0] if len(own) == 1 else None
+        columns[column] = np.full(len(table), value, dtype=object)
+    return columns
+
+
+def _reconcile_units(
+    tables: list[PointTable],
+    columns_per_table: list[dict[str, np.ndarray]],
+    units_attribute: str,
+    *,
+    strict: bool,
+    warnings: list[str],
+) -> tuple[dict[str, str], list[dict[str, np.ndarray]]]:
+    """Units of the merged columns (first table naming one wins) and the columns converted to them.
+
+    A column whose unit differs from the chosen one is converted; when it cannot be, `strict` raises ValueError,
+    otherwise the column is left out of every table with a warning.
+    """
+    chosen: dict[str, str] = {}
+    for table in tables:
+        for key, unit in getattr(table, units_attribute).items():
+            if unit:
+                chosen.setdefault(key, unit)
+    out = [dict(columns) for columns in columns_per_table]
+    dropped: set[str] = set()
+    for table, columns in zip(tables, out, strict=True):
+        for key, unit in getattr(table, units_attribute).items():
+            target = chosen.get(key)
+            if key in dropped or not unit or target is None or unit == target or key not in columns:
+                continue
+            try:
+                factor = _factor(unit, target)
+            except ValueError:
+                if strict:
+                    raise ValueError(
+                        f"cannot merge column {key!r}: one table gives it in {target!r}, another in {unit!r}"
+                    ) from None
+                dropped.add(key)
+                warnings.append(f"raw column {key!r} left out of the merge: its units differ ({target!r}, {unit!r})")
+                continue
+            if factor != 1.0:
+                columns[key] = np.asarray(columns[key], dtype=np.float64) * factor
+    for columns in out:
+        for key in dropped:
+            columns.pop(key, None)
+    return {k: v for k, v in chosen.items() if k not in dropped}, out
+
+
+def _factor(unit: str, target: str) -> float:
+    """Factor taking values in `unit` to `target` (same kind); ValueError when they are of different kinds."""
+    if to_canonical(unit) is None or to_canonical(target) is None:
+        raise ValueError(f"unknown unit {unit!r} or {target!r}")
+    return convert(1.0, unit, target)
+
+
+def _concat(dicts: list[dict[str, np.ndarray]], lengths: list[int]) -> dict[str, np.ndarray]:
+    """Column-wise concatenation; a table lacking a column contributes NaN, NaT or None."""
+    keys = _union(list(d) for d in dicts)
+    out: dict[str, np.ndarray] = {}
+    for key in keys:
+        present = [np.asarray(d[key]) for d in dicts if key in d]
+        dtype = _common_dtype(present, complete=len(present) == len(dicts))
+        parts = [
+            np.asarray(d[key]).astype(dtype, copy=False) if key in d else _missing(dtype, n)
+            for d, n in zip(dicts, lengths, strict=True)
+        ]
+        out[key] = np.concatenate(parts)
+    return out
+
+
+def _common_dtype(arrays: list[np.ndarray], *, complete: bool) -> np.dtype:
+    """A dtype holding every array's values: their common one, float when numbers must also hold a missing value
+    (NaN), object for text or a mix."""
+    kinds = {a.dtype.kind for a in arrays}
+    if kinds == {"M"}:
+        return np.result_type(*(a.dtype for a in arrays))
+    if kinds <= {"f", "i", "u", "b"}:
+        common = np.result_type(*(a.dtype for a in arrays))
+        return common if complete or common.kind == "f" else np.dtype(np.float64)
+    return np.dtype(object)
+
+
+def _missing(dtype: np.dtype, n: int) -> np.ndarray:
+    if dtype.kind == "M":
+        return np.full(n, np.datetime64("NaT"), dtype=dtype)
+    if dtype.kind == "f":
+        return np.full(n, np.nan)
+    return np.full(n, None, dtype=object)
+
+
+def _summed_totals(tables: list[PointTable]) -> dict[str, tuple[float, str]]:
+    """Recorded totals every table records in one unit, summed; the others dropped."""
+    out: dict[str, tuple[float, str]] = {}
+    for key, (_, unit) in tables[0].recorded_totals.items():
+        values = [t.recorded_totals.get(key) for t in tables]
+        if all(v is not None and v[1] == unit for v in values):
+            out[key] = (float(sum(v[0] for v in values)), unit)
+    return out

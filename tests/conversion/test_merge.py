@@ -1,0 +1,146 @@
+"""Merging tables of one operation: every point once, in time order, totals and lists summed or united."""
+
+import numpy as np
+import pytest
+
+from conversion import standardize
+from conversion.merge import tables_merge
+from conversion.readers import Dataset, MachineIdentity, PointTable, get_reader
+
+DOTNET_TIMELOGS = "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
+
+
+@pytest.fixture(scope="module")
+def isoxml_tasks(samples_dir) -> dict[str, PointTable]:
+    folder = samples_dir / DOTNET_TIMELOGS
+    tables = get_reader("ISOXML").read(Dataset("ISOXML", folder / "TASKDATA.XML", folder, "ValidTimeLogs"))
+    return {t.name: t for t in tables}
+
+
+def test_merging_two_isoxml_tasks_sums_points_and_totals_and_unites_the_time_range(isoxml_tasks):
+    # Given two harvest tasks of the same export, passed later one first
+    first, second = isoxml_tasks["SAV"], isoxml_tasks["A02"]
+    # When merged
+    merged = tables_merge([second, first], name="SAV + A02")
+    # Then every point is there once, in time order, raw columns alongside
+    assert len(merged) == len(first) + len(second)
+    ts = merged.columns["timestamp"]
+    assert (np.diff(ts.astype(np.int64)) >= 0).all()
+    np.testing.assert_array_equal(ts, np.concatenate([first.columns["timestamp"], second.columns["timestamp"]]))
+    for name in first.raw_columns:
+        assert len(merged.raw_columns[name]) == len(merged), name
+    np.testing.assert_array_equal(
+        merged.columns["wetMassPerArea"],
+        np.concatenate([first.columns["wetMassPerArea"], second.columns["wetMassPerArea"]]),
+    )
+    assert (merged.start, merged.end) == (first.start, second.end)
+    # And the files' own totals add up, as do the totals computed from the points
+    assert merged.recorded_totals["totalWetMass"] == (259605.0 + 242461.0, "kg")
+    for key in ("totalArea", "totalDistance"):
+        assert merged.recorded_totals[key][0] == pytest.approx(
+            first.recorded_totals[key][0] + second.recorded_totals[key][0]
+        )
+    merged_totals = standardize.totals(standardize.derive(merged))
+    for key in ("totalArea", "totalWetMass"):
+        parts = [standardize.totals(standardize.derive(t))[key]["value"] for t in (first, second)]
+        assert merged_totals[key]["value"] == pytest.approx(sum(parts), rel=1e-9), key
+    assert merged.name == "SAV + A02" and merged.operation_type == "harvested"
+    assert merged.machines == first.machines and merged.units == first.units
+
+
+def _table(name: str, start: str, n: int, **kwargs) -> PointTable:
+    columns = {
+        "timestamp": np.datetime64(start, "ms") + np.arange(n) * np.timedelta64(1000, "ms"),
+        "lon": np.linspace(10, 10.001, n),
+        "lat": np.full(n, 54.0),
+    }
+    columns.update(kwargs.pop("columns", {}))
+    return PointTable(name=name, operation_type=kwargs.pop("operation_type", "harvested"), columns=columns, **kwargs)
+
+
+def test_missing_columns_fill_and_lists_unite_in_first_seen_order():
+    a = _table(
+        "a",
+        "2024-09-01T10:00:05",
+        3,
+        columns={"wetMassPerArea": np.array([1.0, 2.0, 3.0]), "sectionId": np.array([1, 2, 3])},
+        units={"wetMassPerArea": "kg/ha"},
+        crops=["corn"],
+        products=["P1"],
+        machines=[MachineIdentity(kind="machine", name="M1")],
+        operators=["Ann"],
+        recorded_totals={"totalWetMass": (10.0, "kg"), "totalArea": (5.0, "m2")},
+    )
+    b = _table(
+        "b",
+        "2024-09-01T10:00:00",
+        2,
+        columns={"harvestMoisture": np.array([20.0, 21.0]), "sectionId": np.array([4, 5])},
+        units={"harvestMoisture": "percentage"},
+        crops=["soybeans"],
+        products=["P2", "P1"],
+        machines=[MachineIdentity(kind="machine", name="M2"), MachineIdentity(kind="machine", name="M1")],
+        operators=["Bob", "Ann"],
+        recorded_totals={"totalWetMass": (4.0, "kg")},
+    )
+    merged = tables_merge([a, b], name="m")
+    # b's points come first (earlier); a column b lacks is NaN there, an integer column both have stays integer
+    assert merged.columns["wetMassPerArea"][:2].tolist() == [pytest.approx(np.nan, nan_ok=True)] * 2
+    assert merged.columns["wetMassPerArea"][2:].tolist() == [1.0, 2.0, 3.0]
+    assert merged.columns["harvestMoisture"][:2].tolist() == [20.0, 21.0]
+    assert np.isnan(merged.columns["harvestMoisture"][2:]).all()
+    assert merged.columns["sectionId"].tolist() == [4, 5, 1, 2, 3]
+    assert merged.columns["sectionId"].dtype.kind == "i"
+    assert merged.crops == ["corn", "soybeans"] and merged.products == ["P1", "P2"]
+    assert [m.name for m in merged.machines] == ["M1", "M2"] and merged.operators == ["Ann", "Bob"]
+    # Two crops: each point keeps its own (standard moisture and bushel weight per point)
+    assert merged.columns["crop"].tolist() == ["soybeans", "soybeans", "corn", "corn", "corn"]
+    # Only totals every table records are summed
+    assert merged.recorded_totals == {"totalWetMass": (14.0, "kg")}
+    assert merged.units == {"wetMassPerArea": "kg/ha", "harvestMoisture": "percentage"}
+
+
+def test_units_are_converted_to_the_first_table_or_refused():
+    a = _table(
+        "a", "2024-09-01T10:00:00", 2, columns={"equipmentWidth": np.array([9.0, 9.0])}, units={"equipmentWidth": "m"}
+    )
+    b = _table(
+        "b", "2024-09-01T11:00:00", 1, columns={"equipmentWidth": np.array([12000.0])}, units={"equipmentWidth": "mm"}
+    )
+    merged = tables_merge([a, b], name="m")
+    assert merged.columns["equipmentWidth"].tolist() == [9.0, 9.0, 12.0]
+    assert merged.units["equipmentWidth"] == "m"
+
+    c = _table(
+        "c", "2024-09-01T12:00:00", 1, columns={"equipmentWidth": np.array([1.0])}, units={"equipmentWidth": "kg"}
+    )
+    with pytest.raises(ValueError, match="equipmentWidth"):
+        tables_merge([a, c], name="m")
+
+
+def test_raw_columns_with_unreconcilable_units_are_left_out_with_a_warning():
+    a = _table(
+        "a",
+        "2024-09-01T10:00:00",
+        1,
+        raw_columns={"X": np.array([1.0]), "Y": np.array([2.0])},
+        raw_units={"X": "m", "Y": "m"},
+    )
+    b = _table(
+        "b",
+        "2024-09-01T11:00:00",
+        1,
+        raw_columns={"X": np.array([3.0]), "Y": np.array([400.0])},
+        raw_units={"X": "kg", "Y": "cm"},
+    )
+    merged = tables_merge([a, b], name="m")
+    assert "X" not in merged.raw_columns and "X" not in merged.raw_units
+    assert merged.raw_columns["Y"].tolist() == [2.0, 4.0]
+    assert any("'X'" in w for w in merged.warnings)
+
+
+def test_merge_refuses_mixed_operation_types_and_nothing():
+    with pytest.raises(ValueError, match="operation types"):
+        tables_merge([_table("a", "2024-01-01", 1), _table("b", "2024-01-01", 1, operation_type="planted")], name="m")
+    with pytest.raises(ValueError, match="no tables"):
+        tables_merge([], name="m")
