@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,13 +196,16 @@ def render_property_images(
     outside = np.flatnonzero(~coverage_cells(coverage, transformer, raster)) if coverage is not None else None
     occupancy = _Occupancy.of(raster)
 
-    images = []
-    for name, values in columns.items():
-        colors, stops = _cell_colors(values, occupancy, raster.cell_count, ramp, outside)
-        images.append(
+    # Colouring is numpy; PNG compression (most of the time for large rasters) runs in threads: zlib releases the GIL.
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        pending = []
+        for name, values in columns.items():
+            colors, stops = _cell_colors(values, occupancy, raster.cell_count, ramp, outside)
+            pending.append((name, stops, pool.submit(_encode_png, colors, raster)))
+        images = [
             PropertyImage(
                 property=name,
-                png=_encode_png(colors, raster),
+                png=png.result(),
                 width=raster.width,
                 height=raster.height,
                 extent=raster.extent,
@@ -209,5 +214,6 @@ def render_property_images(
                 legend=ramp.legend(stops),
                 unit=(units or {}).get(name),
             )
-        )
+            for name, stops, png in pending
+        ]
     return images
