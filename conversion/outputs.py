@@ -15,6 +15,7 @@ import numpy as np
 from django.core.files.storage import default_storage
 
 from . import pointstore, standardize, storage
+from .file_images import file_images_render
 from .models import BatchDataset, File
 from .readers import UnreadableDataset
 from .readers.base import Dataset, PointTable
@@ -49,6 +50,7 @@ class Produced:
     size: int
     dropped: int = 0
     drop_reasons: dict[str, int] = field(default_factory=dict)
+    images: list[dict] = field(default_factory=list)
 
     def apply(self, file: File) -> None:
         props = self.summary["properties"]
@@ -65,6 +67,7 @@ class Produced:
         file.varieties = list(self.table.varieties)
         file.products = list(self.table.products)
         file.size_in_bytes = self.size
+        file.images = self.images
         file.points_name = self.names.get("points", "")
         file.raw_points_name = self.names.get("raw_points", "")
         file.standard_geojson_name = self.names.get("standard", "")
@@ -120,10 +123,10 @@ def produce(file: File, table: PointTable, *, original_name: str = "", clean: bo
         "standardGeojson": _step("processed"),
         "summary": _step("processed"),
         "units": _step("processed"),
-        "propertiesPNGs": _step("skipped", "Map images are not produced yet."),
     }
+    images, steps["propertiesPNGs"] = file_images_render(file, cleaned, summary=summary, units=units)
     size = default_storage.size(names.get("original") or names["standard"])
-    return Produced(cleaned, summary, units, names, steps, size, dropped, reasons)
+    return Produced(cleaned, summary, units, names, steps, size, dropped, reasons, images)
 
 
 def load_points(file: File) -> PointTable:

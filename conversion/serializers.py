@@ -133,3 +133,31 @@ class FileSerializer(ApiModelSerializer):
 def file_context(files, context: dict) -> dict:
     """Serializer context with the fields of a page of files read in one query."""
     return {**context, "field_ids": file_field_ids([f.pk for f in files])}
+
+
+class FileMergeSerializer(ApiSerializer):
+    """`POST /files/merge` body."""
+
+    ids = serializers.ListField(child=serializers.UUIDField(), allow_empty=False, max_length=1000)
+
+
+def images_data(images: list[dict], *, request, route: str, pk) -> list[dict]:
+    """`GET .../images`: `{property, ramp, url, extent, legend, width, height, unit}` per stored PNG; `url` is the
+    PNG under the resource (`route` with kwargs pk and prop), served with the bearer token."""
+    out = []
+    for image in images or []:
+        path = reverse(route, kwargs={"pk": pk, "prop": image["property"]})
+        out.append(
+            {
+                "property": image["property"],
+                "ramp": image.get("ramp"),
+                "url": request.build_absolute_uri(path) if request is not None else path,
+                "extent": image["extent"],
+                "legend": image["legend"],
+                "width": image.get("width"),
+                "height": image.get("height"),
+                "projection": image.get("projection"),
+                "unit": image.get("unit"),
+            }
+        )
+    return out

@@ -21,3 +21,11 @@ def dataset_convert(dataset_id: int) -> None:
 def conversion_sweep() -> dict:
     """Periodic: re-send or fail batches, data sets and files that stayed in flight too long."""
     return services.conversion_sweep()
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def file_merge_process(file_id: str) -> None:
+    """Complete a file made by `POST /files/merge` from its sources' points."""
+    from . import merging
+
+    merging.file_merge_process(file_id)

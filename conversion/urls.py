@@ -11,7 +11,10 @@ batch = BatchViewSet.as_view({"get": "retrieve"})
 
 urlpatterns = [
     path("files", files, name="file-list"),
+    path("files/merge", FileViewSet.as_view({"post": "merge"}), name="file-merge"),
     path("files/<str:pk>", file, name="file-detail"),
+    path("files/<str:pk>/images", FileViewSet.as_view({"get": "images"}), name="file-images"),
+    path("files/<str:pk>/images/<str:prop>.png", FileViewSet.as_view({"get": "image"}), name="file-image"),
     path("files/<str:pk>/summary", FileViewSet.as_view({"get": "summary"}), name="file-summary"),
     path("files/<str:pk>/units", FileViewSet.as_view({"get": "units"}), name="file-units"),
     path("files/<str:pk>/status", FileViewSet.as_view({"get": "step_status"}), name="file-status"),

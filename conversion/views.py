@@ -14,15 +14,17 @@ from fields.models import Field, FieldFile
 from platform_site.api.errors import DomainError
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404, owned_core_user_or_404
 
-from . import outputs, services
+from . import merging, outputs, services
 from .filtersets import BatchFilterSet, FieldFileFilterSet, FileFilterSet
 from .models import FILE_STEPS, Batch, File, FileStatus
 from .serializers import (
     BatchReceivedSerializer,
     BatchSerializer,
     BatchUploadQuerySerializer,
+    FileMergeSerializer,
     FileSerializer,
     file_context,
+    images_data,
 )
 from .uploads import install_upload_handlers, not_a_zip
 
@@ -55,12 +57,20 @@ def _files_of(owner):
     return File.objects.filter(core_user__owner=owner).select_related("core_user__owner").prefetch_related("sources")
 
 
-def _stored_download(name: str, *, filename: str, content_type: str):
+def stored_download(name: str, *, filename: str, content_type: str):
     if not name or not default_storage.exists(name):
         raise NotFound("This output is not available for the file.")
     return FileResponse(
         default_storage.open(name, "rb"), as_attachment=True, filename=filename, content_type=content_type
     )
+
+
+def stored_image(images: list[dict], prop: str):
+    """The stored PNG of one property (listed in a file's `images`), shown inline; 404 when there is none."""
+    entry = next((i for i in images or [] if i.get("property") == prop), None)
+    if entry is None or not default_storage.exists(entry["name"]):
+        raise NotFound("No image of this property.")
+    return FileResponse(default_storage.open(entry["name"], "rb"), content_type="image/png", filename=f"{prop}.png")
 
 
 class FileListMixin:
@@ -102,6 +112,27 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     def units(self, request, pk=None):
         return self._processed_output("units")
 
+    @action(detail=True)
+    def images(self, request, pk=None):
+        file = self.get_object()
+        return Response(images_data(file.images, request=request, route="file-image", pk=file.pk))
+
+    @extend_schema(responses={(200, "image/png"): bytes})
+    def image(self, request, pk=None, prop=None):
+        """One map image (PNG) of the file, by property."""
+        return stored_image(self.get_object().images, prop)
+
+    @extend_schema(request=FileMergeSerializer, responses={201: FileSerializer})
+    @action(detail=False, methods=["post"])
+    def merge(self, request):
+        body = FileMergeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        file = merging.file_merge(owner=self.owner, ids=body.validated_data["ids"])
+        file = self.get_queryset().get(pk=file.pk)
+        return Response(
+            FileSerializer(file, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
+        )
+
     @action(detail=True, url_path="status")
     def step_status(self, request, pk=None):
         file = self.get_object()
@@ -115,21 +146,21 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     @action(detail=True, url_path="standardGeojson")
     def standard_geojson(self, request, pk=None):
         file = self.get_object()
-        return _stored_download(
+        return stored_download(
             file.standard_geojson_name, filename=f"{file.pk}.standard.geojson", content_type="application/geo+json"
         )
 
     @action(detail=True, url_path="rawGeojson")
     def raw_geojson(self, request, pk=None):
         file = self.get_object()
-        return _stored_download(
+        return stored_download(
             file.raw_geojson_name, filename=f"{file.pk}.raw.geojson", content_type="application/geo+json"
         )
 
     @action(detail=True, url_path="originalFile")
     def original_file(self, request, pk=None):
         file = self.get_object()
-        return _stored_download(
+        return stored_download(
             file.original_name, filename=outputs.original_download_name(file), content_type="application/zip"
         )
 

@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class OperationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "operations"
+
+    def ready(self):
+        from conversion.signals import file_processed
+
+        from .services import on_file_processed
+
+        file_processed.connect(on_file_processed, dispatch_uid="operations.file_processed")

@@ -6,28 +6,28 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from conversion import tasks
 from conversion.models import Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileStatus
-from conversion.services import conversion_sweep
+from conversion.services import batch_open, conversion_sweep
 
 from .conftest import BATCH_URL, upload, zip_folder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 
-def _stalled_upload(api_client, core_user, folder, settings):
-    """An upload whose batch was opened, then whose data set conversion 'died' while processing."""
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    batch_id = upload(api_client, core_user.pk, zip_folder(folder, prefix="TASKDATA/")).json()["id"]
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    from conversion import tasks
-    from conversion.services import batch_open
+def _upload_lost(api_client, core_user, folder, monkeypatch) -> str:
+    """An upload whose opening task was lost (no message is sent anywhere)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.batch_open, "delay", lambda *a: None)
+        return upload(api_client, core_user.pk, zip_folder(folder, prefix="TASKDATA/")).json()["id"]
 
-    original = tasks.dataset_convert.delay
-    tasks.dataset_convert.delay = lambda *a: None  # the worker died before converting
-    try:
+
+def _stalled_upload(api_client, core_user, folder, settings, monkeypatch) -> str:
+    """An upload whose batch was opened, then whose data set conversion 'died' while processing."""
+    batch_id = _upload_lost(api_client, core_user, folder, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)  # the worker died before converting
         batch_open(batch_id)
-    finally:
-        tasks.dataset_convert.delay = original
     long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
     BatchDataset.objects.filter(batch_id=batch_id).update(
         status=DatasetStatus.PROCESSING, started_at=long_ago, attempts=1
@@ -35,16 +35,18 @@ def _stalled_upload(api_client, core_user, folder, settings):
     return batch_id
 
 
-def test_a_data_set_left_processing_is_sent_again(api_client, core_user, valid_timelogs, settings):
-    batch_id = _stalled_upload(api_client, core_user, valid_timelogs, settings)
+def test_a_data_set_left_processing_is_sent_again(api_client, core_user, valid_timelogs, settings, monkeypatch):
+    batch_id = _stalled_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
     assert conversion_sweep()["resent"] == 1
     batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
     assert batch["status"] == "PROCESSED"
     assert len(batch["files"]) == 19
 
 
-def test_a_data_set_stuck_after_the_last_attempt_fails_with_a_reason(api_client, core_user, valid_timelogs, settings):
-    batch_id = _stalled_upload(api_client, core_user, valid_timelogs, settings)
+def test_a_data_set_stuck_after_the_last_attempt_fails_with_a_reason(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    batch_id = _stalled_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
     BatchDataset.objects.filter(batch_id=batch_id).update(attempts=settings.CONVERSION_MAX_ATTEMPTS)
     assert conversion_sweep()["failed"] == 1
     batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
@@ -53,18 +55,14 @@ def test_a_data_set_stuck_after_the_last_attempt_fails_with_a_reason(api_client,
     assert {f.status for f in File.objects.filter(batch_id=batch_id)} == {FileStatus.FAILED}
 
 
-def test_a_batch_never_opened_is_opened_by_the_sweep(api_client, core_user, valid_timelogs, settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    batch_id = upload(api_client, core_user.pk, zip_folder(valid_timelogs, prefix="TASKDATA/")).json()["id"]
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+def test_a_batch_never_opened_is_opened_by_the_sweep(api_client, core_user, valid_timelogs, settings, monkeypatch):
+    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
     Batch.objects.filter(pk=batch_id).update(upload_timestamp=long_ago)
     assert conversion_sweep()["resent"] == 1
     assert Batch.objects.get(pk=batch_id).status == BatchStatus.PROCESSED
 
 
-def test_a_recent_batch_is_left_alone(api_client, core_user, valid_timelogs, settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    upload(api_client, core_user.pk, zip_folder(valid_timelogs, prefix="TASKDATA/"))
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+def test_a_recent_batch_is_left_alone(api_client, core_user, valid_timelogs, settings, monkeypatch):
+    _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     assert conversion_sweep() == {"resent": 0, "failed": 0}

@@ -5,6 +5,7 @@ import io
 import pytest
 from django.core.files.storage import default_storage
 
+from conversion import tasks
 from conversion.models import Batch
 from conversion.uploads import MULTIPART_OVERHEAD, upload_temp_dir
 from tests.tenancy import assert_problem
@@ -21,8 +22,8 @@ def _leftovers() -> list:
     return list(folder.iterdir()) if folder.exists() else []
 
 
-def test_upload_returns_the_received_batch_at_once(api_client, core_user, settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = False  # the batch is not opened: what the client sees at once
+def test_upload_returns_the_received_batch_at_once(api_client, core_user, monkeypatch):
+    monkeypatch.setattr(tasks.batch_open, "delay", lambda *a: None)  # not opened: what the client sees at once
     response = upload(api_client, core_user.pk, SMALL_ZIP, provider="ProviderA", name="card.zip")
     assert response.status_code == 201, response.content
     body = response.json()

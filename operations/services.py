@@ -1,0 +1,299 @@
+"""Grouping processed files into operations, building an operation's automerged file, cropping an operation to a
+field (supplement "Operations").
+
+Flow: conversion sends `file_processed` inside the transaction that finishes a file; `on_file_processed` enqueues
+`operation_file_group` after commit. Grouping (serialised per core user) puts the file into the operation of the
+same core user and operation type that shares a field with it and whose files all started within the window of
+the file's start (5 days; 21 for harvested), or creates one; either way the operation's version grows and
+`operation_build` rebuilds its automerged file (`tables_merge` of the files' points) through conversion's derived
+file completion (events automergedFileProcessingFinished / Failed), then records the fields it covers with their
+coverage and emits operationProcessingFinished.
+
+Only files of origin `uploaded` and `provider` are grouped: merged, automerged and cropped files are made from
+them and would count their points twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from conversion import merging, outputs
+from conversion.crop import table_crop
+from conversion.links import coverage_geometry
+from conversion.merge import tables_merge
+from conversion.models import File, FileOrigin, FileStatus, OperationType
+from fields.geometry import SQUARE_METRES_PER_HECTARE, from_geos, geodesic_area_m2, overlaps
+from fields.models import Boundary, Field, FieldFile
+from platform_site.accounts.models import CoreUser
+from platform_site.api.errors import ConflictError, DomainError
+from webhooks.models import EventType
+from webhooks.services import event_emit
+
+from .models import Operation, OperationCrop, OperationField
+
+log = logging.getLogger(__name__)
+
+GROUPED_ORIGINS = (FileOrigin.UPLOADED, FileOrigin.PROVIDER)
+WINDOW_DAYS = 5
+HARVEST_WINDOW_DAYS = 21
+AUTOMERGED_FORMAT = "AUTOMERGED"
+
+
+def operation_window(operation_type: str) -> timedelta:
+    """How far apart the start times of one operation's files may be."""
+    return timedelta(days=HARVEST_WINDOW_DAYS if operation_type == OperationType.HARVESTED else WINDOW_DAYS)
+
+
+def _tasks():
+    from . import tasks  # tasks import this module
+
+    return tasks
+
+
+def on_file_processed(sender, file: File, **kwargs) -> None:
+    """`conversion.signals.file_processed` receiver: group the file after commit (a task)."""
+    if file.origin not in GROUPED_ORIGINS:
+        return
+    file_id = str(file.pk)
+    transaction.on_commit(lambda: _tasks().operation_file_group.delay(file_id))
+
+
+def _file_field_ids(file_ids: list[str]) -> set[str]:
+    return set(FieldFile.objects.filter(file_id__in=[str(i) for i in file_ids]).values_list("field_id", flat=True))
+
+
+def _candidate(file: File, field_ids: set[str]) -> Operation | None:
+    """The operation the file belongs to: same core user and type, a shared field, every start in the window."""
+    window = operation_window(file.operation_type)
+    candidates = Operation.objects.filter(
+        core_user_id=file.core_user_id,
+        operation_type=file.operation_type,
+        start_time__gte=file.start_time - window,
+        start_time__lte=file.start_time + window,
+    ).order_by("created_time", "pk")
+    for operation in candidates:
+        members = list(operation.files.values_list("pk", "start_time"))
+        starts = [s for _, s in members if s is not None] + [file.start_time]
+        if max(starts) - min(starts) > window:
+            continue
+        if field_ids & _file_field_ids([str(pk) for pk, _ in members]):
+            return operation
+    return None
+
+
+def operation_file_group(file_id: str) -> Operation | None:
+    """Put a processed file into its operation (creating it when none fits) and enqueue the rebuild. Idempotent:
+    a file already in an operation only re-enqueues that operation's build when it is not built yet."""
+    with transaction.atomic():
+        file = File.objects.select_related("core_user").filter(pk=file_id).first()
+        if file is None or file.status != FileStatus.PROCESSED or file.origin not in GROUPED_ORIGINS:
+            return None
+        if not file.operation_type or file.start_time is None:
+            return None
+        # One grouping at a time per core user: two files of one operation must not create two operations.
+        list(CoreUser.objects.select_for_update().filter(pk=file.core_user_id))
+        current = file.operations.first()
+        if current is not None:
+            if current.built_version < current.version:
+                _enqueue_build(current)
+            return current
+        field_ids = _file_field_ids([file.pk])
+        if not field_ids:
+            return None  # an operation groups files per field: a file on no field forms none
+        operation = _candidate(file, field_ids)
+        created = operation is None
+        now = timezone.now()
+        if created:
+            operation = Operation.objects.create(
+                core_user=file.core_user,
+                operation_type=file.operation_type,
+                provider=file.provider,
+                start_time=file.start_time,
+                end_time=file.end_time,
+                created_time=now,
+                updated_time=now,
+            )
+            operation.merged_file = File.objects.create(
+                core_user=file.core_user,
+                file_name=f"Operation {operation.pk}",
+                file_format=AUTOMERGED_FORMAT,
+                provider=file.provider,
+                origin=FileOrigin.AUTOMERGED,
+                operation_type=file.operation_type,
+                status=FileStatus.PROCESSING,
+            )
+        else:
+            operation = Operation.objects.select_for_update().get(pk=operation.pk)
+            operation.version += 1
+            operation.start_time = min(t for t in (operation.start_time, file.start_time) if t is not None)
+            operation.end_time = max((t for t in (operation.end_time, file.end_time) if t is not None), default=None)
+        operation.status = Operation.Status.PROCESSING
+        operation.updated_time = now
+        operation.save()
+        operation.files.add(file)
+        merged = operation.merged_file
+        merged.sources.add(file)
+        File.objects.filter(pk=merged.pk).update(status=FileStatus.PROCESSING, status_message=None, updated_time=now)
+        event_emit(
+            type=EventType.OPERATION_CREATED if created else EventType.OPERATION_UPDATED,
+            core_user=file.core_user,
+            payload={"operationId": str(operation.pk), "fileId": str(file.pk), "coreFileId": str(merged.pk)},
+        )
+        _enqueue_build(operation)
+    return operation
+
+
+def _enqueue_build(operation: Operation) -> None:
+    operation_id, version = str(operation.pk), operation.version
+    transaction.on_commit(lambda: _tasks().operation_build.delay(operation_id, version))
+
+
+def _merged_points(operation: Operation):
+    files = list(operation.files.filter(status=FileStatus.PROCESSED).order_by("start_time", "created_time", "pk"))
+    if not files:
+        raise ValueError("the operation has no processed file left")
+    return tables_merge([outputs.load_points(f) for f in files], name=f"Operation {operation.pk}")
+
+
+def operation_build(operation_id: str, version: int | None = None) -> Operation | None:
+    """Rebuild the automerged file of an operation from its files, then its fields and coverage. Idempotent: an
+    operation already built at its current version is left alone, and an outdated task (the operation changed
+    since it was enqueued) leaves the work to the newer one."""
+    operation = Operation.objects.select_related("merged_file", "core_user").filter(pk=operation_id).first()
+    if operation is None or operation.merged_file is None:
+        return None
+    if version is not None and version < operation.version:
+        return None
+    if operation.built_version >= operation.version and operation.merged_file.status != FileStatus.PROCESSING:
+        return operation
+    version = operation.version
+
+    def still_current() -> bool:
+        # The grouping's lock order (core user, then operation): a file joining meanwhile waits or wins.
+        list(CoreUser.objects.select_for_update().filter(pk=operation.core_user_id))
+        return Operation.objects.select_for_update().filter(pk=operation.pk, version=version).exists()
+
+    with transaction.atomic():
+        merged = merging.file_derive_complete(
+            operation.merged_file_id, lambda _file: _merged_points(operation), guard=still_current
+        )
+        if merged is None:
+            return None  # a file joined meanwhile (its build is queued) or another task finished this one
+        operation = Operation.objects.select_for_update().select_related("core_user").get(pk=operation.pk)
+        operation.built_version = version
+        operation.updated_time = timezone.now()
+        if merged.status != FileStatus.PROCESSED:
+            operation.status = Operation.Status.FAILED
+            operation.save(update_fields=["built_version", "updated_time", "status"])
+            return operation
+        operation.status = Operation.Status.PROCESSED
+        operation.start_time, operation.end_time = merged.start_time, merged.end_time
+        operation.save(update_fields=["built_version", "updated_time", "status", "start_time", "end_time"])
+        _fields_record(operation, merged)
+        event_emit(
+            type=EventType.OPERATION_PROCESSING_FINISHED,
+            core_user=operation.core_user,
+            payload={"operationId": str(operation.pk), "coreFileId": str(merged.pk)},
+        )
+    return operation
+
+
+def _fields_record(operation: Operation, merged: File) -> None:
+    """The fields the automerged file is attached to, each with the percent of its active boundary covered."""
+    geometry = coverage_geometry(merged.summary)
+    field_ids = _file_field_ids([merged.pk])
+    OperationField.objects.filter(operation=operation).delete()
+    if geometry is None or not field_ids:
+        return
+    fields = list(
+        Field.objects.filter(pk__in=field_ids, boundary__status=Boundary.Status.ACTIVE)
+        .select_related("boundary")
+        .order_by("pk")
+    )
+    found = overlaps(
+        [from_geos(f.boundary.geometry) for f in fields],
+        [f.boundary.area_ha * SQUARE_METRES_PER_HECTARE for f in fields],
+        geometry,
+        geodesic_area_m2(geometry),
+    )
+    OperationField.objects.bulk_create(
+        [
+            OperationField(operation=operation, field=f, coverage=round(min(o.of_field, 100.0), 4))
+            for f, o in zip(fields, found, strict=True)
+        ]
+    )
+
+
+# --- crop ----------------------------------------------------------------------------------------------------
+
+
+def _field_error(message: str) -> DomainError:
+    return DomainError(message, field_errors=[{"field": "fieldId", "message": message}])
+
+
+@transaction.atomic
+def operation_crop(*, operation: Operation, field_id: str | None = None) -> OperationCrop:
+    """A new file (origin `merged`, source: the operation's automerged file) holding only the operation's points
+    inside the field's active boundary, returned at once (processing) and completed by a task.
+
+    Without `field_id` the field is the operation's field of largest coverage. 409 `operationProcessing` while
+    the operation is being (re)built; 400 when it covers no field, or the field is not the core user's or has no
+    active boundary."""
+    operation = (
+        Operation.objects.select_for_update(of=("self",))
+        .select_related("merged_file", "core_user")
+        .get(pk=operation.pk)
+    )
+    source = operation.merged_file
+    if source is None or source.status != FileStatus.PROCESSED or operation.built_version < operation.version:
+        raise ConflictError(
+            "The operation is still being processed; crop it once it is processed.", error_key="operationProcessing"
+        )
+    if field_id is None:
+        link = operation.field_links.order_by("-coverage", "field_id").first()
+        if link is None:
+            raise _field_error("The operation covers no field: give a fieldId.")
+        field_id = link.field_id
+    field = Field.objects.filter(core_user=operation.core_user, pk=field_id).select_related("boundary").first()
+    if field is None:
+        raise _field_error(f"Unknown field {field_id} for this user.")
+    if field.boundary is None or field.boundary.status != Boundary.Status.ACTIVE:
+        raise _field_error(f"Field {field_id} has no active boundary.")
+    file = File.objects.create(
+        core_user=operation.core_user,
+        file_name=f"Operation {operation.pk} in field {field.pk}"[:255],
+        file_format=source.file_format,
+        provider=source.provider,
+        origin=FileOrigin.MERGED,
+        operation_type=operation.operation_type,
+        status=FileStatus.PROCESSING,
+    )
+    file.sources.add(source)
+    crop = OperationCrop.objects.create(
+        operation=operation, source_file=source, file=file, field=field, boundary=field.boundary
+    )
+    crop_id = str(crop.pk)
+    transaction.on_commit(lambda: _tasks().operation_crop_process.delay(crop_id))
+    return crop
+
+
+def operation_crop_process(crop_id: str) -> File | None:
+    """Task body: write the cropped points of the operation into the crop's file (idempotent)."""
+    crop = OperationCrop.objects.select_related("boundary", "source_file").filter(pk=crop_id).first()
+    if crop is None:
+        return None
+
+    def build(_file: File):
+        source = File.objects.get(pk=crop.source_file_id)
+        if source.status != FileStatus.PROCESSED or not source.points_name:
+            raise ValueError("the operation's merged file is not available")
+        cropped = table_crop(outputs.load_points(source), from_geos(crop.boundary.geometry))
+        if len(cropped) == 0:
+            raise ValueError(f"no point of the operation lies inside field {crop.field_id}")
+        return cropped
+
+    return merging.file_derive_complete(crop.file_id, build, origin=FileOrigin.MERGED)

@@ -1,0 +1,89 @@
+"""`/operations` of the owner's core users: list, one operation, its merged outputs (served from its automerged
+file) and cropOperationByField. Configuration only; the rules live in `services.py`."""
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from conversion.models import File, FileStatus
+from conversion.serializers import images_data
+from conversion.views import stored_download, stored_image
+from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
+
+from . import services
+from .filtersets import OperationFilterSet
+from .models import Operation, OperationField
+from .serializers import OperationCropResultSerializer, OperationCropSerializer, OperationSerializer
+
+OPERATION_SORT_FIELDS = {
+    "id": "id",
+    "coreUserId": "core_user_id",
+    "operationType": "operation_type",
+    "provider": "provider",
+    "startTime": "start_time",
+    "endTime": "end_time",
+    "updatedTime": "updated_time",
+}
+
+
+class OperationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+    """Operations of the owner's core users, each with its files and the fields it covers."""
+
+    serializer_class = OperationSerializer
+    filterset_class = OperationFilterSet
+    sort_fields = OPERATION_SORT_FIELDS
+    default_sort = ("-start_time",)
+
+    def get_queryset(self):
+        return (
+            Operation.objects.filter(core_user__owner=self.owner)
+            .select_related("core_user__owner", "merged_file")
+            .prefetch_related(
+                Prefetch("files", queryset=File.objects.only("id", "start_time")),
+                Prefetch("field_links", queryset=OperationField.objects.order_by("-coverage", "field_id")),
+            )
+        )
+
+    def _merged_file(self) -> File:
+        """The operation's automerged file, once it is processed."""
+        file = self.get_object().merged_file
+        if file is None or file.status != FileStatus.PROCESSED:
+            raise NotFound("The operation has no such output yet (it is not processed).")
+        return file
+
+    @action(detail=True)
+    def summary(self, request, pk=None):
+        return Response(self._merged_file().summary)
+
+    @action(detail=True)
+    def units(self, request, pk=None):
+        return Response(self._merged_file().units)
+
+    @action(detail=True)
+    def images(self, request, pk=None):
+        file = self._merged_file()
+        return Response(images_data(file.images, request=request, route="operation-image", pk=pk))
+
+    @extend_schema(responses={(200, "image/png"): bytes})
+    def image(self, request, pk=None, prop=None):
+        """One map image (PNG) of the operation, by property."""
+        return stored_image(self._merged_file().images, prop)
+
+    @action(detail=True, url_path="standardGeojson")
+    def standard_geojson(self, request, pk=None):
+        file = self._merged_file()
+        return stored_download(
+            file.standard_geojson_name, filename=f"{pk}.standard.geojson", content_type="application/geo+json"
+        )
+
+    @extend_schema(request=OperationCropSerializer, responses={202: OperationCropResultSerializer})
+    @action(detail=False, methods=["post"], url_path="cropOperationByField")
+    def crop(self, request):
+        body = OperationCropSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        operation = get_or_404(self.get_queryset(), pk=body.validated_data["id"])
+        crop = services.operation_crop(operation=operation, field_id=body.validated_data.get("fieldId"))
+        return Response(OperationCropResultSerializer(crop).data, status=status.HTTP_202_ACCEPTED)

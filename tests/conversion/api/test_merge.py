@@ -1,0 +1,109 @@
+"""POST /files/merge: validation, the new file returned at once, completed by a task, its events."""
+
+import json
+
+import pytest
+
+from conversion import merging, outputs
+from conversion.models import File, FileOrigin, FileStatus
+from operations.models import Operation
+from tests.factories import CoreUserFactory
+from tests.operations.helpers import grid_table, processed_file
+from tests.tenancy import assert_problem
+
+from .conftest import FILES_URL
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+MERGE_URL = f"{FILES_URL}/merge"
+
+
+def _merge(client, ids):
+    return client.post(MERGE_URL, {"ids": [str(i) for i in ids]}, format="json")
+
+
+def test_merge_returns_the_new_file_at_once_and_a_task_completes_it(api_client, core_user, settings):
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    second = processed_file(core_user, grid_table(start="2024-09-03T10:00:00", seed=2))
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # what the client sees before the task ran
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("conversion.tasks.file_merge_process.delay", lambda file_id: None)
+        response = _merge(api_client, [first.pk, second.pk])
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "processing"
+    assert body["origin"] == "merged"
+    assert body["operationType"] == "harvested"
+    assert sorted(body["sources"]) == sorted([str(first.pk), str(second.pk)])
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    merging.file_merge_process(body["id"])
+    file = api_client.get(f"{FILES_URL}/{body['id']}").json()
+    assert file["status"] == "processed"
+    assert file["pointCount"] == first.point_count + second.point_count
+    merged = File.objects.get(pk=body["id"])
+    total = sum(f.summary["properties"]["totalWetMass"]["value"] for f in (first, second))
+    assert merged.summary["properties"]["totalWetMass"]["value"] == pytest.approx(total)
+    points = outputs.load_points(merged)
+    assert (points.columns["timestamp"][1:] >= points.columns["timestamp"][:-1]).all()
+    assert {i["property"] for i in api_client.get(f"{FILES_URL}/{body['id']}/images").json()} >= {"wetMassPerArea"}
+    # A merged file is not grouped into an operation (its sources may be).
+    assert not Operation.objects.filter(files__pk=merged.pk).exists()
+
+
+def test_merge_events(api_client, owner, core_user, webhook_receiver, subscribe, monkeypatch):
+    subscribe(owner, webhook_receiver, ["mergedFileProcessingFinished", "mergedFileProcessingFailed"])
+    files = [processed_file(core_user, grid_table(start=f"2024-09-0{d}T10:00:00", seed=d)) for d in (1, 2, 3)]
+    done = _merge(api_client, [f.pk for f in files]).json()
+
+    def broken(tables, name):
+        raise ValueError("cannot merge column 'wetMassPerArea'")
+
+    monkeypatch.setattr(merging, "tables_merge", broken)
+    failed = _merge(api_client, [f.pk for f in files[:2]]).json()
+    events = {json.loads(e.body)["type"]: json.loads(e.body) for e in webhook_receiver.wait_for(2)}
+    assert events["mergedFileProcessingFinished"]["fileId"] == done["id"]
+    assert events["mergedFileProcessingFailed"]["fileId"] == failed["id"]
+    assert "wetMassPerArea" in events["mergedFileProcessingFailed"]["message"]
+    assert File.objects.get(pk=failed["id"]).status == FileStatus.FAILED
+
+
+def test_merge_validation(api_client, owner, core_user):
+    harvest = processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
+    harvest2 = processed_file(core_user, grid_table(start="2024-09-02T10:00:00"))
+    applied = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", operation_type="applied"))
+    other_user = processed_file(CoreUserFactory(owner=owner), grid_table(start="2024-09-01T10:00:00"))
+    failed = File.objects.create(
+        core_user=core_user, file_name="x", file_format="TEST", provider="Other", status=FileStatus.FAILED
+    )
+    before = File.objects.count()
+
+    cases = [
+        ([harvest.pk], "at least two"),
+        ([harvest.pk, harvest.pk], "at least two"),
+        ([harvest.pk, applied.pk], "operation types"),
+        ([harvest.pk, other_user.pk], "different core users"),
+        ([harvest.pk, harvest2.pk, failed.pk], str(failed.pk)),
+    ]
+    for ids, reason in cases:
+        body = assert_problem(_merge(api_client, ids), 400, "mergeNotAllowed")
+        assert reason in body["detail"], (ids, body)
+    assert_problem(api_client.post(MERGE_URL, {"ids": []}, format="json"), 400, "validation")
+    assert_problem(api_client.post(MERGE_URL, {"ids": ["nope", str(harvest.pk)]}, format="json"), 400, "validation")
+    assert_problem(api_client.post(MERGE_URL, {}, format="json"), 400, "validation")
+    unknown = "00000000-0000-0000-0000-000000000000"
+    body = assert_problem(_merge(api_client, [harvest.pk, unknown]), 404, "notFound")
+    assert unknown in body["detail"]
+    assert File.objects.count() == before
+
+
+def test_another_owners_files_are_404(api_client, other_client, core_user):
+    files = [processed_file(core_user, grid_table(start=f"2024-09-0{d}T10:00:00")) for d in (1, 2)]
+    before = File.objects.count()
+    assert_problem(_merge(other_client, [f.pk for f in files]), 404, "notFound")
+    assert File.objects.count() == before
+    merged = _merge(api_client, [f.pk for f in files]).json()
+    assert File.objects.get(pk=merged["id"]).origin == FileOrigin.MERGED
+    for url in (f"{FILES_URL}/{merged['id']}", f"{FILES_URL}/{merged['id']}/images"):
+        assert_problem(other_client.get(url), 404, "notFound")

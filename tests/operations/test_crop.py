@@ -1,0 +1,116 @@
+"""cropOperationByField: the new file keeps exactly the operation's points inside the field's active boundary."""
+
+import json
+
+import numpy as np
+import pytest
+from shapely.geometry import Point
+
+from conversion import outputs
+from conversion.models import File, FileOrigin, FileStatus
+from fields.services import field_create
+from operations.models import Operation
+from tests.factories import CoreUserFactory
+from tests.tenancy import assert_problem
+
+from .helpers import LAT0, LON0, STEP, grid_box, grid_table, processed_file
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+CROP_URL = "/services/operations/api/operations/cropOperationByField"
+FILES_URL = "/services/operations/api/files"
+
+
+@pytest.fixture
+def operation(core_user):
+    field_create(core_user=core_user, id="whole", geometry=grid_box())
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=2))
+    return Operation.objects.get()
+
+
+def test_crop_keeps_exactly_the_points_inside_and_its_totals_are_theirs(
+    api_client, owner, core_user, operation, webhook_receiver, subscribe
+):
+    subscribe(owner, webhook_receiver, ["mergedFileProcessingFinished"])
+    # The western part of the grid, its edge between two columns of points.
+    west = grid_box(columns=8, margin=STEP / 2)
+    field_create(core_user=core_user, id="west", geometry=west)
+
+    response = api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "west"}, format="json")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["id"] == str(operation.pk) and body["message"]
+    cropped = File.objects.get(pk=body["coreFileId"])
+    assert cropped.status == FileStatus.PROCESSED, cropped.status_message
+    assert cropped.origin == FileOrigin.MERGED
+    assert [str(s.pk) for s in cropped.sources.all()] == [str(operation.merged_file_id)]
+
+    # Independent check: shapely, one point at a time, on the operation's own points.
+    whole = outputs.load_points(File.objects.get(pk=operation.merged_file_id))
+    inside = np.array(
+        [west.covers(Point(x, y)) for x, y in zip(whole.columns["lon"], whole.columns["lat"], strict=True)]
+    )
+    assert 0 < inside.sum() < len(inside)
+    kept = outputs.load_points(cropped)
+    assert len(kept) == inside.sum()
+    np.testing.assert_array_equal(kept.columns["lon"], whole.columns["lon"][inside])
+    np.testing.assert_array_equal(kept.columns["lat"], whole.columns["lat"][inside])
+
+    totals = cropped.summary["properties"]
+    area = whole.columns["area"][inside]
+    assert totals["totalArea"]["value"] == pytest.approx(area.sum())
+    expected_mass = (whole.columns["wetMassPerArea"][inside] * area / 10_000).sum()
+    assert totals["totalWetMass"]["value"] == pytest.approx(expected_mass)
+    assert api_client.get(f"{FILES_URL}/{cropped.pk}/status").json()["status"] == "processed"
+    assert {i["property"] for i in api_client.get(f"{FILES_URL}/{cropped.pk}/images").json()} >= {"wetMassPerArea"}
+    (event,) = webhook_receiver.wait_for(1)
+    assert json.loads(event.body)["fileId"] == str(cropped.pk)
+
+
+def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):
+    # "big" is the grid; "corner" covers only a corner of it.
+    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3))
+    field_create(core_user=core_user, id="big", geometry=grid_box())
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
+    operation = Operation.objects.get()
+    coverage = {link.field_id: link.coverage for link in operation.field_links.all()}
+    assert coverage["big"] > coverage["corner"] or coverage["big"] >= 99
+    body = api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json").json()
+    crop = operation.crops.get()
+    assert crop.field_id == max(coverage, key=coverage.get)
+    assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
+
+
+def test_a_field_without_points_fails_the_file_with_a_reason(api_client, core_user, operation):
+    field_create(core_user=core_user, id="far", geometry=grid_box(lon0=LON0 + 1, lat0=LAT0))
+    body = api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "far"}, format="json").json()
+    file = File.objects.get(pk=body["coreFileId"])
+    assert file.status == FileStatus.FAILED
+    assert "no point" in file.status_message
+
+
+def test_crop_validation(api_client, owner, core_user, operation):
+    other_users_field = field_create(core_user=CoreUserFactory(owner=owner), geometry=grid_box())
+    body = assert_problem(
+        api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": other_users_field.pk}, format="json"),
+        400,
+        "validation",
+    )
+    assert body["fieldErrors"][0]["field"] == "fieldId"
+    assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "nope"}, format="json"), 400)
+    assert_problem(api_client.post(CROP_URL, {"fieldId": "whole"}, format="json"), 400, "validation")
+    assert_problem(api_client.post(CROP_URL, {"id": "x"}, format="json"), 400, "validation")
+    assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk), "extra": 1}, format="json"), 400)
+    missing = "00000000-0000-0000-0000-000000000000"
+    assert_problem(api_client.post(CROP_URL, {"id": missing}, format="json"), 404, "notFound")
+    # An operation still being built cannot be cropped yet.
+    Operation.objects.filter(pk=operation.pk).update(version=operation.version + 1)
+    assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 409, "operationProcessing")
+    assert operation.crops.count() == 0
+
+
+def test_an_operation_whose_fields_are_gone_needs_a_field_id(api_client, core_user, operation):
+    operation.field_links.all().delete()
+    body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 400, "validation")
+    assert "no field" in body["detail"]

@@ -1,0 +1,247 @@
+"""Operations: grouping of processed files per field and window, the operation endpoints, events, tenancy."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conversion import outputs
+from conversion.models import File, FileOrigin, FileStatus
+from fields.services import field_create
+from operations.models import Operation
+from operations.services import operation_build, operation_file_group
+from tests.factories import CoreUserFactory
+from tests.tenancy import assert_cross_tenant_404, assert_problem
+
+from .helpers import LAT0, LON0, grid_box, grid_table, processed_file
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+OPS_URL = "/services/operations/api/operations"
+
+
+@pytest.fixture
+def field(core_user):
+    return field_create(core_user=core_user, geometry=grid_box(), name="North")
+
+
+def _day(day: int, hour: int = 10) -> str:
+    return f"2024-09-{1 + day:02d}T{hour:02d}:00:00"
+
+
+def test_files_on_one_field_within_five_days_form_one_operation(api_client, core_user, owner, field):
+    first = processed_file(core_user, grid_table(start=_day(0), operation_type="applied", seed=1))
+    second = processed_file(core_user, grid_table(start=_day(4), operation_type="applied", seed=2))
+
+    operation = Operation.objects.get()
+    body = api_client.get(f"{OPS_URL}/{operation.pk}").json()
+    assert body["files"] == [str(first.pk), str(second.pk)]
+    assert body["operationType"] == "applied"
+    assert body["coreUserId"] == str(core_user.pk)
+    assert body["apiOwnerUsername"] == owner.username
+    assert body["provider"] == "Other"
+    assert body["status"] == "processed"
+    assert body["startTime"] == "2024-09-01T10:00:00.000Z"
+    assert body["endTime"] == "2024-09-05T10:03:19.000Z"
+    assert [f["id"] for f in body["fields"]] == [field.pk]
+    assert 0 < body["fields"][0]["coverage"] <= 100
+    # The automerged file holds both files' points and is what the operation's outputs come from.
+    merged = File.objects.get(pk=body["coreFileId"])
+    assert merged.origin == FileOrigin.AUTOMERGED and merged.status == FileStatus.PROCESSED
+    assert merged.point_count == first.point_count + second.point_count
+    assert sorted(str(s.pk) for s in merged.sources.all()) == sorted([str(first.pk), str(second.pk)])
+
+
+def test_files_six_days_apart_form_two_operations(core_user, field):
+    processed_file(core_user, grid_table(start=_day(0), operation_type="planted"))
+    processed_file(core_user, grid_table(start=_day(6), operation_type="planted"))
+    assert Operation.objects.count() == 2
+    assert all(op.files.count() == 1 for op in Operation.objects.all())
+
+
+def test_a_harvest_may_last_twenty_one_days(core_user, field):
+    processed_file(core_user, grid_table(start=_day(0)))
+    processed_file(core_user, grid_table(start=_day(20)))
+    processed_file(core_user, grid_table(start=_day(10)))
+    assert Operation.objects.count() == 1
+    assert Operation.objects.get().files.count() == 3
+
+
+def test_other_types_fields_and_users_form_their_own_operations(core_user, owner, field):
+    processed_file(core_user, grid_table(start=_day(0), operation_type="applied"))
+    processed_file(core_user, grid_table(start=_day(0), operation_type="planted"))
+    # Another field far away, same type and time.
+    far = dict(lon0=LON0 + 0.05, lat0=LAT0)
+    field_create(core_user=core_user, geometry=grid_box(**far))
+    processed_file(core_user, grid_table(start=_day(1), operation_type="applied", **far))
+    # Another core user of the same owner with an identical field.
+    other_user = CoreUserFactory(owner=owner)
+    field_create(core_user=other_user, geometry=grid_box())
+    processed_file(other_user, grid_table(start=_day(0), operation_type="applied"))
+    # A file on no field forms no operation.
+    processed_file(core_user, grid_table(start=_day(0), operation_type="applied", lon0=LON0 + 1.0))
+    assert Operation.objects.count() == 4
+
+
+def test_grouping_and_build_are_idempotent(core_user, field):
+    file = processed_file(core_user, grid_table(start=_day(0)))
+    operation = Operation.objects.get()
+    merged_updated = File.objects.get(pk=operation.merged_file_id).updated_time
+    assert operation_file_group(str(file.pk)) == operation
+    operation_build(str(operation.pk), operation.version)
+    operation_build(str(operation.pk), operation.version - 1)  # an outdated task does nothing
+    assert Operation.objects.count() == 1
+    assert File.objects.get(pk=operation.merged_file_id).updated_time == merged_updated
+    assert Operation.objects.get().version == operation.version
+
+
+def test_merged_and_automerged_files_are_not_grouped(core_user, field):
+    processed_file(core_user, grid_table(start=_day(0)), origin=FileOrigin.MERGED)
+    assert Operation.objects.count() == 0
+
+
+def test_operation_outputs(api_client, core_user, field):
+    first = processed_file(core_user, grid_table(start=_day(0), seed=1))
+    second = processed_file(core_user, grid_table(start=_day(1), seed=2))
+    operation = Operation.objects.get()
+
+    summary = api_client.get(f"{OPS_URL}/{operation.pk}/summary").json()
+    assert summary["type"] == "Feature"
+    expected = sum(f.summary["properties"]["totalWetMass"]["value"] for f in (first, second))
+    assert summary["properties"]["totalWetMass"]["value"] == pytest.approx(expected)
+    assert summary["properties"]["pointCount"] == 400
+
+    units = api_client.get(f"{OPS_URL}/{operation.pk}/units").json()
+    assert units["wetMassPerArea"] == "kg/ha"
+
+    response = api_client.get(f"{OPS_URL}/{operation.pk}/standardGeojson")
+    assert response.status_code == 200
+    geojson = json.loads(b"".join(response.streaming_content))
+    assert len(geojson["features"]) == 400
+
+    images = api_client.get(f"{OPS_URL}/{operation.pk}/images").json()
+    assert {i["property"] for i in images} >= {"wetMassPerArea", "harvestMoisture"}
+    image = next(i for i in images if i["property"] == "wetMassPerArea")
+    assert set(image["extent"]) == {"xmin", "ymin", "xmax", "ymax"}
+    assert image["legend"]["ranges"] and set(image["legend"]["ranges"][0]) == {"colorCode", "min", "max"}
+    assert image["url"].endswith(f"/operations/{operation.pk}/images/wetMassPerArea.png")
+    png = api_client.get(image["url"])
+    assert png.status_code == 200 and png["Content-Type"] == "image/png"
+    assert b"".join(png.streaming_content).startswith(b"\x89PNG")
+    assert_problem(api_client.get(f"{OPS_URL}/{operation.pk}/images/nothing.png"), 404, "notFound")
+
+
+def test_outputs_of_an_operation_being_built_are_404(api_client, core_user, field):
+    processed_file(core_user, grid_table(start=_day(0)))
+    operation = Operation.objects.get()
+    File.objects.filter(pk=operation.merged_file_id).update(status=FileStatus.PROCESSING)
+    assert_problem(api_client.get(f"{OPS_URL}/{operation.pk}/summary"), 404, "notFound")
+    assert api_client.get(f"{OPS_URL}/{operation.pk}").status_code == 200
+
+
+def test_list_filters_paging_and_sort(api_client, core_user, owner, field):
+    processed_file(core_user, grid_table(start=_day(0), operation_type="applied"))
+    processed_file(core_user, grid_table(start=_day(10), operation_type="applied"))
+    processed_file(core_user, grid_table(start=_day(0), operation_type="planted"))
+    other_user = CoreUserFactory(owner=owner)
+    processed_file(other_user, grid_table(start=_day(0)))  # no field: no operation
+    ops = {(o.operation_type, o.start_time.day): str(o.pk) for o in Operation.objects.all()}
+
+    def ids(**query):
+        response = api_client.get(OPS_URL, query)
+        assert response.status_code == 200, response.content
+        return [o["id"] for o in response.json()]
+
+    assert ids(sort="startTime,asc") == [ops["applied", 1], ops["planted", 1], ops["applied", 11]] or ids(
+        sort="startTime,asc"
+    ) == [ops["planted", 1], ops["applied", 1], ops["applied", 11]]
+    assert ids(operationType="planted") == [ops["planted", 1]]
+    assert set(ids(fieldId=field.pk)) == set(ops.values())
+    assert ids(fieldId="elsewhere") == []
+    assert ids(startTime="2024-09-05T00:00:00Z") == [ops["applied", 11]]
+    assert set(ids(endTime="2024-09-02T00:00:00Z")) == {ops["applied", 1], ops["planted", 1]}
+    assert set(ids(coreUserId=str(core_user.pk))) == set(ops.values())
+    assert ids(coreUserId=str(other_user.pk)) == []
+    assert ids(provider="ProviderA") == []
+    assert len(ids(updatedTime="2000-01-01T00:00:00Z")) == 3
+    page = api_client.get(OPS_URL, {"size": 2, "page": 1, "sort": "startTime,desc"})
+    assert page["X-Total-Count"] == "3" and len(page.json()) == 1
+    assert_problem(api_client.get(OPS_URL, {"sort": "nothing"}), 400, "validation")
+    assert_problem(api_client.get(OPS_URL, {"startTime": "yesterday"}), 400, "validation")
+
+
+def test_every_operation_endpoint_is_404_for_another_owner(api_client, other_client, core_user, field):
+    processed_file(core_user, grid_table(start=_day(0)))
+    operation = Operation.objects.get()
+    base = f"{OPS_URL}/{operation.pk}"
+    assert_cross_tenant_404(
+        owner_client=api_client,
+        other_client=other_client,
+        detail_url=base,
+        resource_id=operation.pk,
+        list_urls=[OPS_URL, f"{OPS_URL}?coreUserId={core_user.pk}"],
+        delete=False,
+        extra_urls=[
+            ("get", f"{base}/summary", None),
+            ("get", f"{base}/units", None),
+            ("get", f"{base}/images", None),
+            ("get", f"{base}/images/wetMassPerArea.png", None),
+            ("get", f"{base}/standardGeojson", None),
+            ("post", f"{OPS_URL}/cropOperationByField", {"id": str(operation.pk)}),
+        ],
+    )
+    assert_problem(api_client.get(f"{OPS_URL}/not-a-uuid"), 404, "notFound")
+
+
+def test_operation_events(owner, core_user, field, webhook_receiver, subscribe):
+    subscribe(
+        owner,
+        webhook_receiver,
+        [
+            "operationCreated",
+            "operationUpdated",
+            "operationProcessingFinished",
+            "automergedFileProcessingFinished",
+        ],
+    )
+    processed_file(core_user, grid_table(start=_day(0)))
+    second = processed_file(core_user, grid_table(start=_day(2)))
+    operation = Operation.objects.get()
+    events = webhook_receiver.wait_for(6)
+    by_type = {}
+    for event in (json.loads(e.body) for e in events):
+        by_type.setdefault(event["type"], []).append(event)
+    assert len(by_type["operationCreated"]) == 1 and len(by_type["operationUpdated"]) == 1
+    assert by_type["operationUpdated"][0]["fileId"] == str(second.pk)
+    assert {e["operationId"] for e in by_type["operationProcessingFinished"]} == {str(operation.pk)}
+    assert len(by_type["operationProcessingFinished"]) == 2
+    assert {e["fileId"] for e in by_type["automergedFileProcessingFinished"]} == {str(operation.merged_file_id)}
+
+
+def test_a_failed_build_fails_the_automerged_file_with_its_event(
+    owner, core_user, field, webhook_receiver, subscribe, monkeypatch
+):
+    subscribe(owner, webhook_receiver, ["automergedFileProcessingFailed"])
+
+    def broken(file):
+        raise OSError("storage unavailable")
+
+    monkeypatch.setattr(outputs, "load_points", broken)
+    processed_file(core_user, grid_table(start=_day(0)))
+    operation = Operation.objects.get()
+    assert operation.status == Operation.Status.FAILED
+    merged = File.objects.get(pk=operation.merged_file_id)
+    assert merged.status == FileStatus.FAILED and "storage unavailable" in merged.status_message
+    (event,) = webhook_receiver.wait_for(1)
+    assert json.loads(event.body)["fileId"] == str(merged.pk)
+
+
+def test_coverage_is_the_percent_of_the_field_covered(core_user):
+    # A field twice as wide as the grid's coverage: about half of it is covered.
+    wide = grid_box(columns=40)
+    field = field_create(core_user=core_user, geometry=wide)
+    processed_file(core_user, grid_table(start=_day(0)))
+    (link,) = Operation.objects.get().field_links.all()
+    assert link.field_id == field.pk
+    assert 35 < link.coverage < 65
+    assert np.isfinite(link.coverage)
