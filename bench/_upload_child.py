@@ -58,7 +58,15 @@ class Body(io.RawIOBase):
         return bytes(out)
 
 
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak_rss_kb() -> int:
+    """This process's own high-water mark (VmHWM; unlike ru_maxrss it does not inherit the parent's at fork)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+before = peak_rss_kb()
 request = RequestFactory().generic(
     "POST",
     "/services/operations/api/batch",
@@ -69,6 +77,6 @@ request = RequestFactory().generic(
 )
 install_upload_handlers(request)
 upload = request.FILES["file"]
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = peak_rss_kb()
 print(upload.size, before, after)
 upload.close()
