@@ -135,9 +135,5 @@ def load_points(file: File) -> PointTable:
         return pointstore.table_load(fh, include_raw=False)
 
 
-def file_stored_names(file: File) -> list[str]:
-    return [n for n in (file.points_name, file.raw_points_name, file.standard_geojson_name, file.raw_geojson_name) if n]
-
-
 def original_download_name(file: File) -> str:
     return f"{Path(file.file_name).stem or file.pk}.zip"

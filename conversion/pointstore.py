@@ -7,7 +7,6 @@ products...) are stored as fixed-width unicode with "" for missing and come back
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import asdict
 from typing import IO
@@ -97,10 +96,3 @@ def table_load(fileobj: IO[bytes] | str, *, include_raw: bool = True) -> PointTa
     )
     table.refresh_time_range()
     return table
-
-
-def table_bytes(table: PointTable, *, include_raw: bool = True) -> bytes:
-    """`table_save` into bytes (small tables, tests)."""
-    buffer = io.BytesIO()
-    table_save(table, buffer, include_raw=include_raw)
-    return buffer.getvalue()

@@ -31,7 +31,7 @@ from platform_site.api.errors import ConflictError
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from . import archive, outputs, storage
+from . import archive, links, outputs, storage
 from .models import (
     INTERNAL_ERROR,
     NO_VALID_FILES,
@@ -46,6 +46,7 @@ from .models import (
 )
 from .readers import UnreadableDataset, get_reader
 from .readers.base import Dataset
+from .signals import file_processed
 
 log = logging.getLogger(__name__)
 
@@ -188,21 +189,21 @@ def batch_open(batch_id: str) -> None:
             _batch_finish(batch)
 
 
+def _new_file_fields(dataset: BatchDataset, file_format: str, name: str) -> dict:
+    batch = dataset.batch
+    return {
+        "core_user_id": batch.core_user_id,
+        "batch": batch,
+        "file_name": name[:255],
+        "file_format": file_format,
+        "provider": batch.provider,
+        "origin": FileOrigin.UPLOADED,
+    }
+
+
 def _file_for(dataset: BatchDataset, file_format: str, name: str) -> File:
     """The placeholder file of a data set, created when the batch is opened (part 0)."""
-    batch = dataset.batch
-    file, _ = File.objects.get_or_create(
-        dataset=dataset,
-        part=0,
-        defaults={
-            "core_user_id": batch.core_user_id,
-            "batch": batch,
-            "file_name": name[:255],
-            "file_format": file_format,
-            "provider": batch.provider,
-            "origin": FileOrigin.UPLOADED,
-        },
-    )
+    file, _ = File.objects.get_or_create(dataset=dataset, part=0, defaults=_new_file_fields(dataset, file_format, name))
     return file
 
 
@@ -223,24 +224,14 @@ def _file_named(dataset: BatchDataset, name: str) -> File:
             placeholder.file_name = name
             placeholder.save(update_fields=["file_name", "updated_time"])
             return placeholder
-        base = _file_for(dataset, dataset.format, dataset.name)
         return File.objects.create(
-            core_user_id=base.core_user_id,
-            batch_id=base.batch_id,
             dataset=dataset,
             part=(files.aggregate(m=Max("part"))["m"] or 0) + 1,
-            file_name=name,
-            file_format=base.file_format,
-            provider=base.provider,
-            origin=FileOrigin.UPLOADED,
+            **_new_file_fields(dataset, dataset.format, name),
         )
 
 
 # --- converting one data set ------------------------------------------------------------------------
-
-
-class _Internal(Exception):
-    """An unexpected error: the file fails with the spec's internal error text."""
 
 
 def dataset_convert(dataset_id: int) -> None:
@@ -306,8 +297,6 @@ def dataset_convert(dataset_id: int) -> None:
 def file_complete(file: File, produced: outputs.Produced) -> File:
     """Mark a file processed with what `outputs.produce` made; attach fields, pool assets, record catalogs and
     emit its origin's finished event, in one transaction."""
-    from . import links
-
     with transaction.atomic():
         file = File.objects.select_for_update().select_related("core_user").get(pk=file.pk)
         produced.apply(file)
@@ -322,8 +311,6 @@ def file_complete(file: File, produced: outputs.Produced) -> File:
             core_user=file.core_user,
             payload=_file_event_payload(file),
         )
-        from .signals import file_processed
-
         file_processed.send(sender=File, file=file)
     return file
 
@@ -386,6 +373,11 @@ def _batch_finish(batch: Batch) -> None:
         batch.status = BatchStatus.FAILED
         batch.status_details = INTERNAL_ERROR if internal else UNABLE_TO_READ
         batch.failure_reason = "; ".join(sorted({m for _, m in failed if m})) or None
+    _batch_end(batch)
+
+
+def _batch_end(batch: Batch) -> None:
+    """Inside a transaction: record the batch's final status, announce it, drop its work folder after commit."""
     batch.finished_at = timezone.now()
     batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])
     event_emit(
@@ -401,17 +393,8 @@ def _batch_fail(batch: Batch, details: str, reason: str) -> None:
         batch = Batch.objects.select_for_update().select_related("core_user").get(pk=batch.pk)
         if batch.status != BatchStatus.RECEIVED:
             return
-        batch.status = BatchStatus.FAILED
-        batch.status_details = details
-        batch.failure_reason = reason
-        batch.finished_at = timezone.now()
-        batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])
-        event_emit(
-            type=EventType.BATCH_UPLOAD_PROCESSING_FINISHED,
-            core_user=batch.core_user,
-            payload={"batchId": str(batch.pk), "status": batch.status},
-        )
-    storage.remove_work_dir(batch.pk)
+        batch.status, batch.status_details, batch.failure_reason = BatchStatus.FAILED, details, reason
+        _batch_end(batch)
 
 
 # --- retry and sweep --------------------------------------------------------------------------------

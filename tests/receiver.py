@@ -41,6 +41,14 @@ class Receiver:
         return [json.loads(r.body) for r in self.received]
 
 
+def serve_on_loopback(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, str]:
+    """A real HTTP server on a free loopback port, serving in a daemon thread; returns it and its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
 def start_receiver(receiver: Receiver) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (http.server's naming)
@@ -61,8 +69,6 @@ def start_receiver(receiver: Receiver) -> ThreadingHTTPServer:
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, base_url = serve_on_loopback(Handler)
+    receiver.url = f"{base_url}/hook"
     return server

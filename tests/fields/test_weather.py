@@ -2,14 +2,14 @@
 
 import json
 import socket
-import threading
 from datetime import date, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from tests.fields.helpers import create_field, field_url, rect
+from tests.receiver import serve_on_loopback
 from tests.tenancy import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
@@ -44,9 +44,8 @@ class FakeOpenMeteo:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/archive"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, base_url = serve_on_loopback(Handler)
+        self.url = f"{base_url}/v1/archive"
 
     @staticmethod
     def document(query: dict) -> dict:

@@ -8,10 +8,11 @@ import hashlib
 import html
 import json
 import secrets
-import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.receiver import serve_on_loopback
 
 
 @dataclass
@@ -113,8 +114,5 @@ def start_oauth_server(server_state: OAuthServer) -> ThreadingHTTPServer:
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server_state.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, server_state.base_url = serve_on_loopback(Handler)
     return server
