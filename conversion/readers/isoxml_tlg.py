@@ -6,7 +6,7 @@ since 1980-01-01), the PTN fields present, then `n` (uint8) and `n` x (uint8 DLV
 changed values are logged, so each DLV's last value is carried forward.
 
 Parsing is two passes: a tight scalar loop that only finds where each record starts (records have variable
-length), then numpy gathers for every field at once.
+length), then numpy gathers for every field at once; a DLV's values are decoded only when first asked for.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from defusedxml import ElementTree
 
 from conversion.readers import ddi as ddis
+from conversion.readers.binary import values_at
 
 EPOCH_1980 = np.datetime64("1980-01-01T00:00:00", "ms")
 MS_PER_DAY = 86_400_000
@@ -89,6 +90,7 @@ class TimeLog:
     _pair_indexes: np.ndarray = field(repr=False)
     _pair_offsets: np.ndarray = field(repr=False)
     _positions: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _pair_records: np.ndarray | None = field(default=None, repr=False)
     _filled: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -131,22 +133,25 @@ class TimeLog:
         if spec.fixed is not None:
             return np.full(self.n_records, float(spec.fixed))
         positions = self._pairs_of(index)
-        out = np.full(self.n_records, np.nan)
         if len(positions) == 0:
-            return out
-        # Pair p belongs to the first record whose cumulative pair count exceeds p. Values are only decoded for
-        # the DLVs asked for, which is what makes a million-record log fast.
-        recs = np.searchsorted(self._record_ends, positions, side="right")
-        vals = _gather(self._data, self._pair_offsets[positions] + 1, "<i4")
+            return np.full(self.n_records, np.nan)
+        # Values are only decoded for the DLVs asked for, which is what makes a million-record log fast.
+        if self._pair_records is None:
+            counts = np.diff(self._record_ends, prepend=0)
+            self._pair_records = np.repeat(np.arange(self.n_records, dtype=self._pair_offsets.dtype), counts)
+        recs = self._pair_records[positions]
+        vals = values_at(self._data, self._pair_offsets[positions] + 1, "<i4")
         if ddis.is_bitfield(spec.ddi):
             vals = vals.view(np.uint32)
-        # Where a record logs one DLV twice the later value wins; carry each value forward to later records.
-        last = np.full(self.n_records, -1, dtype=np.int64)
-        last[recs] = np.arange(len(recs))
+        # Carry each value forward to later records; where a record logs one DLV twice the later value wins.
+        # Slot 0 of the lookup is NaN, for the records before the first value.
+        last = np.zeros(self.n_records, dtype=np.int64)
+        last[recs] = np.arange(1, len(recs) + 1)
         np.maximum.accumulate(last, out=last)
-        have = last >= 0
-        out[have] = vals[last[have]].astype(np.float64)
-        return out
+        lookup = np.empty(len(vals) + 1)
+        lookup[0] = np.nan
+        lookup[1:] = vals
+        return lookup[last]
 
     def values(self, index: int) -> np.ndarray:
         """Values of DLV `index` in the DDI unit (raw x resolution), carried forward."""
@@ -232,25 +237,6 @@ def find_records(data: bytes, fixed_size: int) -> tuple[np.ndarray, int, bool]:
     return np.asarray(offsets, dtype=np.int64), pos, False
 
 
-def _gather(data: bytes, offsets: np.ndarray, dtype: str) -> np.ndarray:
-    """Values of `dtype` at arbitrary byte offsets: one typed view of the buffer per alignment, then plain gathers.
-
-    This avoids building an index per byte, which costs several times more on millions of values.
-    """
-    width = np.dtype(dtype).itemsize
-    if width == 1:
-        return np.frombuffer(data, dtype=dtype)[offsets]
-    out = np.empty(len(offsets), dtype=dtype)
-    remainder = offsets % width
-    for r in range(width):
-        picked = np.flatnonzero(remainder == r)
-        if len(picked) == 0:
-            continue
-        view = np.frombuffer(data, dtype=dtype, count=(len(data) - r) // width, offset=r)
-        out[picked] = view[(offsets[picked] - r) // width]
-    return out
-
-
 def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
     """Decode the binary records of one time log (see module docstring)."""
     fixed_size = header.record_fixed_size
@@ -260,8 +246,8 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
 
     pos = 0
     if header.time_in_binary:
-        ms = _gather(data, offsets, "<u4").astype(np.int64)
-        days = _gather(data, offsets + 4, "<u2").astype(np.int64)
+        ms = values_at(data, offsets, "<u4").astype(np.int64)
+        days = values_at(data, offsets + 4, "<u2").astype(np.int64)
         tc_time = EPOCH_1980 + (days * MS_PER_DAY + ms).astype("timedelta64[ms]")
         pos = 6
     elif header.time_fixed:
@@ -271,7 +257,7 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
 
     ptn: dict[str, np.ndarray] = {}
     for _attr, fname, dtype in header.ptn_in_binary:
-        ptn[fname] = _gather(data, offsets + pos, dtype)
+        ptn[fname] = values_at(data, offsets + pos, dtype)
         pos += np.dtype(dtype).itemsize
     for fname, value in header.ptn_fixed.items():
         # Fixed PTN values are written in display units (degrees, mm), not raw.
@@ -291,10 +277,11 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         consumed = int(offsets[-1]) + fixed_size + 1 + 5 * int(counts[-1])
     ends = np.cumsum(counts)
     total = int(ends[-1]) if n else 0
-    # Byte offset of pair k of record i = start of its pairs + 5 * (k - pairs before record i).
-    pair_offsets = np.repeat(offsets + fixed_size + 1 - 5 * (ends - counts), counts) + 5 * np.arange(
-        total, dtype=np.int64
-    )
+    # Byte offset of pair k of record i = start of its pairs + 5 * (k - pairs before record i). Offsets of a
+    # binary under 2 GiB fit 32 bits, which halves the memory the per-pair arrays stream through.
+    offset_type = np.int32 if len(data) < 2**31 else np.int64
+    pair_offsets = np.arange(0, 5 * total, 5, dtype=offset_type)
+    pair_offsets += np.repeat((offsets + fixed_size + 1 - 5 * (ends - counts)).astype(offset_type), counts)
     indexes = buf[pair_offsets]
 
     n_dlv = len(header.dlvs)

@@ -24,6 +24,7 @@ from shapely import geometry as shp_geometry
 
 from conversion.crops import normalize_crop_name
 from conversion.readers.base import Dataset, MachineIdentity, PointTable, Reader, UnreadableDataset, register
+from conversion.readers.binary import values_at
 from conversion.readers.units import normalize_unit, to_canonical
 
 NULL_TOKENS = (b"", b"*")
@@ -519,23 +520,17 @@ def _fast_points(shp: bytes, shx: bytes, shape_type: int) -> tuple[np.ndarray, n
     buf = np.frombuffer(shp, dtype=np.uint8)
     if len(starts) and starts.max() + 20 > len(buf):
         raise UnreadableDataset("the .shp file is shorter than its .shx index says")
-    types = _gather(buf, starts, "<i4")
-    x = _gather(buf, starts + 4, "<f8").copy()
-    y = _gather(buf, starts + 12, "<f8").copy()
+    types = values_at(buf, starts, "<i4")
+    x = values_at(buf, starts + 4, "<f8").copy()
+    y = values_at(buf, starts + 12, "<f8").copy()
     null = types == shapefile.NULL
     x[null] = np.nan
     y[null] = np.nan
     z = None
     if shape_type == shapefile.POINTZ and (starts.max(initial=0) + 28 <= len(buf)):
-        z = _gather(buf, starts + 20, "<f8").copy()
+        z = values_at(buf, starts + 20, "<f8").copy()
         z[null] = np.nan
     return x, y, z
-
-
-def _gather(buf: np.ndarray, offsets: np.ndarray, dtype: str) -> np.ndarray:
-    width = np.dtype(dtype).itemsize
-    idx = offsets[:, None] + np.arange(width)
-    return np.ascontiguousarray(buf[idx]).view(dtype).reshape(len(offsets))
 
 
 def _geodesic_area(geom) -> float:

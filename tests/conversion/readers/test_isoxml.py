@@ -1,6 +1,7 @@
 """ISOXML reader on real task controller exports: values checked against what the files themselves record."""
 
 import shutil
+import struct
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from conversion.readers import Dataset, UnreadableDataset, get_reader
+from conversion.readers import ddi as ddis
 from conversion.readers.isoxml import IsoxmlReader
 from conversion.readers.isoxml_tlg import TimeLogError, read_time_log
 from tests.conversion.readers.conftest import DOTNET, walk_tlg
@@ -50,6 +52,54 @@ def test_every_valid_time_log_is_consumed_byte_exact(valid_timelogs):
         assert log.leftover_bytes == 0 and not log.truncated_record, stem
         assert walk["consumed"] == walk["size"], stem
         assert log.n_records == len(walk["records"]), stem
+
+
+def _carried_forward(walk: dict, index: int, bitfield: bool) -> np.ndarray:
+    """Per record, the last value logged for DLV `index` so far (NaN before the first), from the walker."""
+    out, current = [], np.nan
+    for record in walk["records"]:
+        for logged_index, value in record["values"]:
+            if logged_index == index:
+                current = float(value & 0xFFFFFFFF if bitfield else value)
+        out.append(current)
+    return np.asarray(out)
+
+
+def test_every_value_position_and_time_matches_the_independent_walker(valid_timelogs):
+    for stem in sorted(p.stem for p in valid_timelogs.glob("TLG*.xml")):
+        xml_path, bin_path = _files(valid_timelogs, stem)
+        log = read_time_log(xml_path, bin_path)
+        walk = walk_tlg(xml_path, bin_path)
+        records = walk["records"]
+        # Positions and TC time, record by record
+        assert np.array_equal(log.ptn["north"], np.asarray([r["ptn"]["A"] for r in records]) * 1e-7), stem
+        assert np.array_equal(log.ptn["east"], np.asarray([r["ptn"]["B"] for r in records]) * 1e-7), stem
+        ms = np.asarray([r["tc_day"] * 86_400_000 + r["tc_ms"] for r in records], dtype=np.int64)
+        assert np.array_equal((log.tc_time - np.datetime64("1980-01-01", "ms")).astype(np.int64), ms), stem
+        # Every DLV: only changes are logged, so each value is carried forward until the next one
+        for spec in log.header.dlvs:
+            expected = _carried_forward(walk, spec.index, ddis.is_bitfield(spec.ddi))
+            assert np.array_equal(log.raw_values(spec.index), expected, equal_nan=True), (stem, spec.index)
+            logged = sum(1 for r in records for i, _ in r["values"] if i == spec.index)
+            assert log.logged_count(spec.index) == logged, (stem, spec.index)
+
+
+def test_a_dlv_logged_twice_in_one_record_keeps_the_later_value(tmp_path):
+    # Given a hand-made log: TC time only, DLV 0 logged in records 1 and 2, twice in record 2, never in record 0
+    (tmp_path / "TLG00001.xml").write_text('<TIM A=""><DLV A="0001" C="DET-1"/><DLV A="0002" C="DET-1"/></TIM>')
+    record = struct.Struct("<IH")
+    data = record.pack(1000, 16000) + bytes([1]) + struct.pack("<Bi", 1, 7)
+    data += record.pack(2000, 16000) + bytes([1]) + struct.pack("<Bi", 0, -5)
+    data += record.pack(3000, 16000) + bytes([2]) + struct.pack("<Bi", 0, 11) + struct.pack("<Bi", 0, 12)
+    data += record.pack(4000, 16000) + bytes([0])
+    (tmp_path / "TLG00001.bin").write_bytes(data)
+    # When read
+    log = read_time_log(tmp_path / "TLG00001.xml", tmp_path / "TLG00001.bin")
+    # Then values are carried forward, NaN before the first, and the later of two values in a record wins
+    assert log.n_records == 4 and log.leftover_bytes == 0
+    assert np.array_equal(log.raw_values(0), [np.nan, -5, 12, 12], equal_nan=True)
+    assert np.array_equal(log.raw_values(1), [7, 7, 7, 7])
+    assert log.logged_count(0) == 3
 
 
 def test_yield_total_mass_of_the_log_equals_the_task_total(valid_timelogs, valid_tables):
