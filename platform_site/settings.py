@@ -86,6 +86,12 @@ if DATABASES["default"]["ENGINE"].endswith("spatialite"):
     # Concurrent writers (request threads and the in-process worker) wait instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 30)
     SPATIALITE_LIBRARY_PATH = env.str("SPATIALITE_LIBRARY_PATH", default="mod_spatialite")
+else:
+    # A server database keeps each worker's connection between requests (opening one costs more than most
+    # requests); a connection found broken is replaced before use. The embedded server opens a thread per
+    # request, where a kept connection would only leak, so SpatiaLite keeps the default of 0.
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # GDAL < 3.9 cannot block file/network access in spatial references; we never hand user input to
 # GDAL's SRS parser (projections are validated and used through pyproj), so the warning is moot.

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework import authentication, exceptions
 
+from platform_site.api.lookups import row_get
+
 ALGORITHM = "HS256"
 
 
@@ -57,8 +59,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("The token has expired; authenticate again.") from exc
         except jwt.InvalidTokenError as exc:
             raise exceptions.AuthenticationFailed("The token is not valid.") from exc
-        user = get_user_model().objects.filter(pk=claims["sub"], is_active=True).first()
-        if user is None or not hmac.compare_digest(claims.get("pwd", ""), _password_fingerprint(user)):
+        user = row_get(get_user_model(), id=claims["sub"])
+        if (
+            user is None
+            or not user.is_active
+            or not hmac.compare_digest(str(claims.get("pwd", "")), _password_fingerprint(user))
+        ):
             raise exceptions.AuthenticationFailed("The token has been revoked; authenticate again.")
         return user, claims
 

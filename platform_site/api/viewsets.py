@@ -8,6 +8,7 @@ from rest_framework import mixins, viewsets
 from rest_framework.exceptions import NotFound
 
 from platform_site.accounts.models import CoreUser
+from platform_site.api.lookups import row_get
 
 
 def get_or_404(queryset: QuerySet, **lookup):
@@ -19,8 +20,11 @@ def get_or_404(queryset: QuerySet, **lookup):
 
 
 def owned_core_user_or_404(owner, core_user_id) -> CoreUser:
-    """The core user `core_user_id` of `owner`, or 404."""
-    return get_or_404(CoreUser.objects.filter(owner=owner), pk=core_user_id)
+    """The core user `core_user_id` of `owner`, or 404 (every `/users/{coreUserId}/...` request asks this)."""
+    core_user = row_get(CoreUser, id=core_user_id, owner=owner.pk)
+    if core_user is None:
+        raise NotFound("The resource was not found.")
+    return core_user
 
 
 class OwnerScopedViewSet(viewsets.GenericViewSet):

@@ -80,6 +80,18 @@ def test_expired_and_foreign_signed_tokens_are_401(owner):
     assert_problem(client.get(USERS_URL), 401)
 
 
+@pytest.mark.parametrize("subject", ["not-a-number", "99999999", ""])
+def test_a_signed_token_for_no_owner_is_401(owner, subject):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token(owner, sub=subject)}")
+    assert "revoked" in assert_problem(client.get(USERS_URL), 401)["detail"]
+
+
+def test_a_deleted_owner_is_locked_out(owner, api_client):
+    owner.delete()
+    assert "revoked" in assert_problem(api_client.get(USERS_URL), 401)["detail"]
+
+
 def test_changing_the_password_revokes_earlier_tokens(owner, api_client):
     assert api_client.get(USERS_URL).status_code == 200
     owner.set_password("a-new-password-123")

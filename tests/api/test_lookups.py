@@ -1,0 +1,35 @@
+"""`row_get`: the per-request lookups build the same instances as the ORM, on both databases."""
+
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from platform_site.accounts.models import CoreUser
+from platform_site.api.lookups import row_get
+from tests.factories import CoreUserFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+
+def _values(instance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
+
+
+def test_the_instance_equals_the_orm_one_value_for_value(owner):
+    core_user = CoreUserFactory(owner=owner, external_id="ext-1")
+    found = row_get(CoreUser, id=str(core_user.id), owner=owner.pk)
+    assert _values(found) == _values(CoreUser.objects.get(pk=core_user.id))
+    assert isinstance(found.id, uuid.UUID) and found.created_at.tzinfo is not None
+    assert not found._state.adding and found._state.db == "default"
+    user = row_get(get_user_model(), id=str(owner.pk))
+    assert _values(user) == _values(get_user_model().objects.get(pk=owner.pk))
+    assert user.is_active is True
+
+
+def test_another_owners_row_a_missing_one_and_malformed_values_are_none(owner, other_owner):
+    core_user = CoreUserFactory(owner=owner)
+    assert row_get(CoreUser, id=core_user.id, owner=other_owner.pk) is None
+    assert row_get(CoreUser, id=uuid.uuid4(), owner=owner.pk) is None
+    assert row_get(CoreUser, id="not-a-uuid", owner=owner.pk) is None
+    assert row_get(get_user_model(), id="12abc") is None
