@@ -455,7 +455,11 @@ def conversion_sweep() -> dict[str, int]:
         else:
             _tasks().dataset_convert.delay(dataset.pk)
             counts["resent"] += 1
-    lone = File.objects.filter(status=FileStatus.PROCESSING, dataset__isnull=True, created_time__lt=limit)
+    # Merged and cropped files; automerged ones belong to their operation (operations' sweep). `updated_time`, not
+    # `created_time`: a file made processing again (a retry) is judged from then.
+    lone = File.objects.filter(status=FileStatus.PROCESSING, dataset__isnull=True, updated_time__lt=limit).exclude(
+        origin=FileOrigin.AUTOMERGED
+    )
     for file in lone.select_related("core_user"):
         file_fail(file, f"{INTERNAL_ERROR} (processing did not finish in time)")
         counts["failed"] += 1

@@ -42,6 +42,8 @@ class Operation(models.Model):
     # Incremented whenever the set of files changes; `built_version` is the last one the merged file shows.
     version = models.PositiveIntegerField(default=1)
     built_version = models.PositiveIntegerField(default=0)
+    # How often the sweep re-sent the build of the current version (a lost task, a dead worker).
+    sweep_attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-start_time", "id"]

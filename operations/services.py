@@ -18,14 +18,16 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from conversion import merging, outputs
+from conversion import services as conversion
 from conversion.crop import table_crop
 from conversion.links import coverage_geometry
 from conversion.merge import tables_merge
-from conversion.models import File, FileOrigin, FileStatus, OperationType
+from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus, OperationType
 from fields.geometry import SQUARE_METRES_PER_HECTARE, from_geos, geodesic_area_m2, overlaps
 from fields.models import Boundary, Field, FieldFile
 from platform_site.accounts.models import CoreUser
@@ -129,6 +131,7 @@ def operation_file_group(file_id: str) -> Operation | None:
         else:
             operation = Operation.objects.select_for_update().get(pk=operation.pk)
             operation.version += 1
+            operation.sweep_attempts = 0
             operation.start_time = min(t for t in (operation.start_time, file.start_time) if t is not None)
             operation.end_time = max((t for t in (operation.end_time, file.end_time) if t is not None), default=None)
         operation.status = Operation.Status.PROCESSING
@@ -137,7 +140,7 @@ def operation_file_group(file_id: str) -> Operation | None:
         operation.files.add(file)
         merged = operation.merged_file
         merged.sources.add(file)
-        File.objects.filter(pk=merged.pk).update(status=FileStatus.PROCESSING, status_message=None, updated_time=now)
+        _merged_file_reopen(merged, now)
         event_emit(
             type=EventType.OPERATION_CREATED if created else EventType.OPERATION_UPDATED,
             core_user=file.core_user,
@@ -145,6 +148,11 @@ def operation_file_group(file_id: str) -> Operation | None:
         )
         _enqueue_build(operation)
     return operation
+
+
+def _merged_file_reopen(merged: File, now) -> None:
+    """The automerged file is being (re)built: processing, no message (its build is enqueued after commit)."""
+    File.objects.filter(pk=merged.pk).update(status=FileStatus.PROCESSING, status_message=None, updated_time=now)
 
 
 def _enqueue_build(operation: Operation) -> None:
@@ -200,6 +208,43 @@ def operation_build(operation_id: str, version: int | None = None) -> Operation 
             payload={"operationId": str(operation.pk), "coreFileId": str(merged.pk)},
         )
     return operation
+
+
+def operations_sweep() -> dict[str, int]:
+    """Re-send the build of operations left processing longer than CONVERSION_STUCK_AFTER_SECONDS (its task was
+    lost or its worker died), or, after CONVERSION_MAX_ATTEMPTS re-sends, fail the operation and its automerged
+    file with a reason. An automerged file failed while its operation still waits is made processing again."""
+    now = timezone.now()
+    limit = now - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    counts = {"resent": 0, "failed": 0}
+    stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit)
+    for operation_id in stuck.values_list("pk", flat=True):
+        with transaction.atomic():
+            operation = (
+                Operation.objects.select_for_update()
+                .select_related("merged_file")
+                .filter(pk=operation_id, status=Operation.Status.PROCESSING, updated_time__lt=limit)
+                .first()
+            )
+            if operation is None or operation.merged_file is None:
+                continue
+            merged = operation.merged_file
+            if operation.sweep_attempts >= settings.CONVERSION_MAX_ATTEMPTS:
+                if merged.status == FileStatus.PROCESSING:
+                    conversion.file_fail(merged, f"{INTERNAL_ERROR} (the operation was not built in time)")
+                operation.status = Operation.Status.FAILED
+                operation.updated_time = now
+                operation.save(update_fields=["status", "updated_time"])
+                counts["failed"] += 1
+                continue
+            if merged.status != FileStatus.PROCESSING:
+                _merged_file_reopen(merged, now)
+            operation.sweep_attempts += 1
+            operation.updated_time = now
+            operation.save(update_fields=["sweep_attempts", "updated_time"])
+            _enqueue_build(operation)
+            counts["resent"] += 1
+    return counts
 
 
 def _fields_record(operation: Operation, merged: File) -> None:

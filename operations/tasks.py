@@ -21,3 +21,9 @@ def operation_build(operation_id: str, version: int | None = None) -> None:
 def operation_crop_process(crop_id: str) -> None:
     """Write the points of an operation inside a field into the crop's file."""
     services.operation_crop_process(crop_id)
+
+
+@app.task(ignore_result=True)
+def operations_sweep() -> None:
+    """Periodic (beat): re-send or fail operation builds left processing too long."""
+    services.operations_sweep()

@@ -1,0 +1,97 @@
+"""Nothing of an operation stays processing: the sweep re-sends a build whose task was lost and fails it with a
+reason after CONVERSION_MAX_ATTEMPTS; the conversion sweep leaves automerged files to it."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from conversion.models import File, FileOrigin, FileStatus
+from conversion.services import conversion_sweep
+from fields.services import field_create
+from operations import tasks
+from operations.models import Operation
+from operations.services import operations_sweep
+
+from .helpers import grid_box, grid_table, processed_file
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+OPS_URL = "/services/operations/api/operations"
+
+
+@pytest.fixture
+def field(core_user):
+    return field_create(core_user=core_user, geometry=grid_box(), name="North")
+
+
+@pytest.fixture
+def lost_build(core_user, field, settings, monkeypatch) -> Operation:
+    """An operation whose build task was lost (the worker died), last touched longer ago than the stuck limit."""
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.operation_build, "delay", lambda *a: None)
+        processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    Operation.objects.update(updated_time=long_ago)
+    File.objects.filter(origin=FileOrigin.AUTOMERGED).update(updated_time=long_ago, created_time=long_ago)
+    return Operation.objects.get()
+
+
+def test_a_lost_build_is_sent_again_and_the_operation_is_processed(api_client, lost_build):
+    assert api_client.get(f"{OPS_URL}/{lost_build.pk}").json()["status"] == "processing"
+    assert operations_sweep() == {"resent": 1, "failed": 0}
+    body = api_client.get(f"{OPS_URL}/{lost_build.pk}").json()
+    assert body["status"] == "processed"
+    assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
+    assert api_client.get(f"{OPS_URL}/{lost_build.pk}/summary").json()["properties"]["pointCount"] == 200
+
+
+def test_a_recent_operation_is_left_alone(lost_build):
+    Operation.objects.update(updated_time=timezone.now())
+    assert operations_sweep() == {"resent": 0, "failed": 0}
+    assert Operation.objects.get().status == Operation.Status.PROCESSING
+
+
+def test_after_the_last_attempt_the_operation_and_its_file_fail_with_a_reason(api_client, lost_build, settings):
+    Operation.objects.update(sweep_attempts=settings.CONVERSION_MAX_ATTEMPTS)
+    assert operations_sweep() == {"resent": 0, "failed": 1}
+    body = api_client.get(f"{OPS_URL}/{lost_build.pk}").json()
+    assert body["status"] == "failed"
+    merged = File.objects.get(pk=body["coreFileId"])
+    assert merged.status == FileStatus.FAILED and "not built in time" in merged.status_message
+    assert operations_sweep() == {"resent": 0, "failed": 0}  # nothing left in flight
+
+
+def test_a_file_joining_gives_the_new_version_fresh_attempts(core_user, lost_build, settings):
+    Operation.objects.update(sweep_attempts=settings.CONVERSION_MAX_ATTEMPTS)
+    processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=3))
+    operation = Operation.objects.get()
+    assert operation.sweep_attempts == 0
+    assert operation.status == Operation.Status.PROCESSED and operation.files.count() == 2
+
+
+def test_the_conversion_sweep_leaves_automerged_files_to_their_operation(lost_build):
+    assert conversion_sweep()["failed"] == 0
+    assert File.objects.get(pk=lost_build.merged_file_id).status == FileStatus.PROCESSING
+    # An automerged file failed while its operation waits (as an earlier sweep did) is rebuilt, not left failed.
+    File.objects.filter(pk=lost_build.merged_file_id).update(status=FileStatus.FAILED, status_message="lost")
+    assert operations_sweep()["resent"] == 1
+    assert File.objects.get(pk=lost_build.merged_file_id).status == FileStatus.PROCESSED
+    assert Operation.objects.get().status == Operation.Status.PROCESSED
+
+
+def test_the_conversion_sweep_fails_a_merged_file_judged_from_its_last_update(core_user, settings):
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    second = processed_file(core_user, grid_table(start="2024-09-01T14:00:00", seed=2))
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    merged = File.objects.create(
+        core_user=core_user, file_name="merged", file_format="MERGED", provider="Other", origin=FileOrigin.MERGED,
+        status=FileStatus.PROCESSING,
+    )  # fmt: skip
+    merged.sources.set([first, second])
+    File.objects.filter(pk=merged.pk).update(created_time=long_ago)  # created long ago, but touched just now
+    assert conversion_sweep()["failed"] == 0
+    File.objects.filter(pk=merged.pk).update(updated_time=long_ago)
+    assert conversion_sweep()["failed"] == 1
+    merged.refresh_from_db()
+    assert merged.status == FileStatus.FAILED and "did not finish in time" in merged.status_message
