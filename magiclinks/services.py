@@ -328,6 +328,34 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
     )
 
 
+def credential_refresh_due(credential: ProviderCredential, now=None) -> bool:
+    """Whether the tokens expire within CREDENTIAL_REFRESH_AHEAD_SECONDS and can be refreshed (no known expiry or
+    no refresh token: never due)."""
+    ahead = timedelta(seconds=settings.CREDENTIAL_REFRESH_AHEAD_SECONDS)
+    return (
+        credential.status == ProviderCredential.Status.AUTHENTICATED
+        and credential.expires_at is not None
+        and credential.expires_at <= (now or timezone.now()) + ahead
+        and bool(credential.refresh_token)
+    )
+
+
+def credentials_refresh_sweep() -> int:
+    """Periodic: enqueue a refresh of every credential about to expire; returns how many. The task checks again
+    that the credential is still due, so a refresh already done by an earlier run is not repeated (a provider
+    that rotates refresh tokens would refuse the old one)."""
+    from . import tasks  # tasks import this module
+
+    horizon = timezone.now() + timedelta(seconds=settings.CREDENTIAL_REFRESH_AHEAD_SECONDS)
+    due = ProviderCredential.objects.filter(status=ProviderCredential.Status.AUTHENTICATED, expires_at__lte=horizon)
+    sent = 0
+    for credential in due:
+        if credential_refresh_due(credential):
+            tasks.magiclinks_credential_refresh.delay(str(credential.pk), only_if_due=True)
+            sent += 1
+    return sent
+
+
 def link_disconnect(*, link: MagicLink, provider: str) -> bool:
     """The end user chose to disconnect `provider` (only when the link allows it)."""
     if not link.settings.get("disconnectedEnabled") or provider not in link.providers:

@@ -174,6 +174,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
     "conversion-sweep": {"task": "conversion.tasks.conversion_sweep", "schedule": 300.0},
     "operations-sweep": {"task": "operations.tasks.operations_sweep", "schedule": 300.0},
+    "credentials-refresh": {"task": "magiclinks.tasks.magiclinks_credentials_refresh_sweep", "schedule": 300.0},
 }
 
 # --- Webhooks -------------------------------------------------------------------------------------
@@ -203,6 +204,8 @@ CONVERSION_MAX_ATTEMPTS = env.int("CONVERSION_MAX_ATTEMPTS", default=3)
 # Fernet keys: the first encrypts, all decrypt (rotation). Without any, a key is derived from SECRET_KEY.
 PROVIDER_SECRETS_KEYS = env.list("PROVIDER_SECRETS_KEYS", default=[])
 PROVIDER_TOKEN_TIMEOUT_SECONDS = env.float("PROVIDER_TOKEN_TIMEOUT_SECONDS", default=10.0)
+# Provider tokens expiring within this many seconds are refreshed by the periodic sweep (every 5 minutes).
+CREDENTIAL_REFRESH_AHEAD_SECONDS = env.int("CREDENTIAL_REFRESH_AHEAD_SECONDS", default=900)
 
 # --- Weather (fields service) ---------------------------------------------------------------------
 # Any server speaking the Open-Meteo historical API protocol.

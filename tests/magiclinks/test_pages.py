@@ -206,6 +206,41 @@ def test_refresh_renews_tokens_or_emits_credentials_unauthenticated(
     assert (event["type"], event["provider"]) == ("credentialsUnauthenticated", "ProviderA")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_refreshes_only_credentials_about_to_expire(
+    client, core_user, oauth_server, oauth_app, settings, monkeypatch
+):
+    from magiclinks import tasks
+    from magiclinks.services import credentials_refresh_sweep
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    first = ProviderCredential.objects.get(core_user=core_user)
+    # Fresh tokens (the server grants an hour, more than CREDENTIAL_REFRESH_AHEAD_SECONDS ahead): nothing to do
+    settings.CREDENTIAL_REFRESH_AHEAD_SECONDS = 600
+    assert credentials_refresh_sweep() == 0
+    assert ProviderCredential.objects.get(pk=first.pk).access_token == first.access_token
+    # About to expire: refreshed, with a new expiry, so the next sweep leaves it alone
+    ProviderCredential.objects.filter(pk=first.pk).update(expires_at=timezone.now() + timedelta(seconds=60))
+    assert credentials_refresh_sweep() == 1
+    renewed = ProviderCredential.objects.get(pk=first.pk)
+    assert renewed.access_token != first.access_token and renewed.status == "AUTHENTICATED"
+    assert renewed.expires_at > timezone.now() + timedelta(seconds=600)
+    assert credentials_refresh_sweep() == 0
+    # A refresh sent twice (two sweeps before the worker ran) is done once: the second finds it no longer due
+    ProviderCredential.objects.filter(pk=first.pk).update(expires_at=timezone.now() + timedelta(seconds=60))
+    with monkeypatch.context() as patch:
+        queued = []
+        patch.setattr(tasks.magiclinks_credential_refresh, "delay", lambda *a, **k: queued.append((a, k)))
+        credentials_refresh_sweep()
+        credentials_refresh_sweep()
+    for args, kwargs in queued:
+        tasks.magiclinks_credential_refresh(*args, **kwargs)
+    refreshes = [form for form in oauth_server.token_requests if form.get("grant_type") == "refresh_token"]
+    assert len(queued) == 2 and len(refreshes) == 2  # the one above, then one of the two queued
+
+
 def test_disconnect_only_when_the_link_allows_it(client, core_user, oauth_server, oauth_app, settings):
     settings.PUBLIC_BASE_URL = "http://testserver"
     _link, closed_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
