@@ -80,6 +80,8 @@ class BatchDataset(models.Model):
     message = models.TextField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Last sign of life of the task converting it (its start, then each file it finishes): the sweep judges from it.
+    progress_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

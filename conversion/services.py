@@ -22,7 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from assets.models import Provider
@@ -247,8 +247,8 @@ def dataset_convert(dataset_id: int) -> None:
             return
         dataset.status = DatasetStatus.PROCESSING
         dataset.attempts += 1
-        dataset.started_at = timezone.now()
-        dataset.save(update_fields=["status", "attempts", "started_at"])
+        dataset.started_at = dataset.progress_at = timezone.now()
+        dataset.save(update_fields=["status", "attempts", "started_at", "progress_at"])
     batch = dataset.batch
     try:
         root = ensure_extracted(batch)
@@ -265,6 +265,8 @@ def dataset_convert(dataset_id: int) -> None:
             file = _file_named(dataset, _part_name(dataset, table.name, several))
             if file.status == FileStatus.PROCESSED:
                 continue
+            # Still alive: a data set of many files may take longer than the sweep's limit as a whole.
+            BatchDataset.objects.filter(pk=dataset.pk).update(progress_at=timezone.now())
             try:
                 produced = outputs.produce(file, table, original_name=original)
             except UnreadableDataset as exc:
@@ -447,7 +449,8 @@ def conversion_sweep() -> dict[str, int]:
         else:
             _tasks().batch_open.delay(str(batch.pk))
             counts["resent"] += 1
-    for dataset in BatchDataset.objects.filter(status=DatasetStatus.PROCESSING, started_at__lt=limit):
+    in_flight = BatchDataset.objects.filter(status=DatasetStatus.PROCESSING)
+    for dataset in in_flight.filter(Q(progress_at__lt=limit) | Q(progress_at__isnull=True, started_at__lt=limit)):
         if dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS:
             message = STUCK_MESSAGE.format(attempts=dataset.attempts)
             _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)

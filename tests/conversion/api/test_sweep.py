@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversion import tasks
+from conversion import services, tasks
 from conversion.models import Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileStatus
 from conversion.services import batch_open, conversion_sweep
 
@@ -41,6 +41,34 @@ def test_a_data_set_left_processing_is_sent_again(api_client, core_user, valid_t
     batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
     assert batch["status"] == "PROCESSED"
     assert len(batch["files"]) == 19
+
+
+def test_a_long_data_set_still_making_progress_is_left_alone(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    batch_id = _stalled_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
+    # Started long ago, but its task finished a file a moment ago: it is alive, not stuck
+    BatchDataset.objects.filter(batch_id=batch_id).update(progress_at=timezone.now())
+    assert conversion_sweep() == {"resent": 0, "failed": 0}
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    BatchDataset.objects.filter(batch_id=batch_id).update(progress_at=long_ago)
+    assert conversion_sweep()["resent"] == 1
+
+
+def test_each_finished_file_is_a_sign_of_life(api_client, core_user, valid_timelogs, settings, monkeypatch):
+    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    seen = []
+    real_produce = services.outputs.produce
+
+    def produce(file, table, **kwargs):
+        seen.append(BatchDataset.objects.get(batch_id=batch_id).progress_at)
+        return real_produce(file, table, **kwargs)
+
+    monkeypatch.setattr(services.outputs, "produce", produce)
+    batch_open(batch_id)
+    assert len(seen) == 19 and seen == sorted(seen) and seen[0] < seen[-1]
+    dataset = BatchDataset.objects.get(batch_id=batch_id)
+    assert dataset.started_at <= seen[0] and dataset.progress_at == seen[-1]
 
 
 def test_a_data_set_stuck_after_the_last_attempt_fails_with_a_reason(
