@@ -2,7 +2,9 @@
 
 A boundary's geometry is drawn on a map with no drawing or editing tools, and its form field is disabled, so
 Django ignores whatever a crafted POST sends for it. A field's current boundary (`boundary`) is read-only
-too: a field's shape changes only through the services (new boundary, events, auto-merge)."""
+too: a field's shape changes only through the services (new boundary, events, auto-merge). Fields are not added
+here (a field needs a geometry), and what ties a field, farm or grower to its core user, its farm, its merged
+field or its provider is read-only: moving one to another core user here would cross tenants."""
 
 from django.contrib import admin
 from django.contrib.gis.admin.options import GeoModelAdminMixin
@@ -51,9 +53,23 @@ class FieldAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "core_user", "type", "provider_name", "created_at"]
     list_filter = ["type", "provider_name"]
     search_fields = ["id", "name", "provider_field_id"]
-    raw_id_fields = ["core_user", "farm", "merged_field"]
-    readonly_fields = ["boundary"]
+    readonly_fields = [
+        "core_user",
+        "type",
+        "farm",
+        "boundary",
+        "merged_field",
+        "provider_name",
+        "provider_id",
+        "provider_field_id",
+        "provider_field_name",
+        "provider_boundary_id",
+        "organization_id",
+    ]
     inlines = [BoundaryInline]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(Boundary)
@@ -76,16 +92,25 @@ class BoundaryAdmin(ImmutableGeometryAdminMixin, admin.ModelAdmin):
 @admin.register(Farm)
 class FarmAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "core_user", "grower", "provider_name"]
-    raw_id_fields = ["core_user", "grower"]
+    readonly_fields = ["core_user", "grower"]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(Grower)
 class GrowerAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "core_user", "provider_name"]
-    raw_id_fields = ["core_user"]
+    readonly_fields = ["core_user"]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(FieldFile)
 class FieldFileAdmin(admin.ModelAdmin):
     list_display = ["file_id", "field", "created_at"]
-    raw_id_fields = ["field"]
+    readonly_fields = ["file_id", "field"]
+
+    def has_add_permission(self, request):
+        return False

@@ -82,3 +82,21 @@ def test_the_field_change_form_cannot_change_its_boundaries(api_client, core_use
     assert str(stored.boundary_id) == field["boundaries"][0]
     body = api_client.get(f"/services/fields/api/users/{core_user.id}/fields/{field['id']}").json()
     assert body["geometry"] == field["geometry"] and body["boundaries"] == field["boundaries"]
+
+
+def test_fields_farms_and_growers_are_not_added_nor_moved_to_another_core_user(
+    api_client, owner, core_user, admin_client_superuser
+):
+    from tests.factories import CoreUserFactory
+
+    for model in ("field", "farm", "grower", "fieldfile"):
+        assert admin_client_superuser.get(f"/admin/fields/{model}/add/").status_code == 403, model
+    field = create_field(api_client, core_user, square(0, 0))
+    stranger = CoreUserFactory()
+    url = f"/admin/fields/field/{field['id']}/change/"
+    data = form_data(admin_client_superuser.get(url))
+    response = admin_client_superuser.post(url, {**data, "core_user": stranger.pk, "type": "MERGED", "farm": ""})
+    assert response.status_code == 302
+    stored = Field.objects.get(pk=field["id"])
+    assert (stored.core_user_id, stored.type) == (core_user.pk, Field.Type.ORIGINAL)
+    assert api_client.get(f"/services/fields/api/users/{core_user.id}/fields/{field['id']}").status_code == 200
