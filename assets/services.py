@@ -20,7 +20,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
-from platform_site.api.errors import DomainError, ForbiddenError
+from platform_site.api.errors import DomainError, ProviderResourceReadOnly
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -29,12 +29,6 @@ from .models import Implement, ImplementFile, Machine, MachineFile, Operator, Op
 M = TypeVar("M", bound=Model)
 
 MACHINE_ATTRIBUTES = ("name", "serial_number", "vin", "model", "make", "category", "model_year")
-
-
-class ProviderResourceReadOnly(ForbiddenError):
-    """Assets that come from files or providers are theirs: the API may not change them."""
-
-    error_key = "providerResourceReadOnly"
 
 
 class AssetIdentityMissing(DomainError):

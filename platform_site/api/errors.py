@@ -68,6 +68,12 @@ class ForbiddenError(DomainError):
     error_key = "forbidden"
 
 
+class ProviderResourceReadOnly(ForbiddenError):
+    """Fields and assets that come from a provider or from files are theirs: the API may not change them."""
+
+    error_key = "providerResourceReadOnly"
+
+
 class ServiceUnavailableError(DomainError):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     error_key = "serviceUnavailable"

@@ -1,6 +1,5 @@
-"""Business rules of fields: immutable boundary history, provider boundary statuses, auto-merge,
-geometric queries, farms and growers. Every write is atomic and announces itself through `event_emit`
-inside its transaction."""
+"""Business rules of fields: immutable boundary history, provider boundary statuses, auto-merge and the files
+attached to fields. Every write is atomic and announces itself through `event_emit` inside its transaction."""
 
 import re
 import uuid
@@ -13,29 +12,17 @@ from shapely.ops import unary_union
 
 from configs.services import config_resolve
 from platform_site.accounts.models import CoreUser
-from platform_site.api.errors import ConflictError, DomainError, ForbiddenError
+from platform_site.api.errors import ConflictError, DomainError, ProviderResourceReadOnly
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from .geometry import (
-    SQUARE_METRES_PER_HECTARE,
-    Overlap,
-    as_multipolygon,
-    from_geos,
-    geodesic_area_m2,
-    overlaps,
-    to_geos,
-)
-from .models import Boundary, Farm, Field, FieldFile, Grower
+from ..geometry import as_multipolygon, from_geos, geodesic_area_m2, to_geos
+from ..models import Boundary, Farm, Field, FieldFile
+from .queries import DEFAULT_INTERSECTION_THRESHOLD, fields_overlapping
 
 FIELD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._~:-]{1,255}$")
 # Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`.
 RESERVED_FIELD_IDS = frozenset({"intersects", "intersect"})
-DEFAULT_INTERSECTION_THRESHOLD = 0.01
-
-
-class ProviderResourceReadOnly(ForbiddenError):
-    error_key = "providerResourceReadOnly"
 
 
 def field_queryset(queryset: QuerySet | None = None) -> QuerySet:
@@ -286,65 +273,6 @@ def boundary_provider_sync(
     return new
 
 
-# --- geometric queries ----------------------------------------------------------------------------
-
-
-def fields_overlapping(
-    *,
-    core_users: Iterable[CoreUser] | QuerySet,
-    geometry: MultiPolygon,
-    threshold: float = DEFAULT_INTERSECTION_THRESHOLD,
-    types: Iterable[str] | None = None,
-    queryset: QuerySet | None = None,
-) -> list[tuple[Field, Overlap]]:
-    """Fields of `core_users` whose ACTIVE boundary overlaps `geometry` by at least `threshold` percent of
-    either area (the spec's intersection threshold rule), with the overlap, in a stable order (id).
-
-    Candidates come from the spatially indexed `intersects` lookup; the ratios are geodesic and computed
-    here, so PostGIS and SpatiaLite agree. Conversion uses it to attach files (`fieldsAttachIntersection`)."""
-    queryset = Field.objects.all() if queryset is None else queryset
-    candidates = queryset.filter(
-        core_user__in=core_users,
-        boundary__status=Boundary.Status.ACTIVE,
-        boundary__geometry__intersects=to_geos(geometry),
-    ).select_related("boundary")
-    if types is not None:
-        candidates = candidates.filter(type__in=list(types))
-    candidates = list(candidates.order_by("pk"))
-    results = overlaps(
-        [from_geos(field.boundary.geometry) for field in candidates],
-        [field.boundary.area_ha * SQUARE_METRES_PER_HECTARE for field in candidates],
-        geometry,
-        geodesic_area_m2(geometry),
-    )
-    return [(field, result) for field, result in zip(candidates, results, strict=True) if result.satisfies(threshold)]
-
-
-def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPolygon:
-    """The common area of the ACTIVE boundaries of at least two distinct fields of `core_user` (400
-    otherwise), as a MultiPolygon (empty when they do not overlap)."""
-    ids = list(dict.fromkeys(field_ids))
-    if len(ids) < 2:
-        raise DomainError("Give the ids of at least two different fields.", error_key="validation")
-    fields = {
-        f.pk: f
-        for f in Field.objects.filter(core_user=core_user, pk__in=ids, boundary__isnull=False).select_related(
-            "boundary"
-        )
-    }
-    missing = [i for i in ids if i not in fields]
-    if missing:
-        raise DomainError(
-            f"Not fields of this user (or without a boundary): {', '.join(missing)}.",
-            error_key="validation",
-            field_errors=[{"field": f"[{ids.index(i)}]", "message": "Unknown field."} for i in missing],
-        )
-    result = from_geos(fields[ids[0]].boundary.geometry)
-    for field_id in ids[1:]:
-        result = result.intersection(from_geos(fields[field_id].boundary.geometry))
-    return as_multipolygon(result)
-
-
 # --- auto-merge -----------------------------------------------------------------------------------
 
 
@@ -422,44 +350,3 @@ def field_files_attach(*, fields: Iterable[Field], file_id: str) -> None:
 def field_files_detach(*, file_id: str) -> None:
     """Forget a file on every field (the file was deleted)."""
     FieldFile.objects.filter(file_id=str(file_id)).delete()
-
-
-# --- farms and growers ----------------------------------------------------------------------------
-
-
-def _check_grower(core_user: CoreUser, grower: Grower | None) -> None:
-    if grower is not None and grower.core_user_id != core_user.pk:
-        raise DomainError(
-            "The grower does not exist for this user.",
-            field_errors=[{"field": "growerId", "message": "Unknown grower."}],
-        )
-
-
-@transaction.atomic
-def farm_create(*, core_user: CoreUser, name: str | None = None, grower: Grower | None = None) -> Farm:
-    """A farm of `core_user`, optionally of one of its growers."""
-    _check_grower(core_user, grower)
-    return Farm.objects.create(core_user=core_user, name=name, grower=grower)
-
-
-@transaction.atomic
-def farm_replace(*, farm: Farm, name: str | None = None, grower: Grower | None = None) -> Farm:
-    """PUT: the farm's name and grower become exactly what is given (absent means none)."""
-    _check_grower(farm.core_user, grower)
-    farm.name, farm.grower = name, grower
-    farm.save(update_fields=["name", "grower", "updated_at"])
-    return farm
-
-
-@transaction.atomic
-def grower_create(*, core_user: CoreUser, name: str | None = None) -> Grower:
-    """A grower of `core_user`."""
-    return Grower.objects.create(core_user=core_user, name=name)
-
-
-@transaction.atomic
-def grower_replace(*, grower: Grower, name: str | None = None) -> Grower:
-    """PUT: the grower's name becomes exactly what is given (absent means none)."""
-    grower.name = name
-    grower.save(update_fields=["name", "updated_at"])
-    return grower

@@ -1,0 +1,80 @@
+"""Geometric questions about the fields of core users: which fields a geometry overlaps (the spec's intersection
+threshold rule) and the common area of several fields. Ratios are geodesic and computed here, so PostGIS and
+SpatiaLite agree; the database only supplies candidates through its spatial index."""
+
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+from shapely.geometry import MultiPolygon
+
+from platform_site.accounts.models import CoreUser
+from platform_site.api.errors import DomainError
+
+from ..geometry import (
+    SQUARE_METRES_PER_HECTARE,
+    Overlap,
+    as_multipolygon,
+    from_geos,
+    geodesic_area_m2,
+    overlaps,
+    to_geos,
+)
+from ..models import Boundary, Field
+
+DEFAULT_INTERSECTION_THRESHOLD = 0.01
+
+
+def fields_overlapping(
+    *,
+    core_users: Iterable[CoreUser] | QuerySet,
+    geometry: MultiPolygon,
+    threshold: float = DEFAULT_INTERSECTION_THRESHOLD,
+    types: Iterable[str] | None = None,
+    queryset: QuerySet | None = None,
+) -> list[tuple[Field, Overlap]]:
+    """Fields of `core_users` whose ACTIVE boundary overlaps `geometry` by at least `threshold` percent of
+    either area (the spec's intersection threshold rule), with the overlap, in a stable order (id).
+
+    Candidates come from the spatially indexed `intersects` lookup; the ratios are geodesic and computed
+    here, so PostGIS and SpatiaLite agree. Conversion uses it to attach files (`fieldsAttachIntersection`)."""
+    queryset = Field.objects.all() if queryset is None else queryset
+    candidates = queryset.filter(
+        core_user__in=core_users,
+        boundary__status=Boundary.Status.ACTIVE,
+        boundary__geometry__intersects=to_geos(geometry),
+    ).select_related("boundary")
+    if types is not None:
+        candidates = candidates.filter(type__in=list(types))
+    candidates = list(candidates.order_by("pk"))
+    results = overlaps(
+        [from_geos(field.boundary.geometry) for field in candidates],
+        [field.boundary.area_ha * SQUARE_METRES_PER_HECTARE for field in candidates],
+        geometry,
+        geodesic_area_m2(geometry),
+    )
+    return [(field, result) for field, result in zip(candidates, results, strict=True) if result.satisfies(threshold)]
+
+
+def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPolygon:
+    """The common area of the ACTIVE boundaries of at least two distinct fields of `core_user` (400
+    otherwise), as a MultiPolygon (empty when they do not overlap)."""
+    ids = list(dict.fromkeys(field_ids))
+    if len(ids) < 2:
+        raise DomainError("Give the ids of at least two different fields.", error_key="validation")
+    fields = {
+        f.pk: f
+        for f in Field.objects.filter(core_user=core_user, pk__in=ids, boundary__isnull=False).select_related(
+            "boundary"
+        )
+    }
+    missing = [i for i in ids if i not in fields]
+    if missing:
+        raise DomainError(
+            f"Not fields of this user (or without a boundary): {', '.join(missing)}.",
+            error_key="validation",
+            field_errors=[{"field": f"[{ids.index(i)}]", "message": "Unknown field."} for i in missing],
+        )
+    result = from_geos(fields[ids[0]].boundary.geometry)
+    for field_id in ids[1:]:
+        result = result.intersection(from_geos(fields[field_id].boundary.geometry))
+    return as_multipolygon(result)
