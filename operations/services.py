@@ -221,7 +221,7 @@ def operations_sweep() -> dict[str, int]:
     for operation_id in stuck.values_list("pk", flat=True):
         with transaction.atomic():
             operation = (
-                Operation.objects.select_for_update()
+                Operation.objects.select_for_update(of=("self",))
                 .select_related("merged_file")
                 .filter(pk=operation_id, status=Operation.Status.PROCESSING, updated_time__lt=limit)
                 .first()
