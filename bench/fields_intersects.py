@@ -92,14 +92,27 @@ def query_geometries(count: int) -> list:
     return shapes
 
 
-def timed_posts(client, url: str, bodies: list[dict]) -> list[float]:
+WARM_UP = 20
+
+
+def timed(call, items: list) -> list[float]:
+    """`call(item)` for the first WARM_UP items untimed, then for every item: wall time of each call in ms."""
+    for item in items[:WARM_UP]:
+        call(item)
     timings = []
-    for body in bodies:
+    for item in items:
         started = time.perf_counter()
-        response = client.post(url, body, content_type="application/json")
+        call(item)
         timings.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, response.content[:300]
     return timings
+
+
+def timed_posts(client, url: str, bodies: list[dict]) -> list[float]:
+    def post(body):
+        response = client.post(url, body, content_type="application/json")
+        assert response.status_code == 200, response.content[:300]
+
+    return timed(post, bodies)
 
 
 def free_port() -> int:
@@ -147,37 +160,30 @@ def gunicorn_start(port: int) -> subprocess.Popen:
 
 
 def timed_http(port: int, token: str, url: str, bodies: list[dict]) -> list[float]:
-    """POST each body over one keep-alive connection; wall time per request in ms."""
+    """POST each body over one keep-alive connection."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    encoded = [json.dumps(body).encode() for body in bodies]
-    for body in encoded[:20]:  # warm up the worker
-        conn.request("POST", url, body, headers)
-        conn.getresponse().read()
-    timings = []
-    for body in encoded:
-        started = time.perf_counter()
+
+    def post(body: bytes):
         conn.request("POST", url, body, headers)
         response = conn.getresponse()
         response.read()
-        timings.append((time.perf_counter() - started) * 1000)
         assert response.status == 200, (response.status, url)
-    conn.close()
-    return timings
+
+    try:
+        return timed(post, [json.dumps(body).encode() for body in bodies])
+    finally:
+        conn.close()
 
 
 def timed_sql(sql: str, parameter_lists: list[list]) -> list[float]:
-    timings = []
     with connection.cursor() as cursor:
-        for params in parameter_lists[:20]:
+
+        def query(params):
             cursor.execute(sql, params)
             cursor.fetchall()
-        for params in parameter_lists:
-            started = time.perf_counter()
-            cursor.execute(sql, params)
-            cursor.fetchall()
-            timings.append((time.perf_counter() - started) * 1000)
-    return timings
+
+        return timed(query, parameter_lists)
 
 
 def line(label: str, timings: list[float]) -> str:
@@ -201,13 +207,10 @@ def bench(core_user, owner) -> None:
         "WHERE f.core_user_id = %s AND b.status = 'ACTIVE' AND ST_Intersects(b.geometry, ST_GeomFromWKB(%s, 4326))"
     )
     bodies = [{"geometry": to_geojson(shape), "intersectionThreshold": 0.01} for shape in shapes]
-    for body in bodies[:20]:  # warm up
-        client.post(url, body, content_type="application/json")
     found = [len(client.post(url, body, content_type="application/json").json()) for body in bodies]
     client_ms = timed_posts(client, url, bodies)
     floor_url = f"/floor/{core_user.id}"
     with override_settings(ROOT_URLCONF="bench._floor"):
-        timed_posts(client, floor_url, bodies[:20])
         floor_ms = timed_posts(client, floor_url, bodies)
     same_ms = timed_sql(
         _candidates_sql("postgresql", "core_user"),
