@@ -101,30 +101,28 @@ class CleanResult:
 # -- derived values -------------------------------------------------------------------------------------------
 
 
-def point_standard_moisture(table: PointTable) -> np.ndarray | None:
-    """Standard moisture (%) per point from the per-point crop or the table's single crop; None if unknown."""
+def _per_point_standard(table: PointTable, attribute: str) -> np.ndarray | None:
+    """`attribute` of the crop standard per point, from the per-point crop or the table's single crop; None if
+    no point's crop has a standard."""
     crops = table.columns.get("crop")
     if crops is not None:
         uniques, inverse = np.unique(np.asarray(crops, dtype=object).astype(str), return_inverse=True)
-        ms = np.array([_standard(u).standard_moisture if _standard(u) else np.nan for u in uniques])
-        out = ms[inverse]
-        return None if np.isnan(out).all() else out
-    if len(table.crops) == 1 and crop_standard(table.crops[0]):
-        return np.full(len(table), crop_standard(table.crops[0]).standard_moisture)
+        standards = [_standard(name) for name in uniques]
+        values = np.array([getattr(std, attribute) if std else np.nan for std in standards])[inverse]
+        return None if np.isnan(values).all() else values
+    if len(table.crops) == 1 and (std := crop_standard(table.crops[0])):
+        return np.full(len(table), getattr(std, attribute))
     return None
+
+
+def point_standard_moisture(table: PointTable) -> np.ndarray | None:
+    """Standard moisture (%) per point from the per-point crop or the table's single crop; None if unknown."""
+    return _per_point_standard(table, "standard_moisture")
 
 
 def point_bushel_weight_kg(table: PointTable) -> np.ndarray | None:
     """Standard bushel weight (kg) per point, like `point_standard_moisture`."""
-    crops = table.columns.get("crop")
-    if crops is not None:
-        uniques, inverse = np.unique(np.asarray(crops, dtype=object).astype(str), return_inverse=True)
-        w = np.array([_standard(u).bushel_weight_kg if _standard(u) else np.nan for u in uniques])
-        out = w[inverse]
-        return None if np.isnan(out).all() else out
-    if len(table.crops) == 1 and crop_standard(table.crops[0]):
-        return np.full(len(table), crop_standard(table.crops[0]).bushel_weight_kg)
-    return None
+    return _per_point_standard(table, "bushel_weight_kg")
 
 
 def _standard(name: str):

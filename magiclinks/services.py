@@ -272,8 +272,14 @@ def oauth_authorization_complete(
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=link.core_user, provider=provider, message=str(exc))
         raise AuthorizationRefused(502, f"The connection to {provider} failed: {exc}", link) from None
-    credential = provider_credential_store(
-        core_user=link.core_user,
+    credential = _credential_store(core_user=link.core_user, provider=provider, tokens=tokens)
+    return ConnectionResult(link=link, provider=provider, credential=credential)
+
+
+def _credential_store(*, core_user: CoreUser, provider: str, tokens: oauth.TokenSet) -> ProviderCredential:
+    """Keep what a provider's token endpoint answered as the core user's (AUTHENTICATED) credential."""
+    return provider_credential_store(
+        core_user=core_user,
         provider=provider,
         access_token=tokens.access_token,
         refresh_token=tokens.refresh_token,
@@ -281,7 +287,6 @@ def oauth_authorization_complete(
         scope=tokens.scope,
         expires_at=tokens.expires_at,
     )
-    return ConnectionResult(link=link, provider=provider, credential=credential)
 
 
 def provider_url_check(url: str) -> None:
@@ -317,15 +322,7 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=core_user, provider=credential.provider, message=str(exc))
         return None
-    return provider_credential_store(
-        core_user=core_user,
-        provider=credential.provider,
-        access_token=tokens.access_token,
-        refresh_token=tokens.refresh_token,
-        token_type=tokens.token_type,
-        scope=tokens.scope,
-        expires_at=tokens.expires_at,
-    )
+    return _credential_store(core_user=core_user, provider=credential.provider, tokens=tokens)
 
 
 def credential_refresh_due(credential: ProviderCredential, now=None) -> bool:

@@ -12,12 +12,11 @@ def values_at(data: bytes | np.ndarray, offsets: np.ndarray, dtype: str) -> np.n
     gather with no per-byte index; an offset whose value would run past the end raises IndexError.
     """
     dt = np.dtype(dtype)
-    buffer = data.data if isinstance(data, np.ndarray) else data
-    size = len(buffer) if not isinstance(data, np.ndarray) else data.nbytes
+    size = memoryview(data).nbytes
     count = size - dt.itemsize + 1
     if count <= 0:
         if len(offsets):
             raise IndexError(f"offset {int(offsets[0])} is past the end of a {size}-byte buffer")
         return np.empty(0, dtype=dt)
-    every_byte = np.ndarray(shape=(count,), dtype=dt, buffer=buffer, strides=(1,))
+    every_byte = np.ndarray(shape=(count,), dtype=dt, buffer=data, strides=(1,))
     return every_byte[offsets]

@@ -14,6 +14,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+# The detail of every 404: a missing id and another owner's id answer alike.
+NOT_FOUND = "The resource was not found."
+
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
 DRF_ERROR_KEYS: list[tuple[type[Exception], str]] = [
@@ -140,7 +143,7 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
     headers: dict[str, str] = {}
 
     if isinstance(exc, Http404):
-        exc = exceptions.NotFound("The resource was not found.")
+        exc = exceptions.NotFound(NOT_FOUND)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, DjangoValidationError):

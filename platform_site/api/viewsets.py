@@ -8,6 +8,7 @@ from rest_framework import mixins, viewsets
 from rest_framework.exceptions import NotFound
 
 from platform_site.accounts.models import CoreUser
+from platform_site.api.errors import NOT_FOUND
 from platform_site.api.lookups import row_get
 
 
@@ -16,14 +17,14 @@ def get_or_404(queryset: QuerySet, **lookup):
     try:
         return queryset.get(**lookup)
     except (queryset.model.DoesNotExist, DjangoValidationError, ValueError, TypeError):
-        raise NotFound("The resource was not found.") from None
+        raise NotFound(NOT_FOUND) from None
 
 
 def owned_core_user_or_404(owner, core_user_id) -> CoreUser:
     """The core user `core_user_id` of `owner`, or 404 (every `/users/{coreUserId}/...` request asks this)."""
     core_user = row_get(CoreUser, id=core_user_id, owner=owner.pk)
     if core_user is None:
-        raise NotFound("The resource was not found.")
+        raise NotFound(NOT_FOUND)
     return core_user
 
 
