@@ -14,7 +14,6 @@ import shapely
 from django.contrib.gis.geos import GEOSGeometry
 from pyproj import Geod
 from shapely.geometry import MultiPolygon, Polygon, mapping, shape
-from shapely.geometry.polygon import orient
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
@@ -117,13 +116,19 @@ def to_geojson(geometry: MultiPolygon) -> dict:
     }
 
 
+def _ring_area_m2(ring) -> float:
+    coordinates = shapely.get_coordinates(ring)
+    area, _ = GEOD.polygon_area_perimeter(coordinates[:, 0], coordinates[:, 1])
+    return abs(area)
+
+
 def geodesic_area_m2(geometry) -> float:
-    """Area on the WGS84 ellipsoid in square metres, whatever the orientation of the rings."""
-    total = 0.0
-    for polygon in as_multipolygon(geometry).geoms:
-        area, _ = GEOD.geometry_area_perimeter(orient(polygon, sign=1.0))
-        total += abs(area)
-    return total
+    """Area on the WGS84 ellipsoid in square metres, whatever the orientation of the rings: each polygon's
+    outer ring less its holes."""
+    return sum(
+        _ring_area_m2(polygon.exterior) - sum(_ring_area_m2(hole) for hole in polygon.interiors)
+        for polygon in as_multipolygon(geometry).geoms
+    )
 
 
 def geodesic_area_ha(geometry) -> float:
