@@ -13,7 +13,8 @@ Prints figures.
   answer needs), timed from a Python cursor: the database's share of the work.
 - Raw SQL, ids only: the bare candidate lookup returning ids.
 - Floor: a do-nothing endpoint behind the same bearer authentication and core-user check (bench/_floor.py), over
-  HTTP and through the test client: the fixed cost of any `/users/{coreUserId}/...` request.
+  HTTP and through the test client: the fixed cost of any `/users/{coreUserId}/...` request; and, over HTTP, a
+  plain Django view and the WSGI server answering alone, to show where that fixed cost goes.
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def timed_sql(sql: str, parameter_lists: list[list]) -> list[float]:
 
 
 def line(label: str, timings: list[float]) -> str:
-    return f"{label:48s} p50 {statistics.median(timings):6.2f} ms  p95 {percentile(timings, 0.95):6.2f} ms"
+    return f"{label:58s} p50 {statistics.median(timings):6.2f} ms  p95 {percentile(timings, 0.95):6.2f} ms"
 
 
 def bench(core_user, owner) -> None:
@@ -222,6 +223,8 @@ def bench(core_user, owner) -> None:
     try:
         http_ms = timed_http(port, token, url, bodies)
         http_floor_ms = timed_http(port, token, floor_url, bodies)
+        django_ms = timed_http(port, token, "/floor/django", bodies)
+        wsgi_ms = timed_http(port, token, "/floor/wsgi", bodies)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -234,6 +237,8 @@ def bench(core_user, owner) -> None:
     print(line("raw SQL, candidate ids only:", ids_ms))
     print(line("floor, HTTP: do-nothing endpoint, same auth + core user:", http_floor_ms))
     print(line("floor, test client:", floor_ms))
+    print(line("floor, HTTP: plain Django view, no DRF, no auth:", django_ms))
+    print(line("floor, HTTP: WSGI server alone, before Django:", wsgi_ms))
     print(
         f"ratio HTTP / same SQL: p50 {http_p50 / same_p50:.1f}x  p95 "
         f"{percentile(http_ms, 0.95) / percentile(same_ms, 0.95):.1f}x (goal: p50 under 30 ms and within 3x)"
@@ -243,6 +248,11 @@ def bench(core_user, owner) -> None:
     print(
         f"ratio HTTP floor / same SQL: p50 {statistics.median(http_floor_ms) / same_p50:.1f}x "
         "(what any authenticated /users/{coreUserId}/... request costs before doing anything)"
+    )
+    floor_p50 = statistics.median(http_floor_ms)
+    print(
+        f"3x budget: {3 * same_p50:.2f} ms; authenticated floor + the same SQL alone: {floor_p50 + same_p50:.2f} ms "
+        f"({(floor_p50 + same_p50) / same_p50:.1f}x) before parsing, ratios or serialization"
     )
 
 
