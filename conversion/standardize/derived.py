@@ -1,0 +1,145 @@
+"""Derived values: what a source lacks and the outputs need, computed from what it has.
+
+Distance, heading and speed from the track; area from distance and working width; dry yields from wet at the crop's
+standard moisture: dry = wet x (100 - M) / (100 - Ms) when M > Ms, else dry = wet; volumes from masses via the
+standard bushel weight; per-point totals as rate x area.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from conversion.crops import crop_standard
+from conversion.readers.base import PointTable
+from conversion.readers.units import US_BUSHEL_L
+
+from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2
+
+# A gap longer than this (s) or a jump longer than this (m) between consecutive logged points is a new pass,
+# not distance covered.
+PASS_BREAK_SECONDS = 30.0
+PASS_BREAK_METRES = 100.0
+
+
+def _per_point_standard(table: PointTable, attribute: str) -> np.ndarray | None:
+    """`attribute` of the crop standard per point, from the per-point crop or the table's single crop; None if
+    no point's crop has a standard."""
+    crops = table.columns.get("crop")
+    if crops is not None:
+        uniques, inverse = np.unique(np.asarray(crops, dtype=object).astype(str), return_inverse=True)
+        standards = [_standard(name) for name in uniques]
+        values = np.array([getattr(std, attribute) if std else np.nan for std in standards])[inverse]
+        return None if np.isnan(values).all() else values
+    if len(table.crops) == 1 and (std := crop_standard(table.crops[0])):
+        return np.full(len(table), getattr(std, attribute))
+    return None
+
+
+def point_standard_moisture(table: PointTable) -> np.ndarray | None:
+    """Standard moisture (%) per point from the per-point crop or the table's single crop; None if unknown."""
+    return _per_point_standard(table, "standard_moisture")
+
+
+def point_bushel_weight_kg(table: PointTable) -> np.ndarray | None:
+    """Standard bushel weight (kg) per point, like `point_standard_moisture`."""
+    return _per_point_standard(table, "bushel_weight_kg")
+
+
+def _standard(name: str):
+    return crop_standard(name) if name not in ("None", "") else None
+
+
+def dry_from_wet(wet: np.ndarray, moisture: np.ndarray, standard_moisture: np.ndarray | float) -> np.ndarray:
+    """Dry value at standard moisture: wet x (100 - M) / (100 - Ms) where M > Ms, else the wet value itself."""
+    wet = np.asarray(wet, dtype=float)
+    m = np.asarray(moisture, dtype=float)
+    ms = np.broadcast_to(np.asarray(standard_moisture, dtype=float), wet.shape)
+    shrink = np.where(m > ms, (100.0 - m) / (100.0 - ms), 1.0)
+    return wet * shrink
+
+
+def track_distance_heading(table: PointTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distance (m) and heading (arcdeg) from the previous point, and speed (m/s), in the table's order.
+
+    The first point of each pass (after a long gap or a jump) gets NaN distance and speed.
+    """
+    lon = np.radians(table.columns["lon"])
+    lat = np.radians(table.columns["lat"])
+    n = len(lon)
+    dist = np.full(n, np.nan)
+    heading = np.full(n, np.nan)
+    speed = np.full(n, np.nan)
+    if n < 2:
+        return dist, heading, speed
+    dlat = lat[1:] - lat[:-1]
+    dlon = lon[1:] - lon[:-1]
+    a = np.sin(dlat / 2) ** 2 + np.cos(lat[:-1]) * np.cos(lat[1:]) * np.sin(dlon / 2) ** 2
+    d = 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(a, 0, 1)))
+    y = np.sin(dlon) * np.cos(lat[1:])
+    x = np.cos(lat[:-1]) * np.sin(lat[1:]) - np.sin(lat[:-1]) * np.cos(lat[1:]) * np.cos(dlon)
+    h = (np.degrees(np.arctan2(y, x)) + 360.0) % 360.0
+    ts = table.columns.get("timestamp")
+    if ts is not None and not np.isnat(ts).all():
+        dt = (ts[1:] - ts[:-1]).astype("timedelta64[ms]").astype(np.int64) / 1000.0
+        dt = np.where(np.isnat(ts[1:]) | np.isnat(ts[:-1]), np.nan, dt)
+    else:
+        dt = np.full(n - 1, np.nan)
+    brk = (d > PASS_BREAK_METRES) | (dt > PASS_BREAK_SECONDS) | (dt < 0)
+    dist[1:] = np.where(brk, np.nan, d)
+    heading[1:] = np.where(d > 0, h, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        speed[1:] = np.where(brk | ~(dt > 0), np.nan, d / dt)
+    return dist, heading, speed
+
+
+def derive(table: PointTable) -> PointTable:
+    """A copy with derived values added where the source lacks them.
+
+    distance/heading/speed from the track; `area` = distance x equipmentWidth; dry yields from wet via crop
+    standard moisture; volumes from masses via standard bushel weight (bushels as volume, 35.239 L); per-point
+    totals `wetMass`, `dryMass`, `wetVolume`, `dryVolume` = rate x area.
+    """
+    cols = dict(table.columns)
+    units = dict(table.units)
+
+    def put(name: str, values: np.ndarray) -> None:
+        cols[name] = values
+        units[name] = DERIVED_UNITS[name]
+
+    if "distance" not in cols or "heading" not in cols or "speed" not in cols:
+        dist, heading, speed = track_distance_heading(replace(table, columns=cols))
+        if "distance" not in cols and "sectionId" not in cols:
+            put("distance", dist)
+        if "heading" not in cols:
+            put("heading", heading)
+        if "speed" not in cols and "sectionId" not in cols:
+            put("speed", speed)
+    if "area" not in cols and "distance" in cols and "equipmentWidth" in cols:
+        put("area", cols["distance"] * cols["equipmentWidth"])
+
+    derived_table = replace(table, columns=cols)
+    ms = point_standard_moisture(derived_table)
+    bushel = point_bushel_weight_kg(derived_table)
+    moisture = cols.get("harvestMoisture")
+    if "dryMassPerArea" not in cols and "wetMassPerArea" in cols and ms is not None:
+        m = moisture if moisture is not None else np.full(len(table), np.nan)
+        put("dryMassPerArea", dry_from_wet(cols["wetMassPerArea"], m, ms))
+    if bushel is not None:
+        litres_per_kg = US_BUSHEL_L / bushel
+        if "wetVolumePerArea" not in cols and "wetMassPerArea" in cols:
+            put("wetVolumePerArea", cols["wetMassPerArea"] * litres_per_kg)
+        if "dryVolumePerArea" not in cols and "dryMassPerArea" in cols:
+            put("dryVolumePerArea", cols["dryMassPerArea"] * litres_per_kg)
+    if "area" in cols:
+        area_ha = cols["area"] / HA_M2
+        for total, rate in (
+            ("wetMass", "wetMassPerArea"),
+            ("dryMass", "dryMassPerArea"),
+            ("wetVolume", "wetVolumePerArea"),
+            ("dryVolume", "dryVolumePerArea"),
+        ):
+            if total not in cols and rate in cols:
+                put(total, cols[rate] * area_ha)
+    return replace(table, columns=cols, units=units, warnings=list(table.warnings))
