@@ -1,5 +1,5 @@
 """Batch and file endpoints (`/services/operations/api/batch`, `/files`) and the operation files of a field
-(under the fields service prefix). Configuration only; the rules live in `services.py`."""
+(under the fields service prefix). Configuration only; the rules live in `services`."""
 
 from django.core.files.storage import default_storage
 from django.http import FileResponse

@@ -301,19 +301,19 @@ def test_xml_external_entities_are_not_resolved(api_client, core_user, tmp_path)
 def test_an_internal_error_fails_with_the_spec_text_and_retry_converts_only_what_failed(
     api_client, core_user, valid_timelogs, jd_shapefiles, monkeypatch
 ):
-    from conversion import services
+    from conversion.services import datasets
 
     shp_zip = zipfile.ZipFile(jd_shapefiles / "Export From MyJohnDeere - Seeding.zip")
     entries = {f"shp/{n}": shp_zip.read(n) for n in shp_zip.namelist()}
     entries.update({f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()})
-    real_reader = services.get_reader
+    real_reader = datasets.get_reader
 
     def crashing_for_isoxml(fmt):
         if fmt == "ISOXML":
             raise RuntimeError("worker crashed")
         return real_reader(fmt)
 
-    monkeypatch.setattr(services, "get_reader", crashing_for_isoxml)
+    monkeypatch.setattr(datasets, "get_reader", crashing_for_isoxml)
     batch = _upload_ok(api_client, core_user, zip_entries(entries))
     assert batch["status"] == "PROCESSED"  # the shapefile converted
     status = _get(api_client, f"{BATCH_URL}/{batch['id']}/status").json()
@@ -321,7 +321,7 @@ def test_an_internal_error_fails_with_the_spec_text_and_retry_converts_only_what
     assert status["failed"][0]["message"] == INTERNAL_ERROR
     converted = _get(api_client, f"{FILES_URL}/{status['converted'][0]}").json()
 
-    monkeypatch.setattr(services, "get_reader", real_reader)
+    monkeypatch.setattr(datasets, "get_reader", real_reader)
     response = api_client.put(f"{BATCH_URL}/{batch['id']}/retry")
     assert response.status_code == 200, response.content
     assert response.json()["id"] == batch["id"]

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversion import services, tasks
+from conversion import outputs, tasks
 from conversion.models import Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileStatus
 from conversion.services import batch_open, conversion_sweep
 
@@ -58,13 +58,13 @@ def test_a_long_data_set_still_making_progress_is_left_alone(
 def test_each_finished_file_is_a_sign_of_life(api_client, core_user, valid_timelogs, settings, monkeypatch):
     batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     seen = []
-    real_produce = services.outputs.produce
+    real_produce = outputs.produce
 
     def produce(file, table, **kwargs):
         seen.append(BatchDataset.objects.get(batch_id=batch_id).progress_at)
         return real_produce(file, table, **kwargs)
 
-    monkeypatch.setattr(services.outputs, "produce", produce)
+    monkeypatch.setattr(outputs, "produce", produce)
     batch_open(batch_id)
     assert len(seen) == 19 and seen == sorted(seen) and seen[0] < seen[-1]
     dataset = BatchDataset.objects.get(batch_id=batch_id)

@@ -1,0 +1,42 @@
+"""Batches and files: receiving an upload, opening it, converting each data set, finishing the batch, retry, sweep.
+
+The state machine (spec "Batch status", supplement "Files and batches"):
+- `batch_receive` stores the streamed zip as a RECEIVED batch and enqueues `batch_open` after commit.
+- `batch_open` extracts the zip safely, detects data sets, and creates one `BatchDataset` and one processing
+  `File` per data set (failed at once for the proprietary formats nobody can read); each readable data set
+  gets a `dataset_convert` task.
+- `dataset_convert` reads, cleans and stores the outputs of its data set (`conversion.outputs`), attaches the
+  files to fields, pools machines, records catalogs and emits the file events; the last data set to end
+  finishes the batch (`batch_finish_if_done`): PROCESSED when any file was converted, else FAILED with the
+  spec's statusDetails.
+- `batch_retry` sends only the failed data sets (or a batch that failed before any was found) round again;
+  converted files stay as they are. `conversion_sweep` re-sends or fails whatever stayed in flight too long.
+
+One module per stage; import them from here.
+- `batches`: receiving an upload, opening a batch into data sets and files, finishing a batch, reading its state.
+- `datasets`: converting one data set.
+- `files`: the files of a data set, and a file's end (processed or failed) with its event.
+- `recovery`: retry and sweep.
+"""
+
+from .batches import batch_file_ids, batch_open, batch_progress, batch_receive, batch_status, ensure_extracted
+from .datasets import dataset_convert
+from .files import FAILED_EVENTS, FINISHED_EVENTS, file_complete, file_fail
+from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep
+
+__all__ = [
+    "FAILED_EVENTS",
+    "FINISHED_EVENTS",
+    "STUCK_MESSAGE",
+    "batch_file_ids",
+    "batch_open",
+    "batch_progress",
+    "batch_receive",
+    "batch_retry",
+    "batch_status",
+    "conversion_sweep",
+    "dataset_convert",
+    "ensure_extracted",
+    "file_complete",
+    "file_fail",
+]

@@ -1,0 +1,241 @@
+"""Batches: receiving an upload, opening it into data sets and their files, finishing, and reading its state."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from assets.models import Provider
+from platform_site.accounts.models import CoreUser
+from webhooks.models import EventType
+from webhooks.services import event_emit
+
+from .. import archive, storage
+from ..models import (
+    INTERNAL_ERROR,
+    NO_VALID_FILES,
+    UNABLE_TO_READ,
+    Batch,
+    BatchDataset,
+    BatchStatus,
+    DatasetStatus,
+    File,
+    FileStatus,
+)
+from .files import _file_fail, _file_for
+
+log = logging.getLogger(__name__)
+
+
+def _enqueue(task, *args) -> None:
+    transaction.on_commit(lambda: task.delay(*args))
+
+
+def _tasks():
+    from .. import tasks  # tasks import this package
+
+    return tasks
+
+
+# --- upload -----------------------------------------------------------------------------------------
+
+
+def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
+    """Store a streamed zip (`conversion.uploads.ZipUploadHandler` checked its size and signature) as a
+    RECEIVED batch and enqueue its opening after commit."""
+    if provider not in Provider.values:
+        raise ValueError(f"unknown provider {provider!r}")
+    batch = Batch(
+        core_user=core_user,
+        provider=provider,
+        file_name=os.path.basename(upload.name or "upload.zip")[:255] or "upload.zip",
+        size=upload.size,
+    )
+    batch.upload.save(f"{batch.id}.zip", upload, save=False)
+    try:
+        with transaction.atomic():
+            batch.save(force_insert=True)
+            _enqueue(_tasks().batch_open, str(batch.id))
+    except BaseException:
+        batch.upload.delete(save=False)
+        raise
+    return batch
+
+
+# --- opening a batch --------------------------------------------------------------------------------
+
+
+def ensure_extracted(batch: Batch) -> Path:
+    """The batch's zip extracted in its work folder (extracted now if a previous worker's copy is gone)."""
+    target = storage.batch_work_dir(batch.id)
+    done = target / ".complete"
+    if done.exists():
+        return target / "root"
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{timezone.now().timestamp():.0f}")
+    storage.remove_work_dir(partial.name)
+    with storage.local_path(batch.upload.name) as zip_path:
+        archive.safe_extract(
+            zip_path,
+            partial / "root",
+            max_entries=settings.CONVERSION_MAX_ENTRIES,
+            max_total_bytes=settings.CONVERSION_MAX_EXPANDED_BYTES,
+            max_ratio=settings.CONVERSION_MAX_RATIO,
+            max_depth=settings.CONVERSION_MAX_DEPTH,
+        )
+    (partial / ".complete").touch()
+    try:
+        partial.rename(target)
+    except OSError:  # another worker got there first; use its copy
+        archive.cleanup(partial)
+    return target / "root"
+
+
+def batch_open(batch_id: str) -> None:
+    """Extract and detect; create the data sets and their files; enqueue their conversion. Idempotent."""
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().filter(pk=batch_id).first()
+        if batch is None or batch.status != BatchStatus.RECEIVED or batch.datasets.exists():
+            return
+        batch.started_at = timezone.now()
+        batch.attempts += 1
+        batch.save(update_fields=["started_at", "attempts"])
+    try:
+        root = ensure_extracted(batch)
+        found = archive.detect(root)
+    except archive.ArchiveError as exc:
+        _batch_fail(batch, UNABLE_TO_READ, str(exc))
+        return
+    except Exception:
+        log.exception("batch %s could not be opened", batch.pk)
+        _batch_fail(batch, INTERNAL_ERROR, "Internal error while opening the archive.")
+        return
+    if not found.datasets and not found.unsupported:
+        _batch_fail(batch, NO_VALID_FILES, "No ISOXML, shapefile or GeoJSON point data set in the archive.")
+        return
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().get(pk=batch.pk)
+        if batch.datasets.exists():
+            return
+        position = 0
+        for ds in found.datasets:
+            dataset = BatchDataset.objects.create(
+                batch=batch,
+                position=position,
+                format=ds.format,
+                path=ds.path.relative_to(root).as_posix(),
+                root=ds.root.relative_to(root).as_posix(),
+                name=ds.name[:255],
+            )
+            _file_for(dataset, ds.format, ds.name)
+            _enqueue(_tasks().dataset_convert, dataset.pk)
+            position += 1
+        for unsupported in found.unsupported:
+            relative = unsupported.path.relative_to(root).as_posix()
+            name = Path(relative).name or batch.file_name
+            dataset = BatchDataset.objects.create(
+                batch=batch,
+                position=position,
+                format=unsupported.format_name,
+                path=relative,
+                root=relative,
+                name=name[:255],
+                supported=False,
+                status=DatasetStatus.FAILED,
+                message=f"{unsupported.format_name} data has no open specification; it cannot be converted.",
+                finished_at=timezone.now(),
+            )
+            file = _file_for(dataset, unsupported.format_name, name)
+            _file_fail(file, UNABLE_TO_READ + f" ({dataset.message})")
+            position += 1
+        if not found.datasets:
+            _batch_finish(batch)
+
+
+# --- finishing a batch ------------------------------------------------------------------------------
+
+
+def _batch_finish_if_done(batch_id) -> None:
+    """Inside a transaction: finish the batch when none of its data sets is still pending or processing."""
+    batch = Batch.objects.select_for_update().get(pk=batch_id)
+    if batch.status != BatchStatus.RECEIVED:
+        return
+    if batch.datasets.filter(status__in=[DatasetStatus.PENDING, DatasetStatus.PROCESSING]).exists():
+        return
+    _batch_finish(batch)
+
+
+def _batch_finish(batch: Batch) -> None:
+    files = File.objects.filter(batch=batch)
+    if files.filter(status=FileStatus.PROCESSED).exists():
+        batch.status, batch.status_details, batch.failure_reason = BatchStatus.PROCESSED, None, None
+    else:
+        failed = list(batch.datasets.exclude(status=DatasetStatus.DONE).values_list("supported", "message"))
+        internal = failed and all(supported and message == INTERNAL_ERROR for supported, message in failed)
+        batch.status = BatchStatus.FAILED
+        batch.status_details = INTERNAL_ERROR if internal else UNABLE_TO_READ
+        batch.failure_reason = "; ".join(sorted({m for _, m in failed if m})) or None
+    _batch_end(batch)
+
+
+def _batch_end(batch: Batch) -> None:
+    """Inside a transaction: record the batch's final status, announce it, drop its work folder after commit."""
+    batch.finished_at = timezone.now()
+    batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])
+    event_emit(
+        type=EventType.BATCH_UPLOAD_PROCESSING_FINISHED,
+        core_user=batch.core_user,
+        payload={"batchId": str(batch.pk), "status": batch.status},
+    )
+    transaction.on_commit(lambda: storage.remove_work_dir(batch.pk))
+
+
+def _batch_fail(batch: Batch, details: str, reason: str) -> None:
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().select_related("core_user").get(pk=batch.pk)
+        if batch.status != BatchStatus.RECEIVED:
+            return
+        batch.status, batch.status_details, batch.failure_reason = BatchStatus.FAILED, details, reason
+        _batch_end(batch)
+
+
+# --- reading ----------------------------------------------------------------------------------------
+
+
+def batch_file_ids(batch: Batch) -> list[str]:
+    return [
+        str(i)
+        for i in File.objects.filter(batch=batch).order_by("dataset__position", "part").values_list("id", flat=True)
+    ]
+
+
+def batch_status(batch: Batch) -> dict:
+    """`GET /batch/{id}/status`: converted, processing and failed files (failed with the step and message)."""
+    converted, processing, failed = [], [], []
+    for file in File.objects.filter(batch=batch).order_by("dataset__position", "part"):
+        if file.status == FileStatus.PROCESSED:
+            converted.append(str(file.pk))
+        elif file.status == FileStatus.PROCESSING:
+            processing.append(str(file.pk))
+        else:
+            step = next((s for s, v in (file.steps or {}).items() if v.get("status") == "failed"), "read")
+            failed.append({"id": str(file.pk), "step": step, "message": file.status_message})
+    return {"converted": converted, "processing": processing, "failed": failed}
+
+
+def batch_progress(batch: Batch) -> dict:
+    """The batch and its files for a live status page (magic link upload)."""
+    batch.refresh_from_db()
+    files = File.objects.filter(batch=batch).order_by("dataset__position", "part")
+    return {
+        "id": str(batch.pk),
+        "status": batch.status,
+        "statusDetails": batch.status_details,
+        "files": [
+            {"id": str(f.pk), "fileName": f.file_name, "status": f.status, "message": f.status_message} for f in files
+        ],
+    }

@@ -1,0 +1,91 @@
+"""Converting one data set: read it, store the outputs of each of its operations, and end it."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import archive, outputs
+from ..models import INTERNAL_ERROR, UNABLE_TO_READ, BatchDataset, DatasetStatus, FileStatus
+from ..readers import UnreadableDataset, get_reader
+from ..readers.base import Dataset
+from .batches import _batch_finish_if_done, ensure_extracted
+from .files import _file_fail, _file_named, _part_name, file_complete, file_fail
+
+log = logging.getLogger(__name__)
+
+
+def dataset_convert(dataset_id: int) -> None:
+    """Convert one data set into its file(s). Idempotent: a data set that ended is left alone."""
+    with transaction.atomic():
+        dataset = (
+            BatchDataset.objects.select_for_update()
+            .select_related("batch", "batch__core_user")
+            .filter(pk=dataset_id)
+            .first()
+        )
+        if dataset is None or dataset.status not in (DatasetStatus.PENDING, DatasetStatus.PROCESSING):
+            return
+        dataset.status = DatasetStatus.PROCESSING
+        dataset.attempts += 1
+        dataset.started_at = dataset.progress_at = timezone.now()
+        dataset.save(update_fields=["status", "attempts", "started_at", "progress_at"])
+    batch = dataset.batch
+    try:
+        root = ensure_extracted(batch)
+        source = Dataset(dataset.format, root / dataset.path, root / dataset.root, dataset.name)
+        reader = get_reader(dataset.format)
+        tables = reader.read(source)
+        if not tables:
+            raise UnreadableDataset("The data set holds no logged points.")
+        original = outputs.store_original(dataset, source)
+        failures = []
+        several = len(tables) + len(reader.skipped) > 1
+        for table in tables:
+            # A data set of several operations names each file after its own (the task, the time log).
+            file = _file_named(dataset, _part_name(dataset, table.name, several))
+            if file.status == FileStatus.PROCESSED:
+                continue
+            # Still alive: a data set of many files may take longer than the sweep's limit as a whole.
+            BatchDataset.objects.filter(pk=dataset.pk).update(progress_at=timezone.now())
+            try:
+                produced = outputs.produce(file, table, original_name=original)
+            except UnreadableDataset as exc:
+                failures.append(str(exc))
+                file_fail(file, f"{UNABLE_TO_READ} ({exc})")
+                continue
+            file_complete(file, produced)
+        for name, reason in reader.skipped:
+            failures.append(reason)
+            file = _file_named(dataset, _part_name(dataset, name, several))
+            if file.status != FileStatus.PROCESSED:
+                file_fail(file, f"{UNABLE_TO_READ} ({reason})")
+    except (UnreadableDataset, archive.ArchiveError) as exc:
+        _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
+        return
+    except Exception:
+        log.exception("data set %s of batch %s failed", dataset.pk, batch.pk)
+        _dataset_fail(dataset, INTERNAL_ERROR, INTERNAL_ERROR)
+        return
+    with transaction.atomic():
+        dataset = BatchDataset.objects.select_for_update().get(pk=dataset.pk)
+        # A data set with a part that failed stays FAILED, so that a retry runs it again (skipping what converted).
+        dataset.status = DatasetStatus.FAILED if failures else DatasetStatus.DONE
+        dataset.message = "; ".join(failures) or None
+        dataset.finished_at = timezone.now()
+        dataset.save(update_fields=["status", "message", "finished_at"])
+        _batch_finish_if_done(dataset.batch_id)
+
+
+def _dataset_fail(dataset: BatchDataset, file_message: str, reason: str) -> None:
+    with transaction.atomic():
+        dataset = BatchDataset.objects.select_for_update().get(pk=dataset.pk)
+        dataset.status = DatasetStatus.FAILED
+        dataset.message = reason
+        dataset.finished_at = timezone.now()
+        dataset.save(update_fields=["status", "message", "finished_at"])
+        for file in dataset.files.select_related("core_user").exclude(status=FileStatus.PROCESSED):
+            _file_fail(file, file_message)
+        _batch_finish_if_done(dataset.batch_id)

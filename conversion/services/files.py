@@ -1,0 +1,113 @@
+"""The files of a batch: each data set's files (one per operation, stable across retries), and a file's end,
+processed or failed, with its origin's event."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Max
+
+from webhooks.models import EventType
+from webhooks.services import event_emit
+
+from .. import links, outputs
+from ..models import BatchDataset, File, FileOrigin, FileStatus
+from ..signals import file_processed
+
+FINISHED_EVENTS = {
+    FileOrigin.UPLOADED: EventType.UPLOADED_FILE_PROCESSING_FINISHED,
+    FileOrigin.MERGED: EventType.MERGED_FILE_PROCESSING_FINISHED,
+    FileOrigin.AUTOMERGED: EventType.AUTOMERGED_FILE_PROCESSING_FINISHED,
+    FileOrigin.PROVIDER: EventType.PROVIDER_FILE_PROCESSING_FINISHED,
+}
+FAILED_EVENTS = {
+    FileOrigin.UPLOADED: EventType.UPLOADED_FILE_PROCESSING_FAILED,
+    FileOrigin.MERGED: EventType.MERGED_FILE_PROCESSING_FAILED,
+    FileOrigin.AUTOMERGED: EventType.AUTOMERGED_FILE_PROCESSING_FAILED,
+    FileOrigin.PROVIDER: EventType.PROVIDER_FILE_PROCESSING_FAILED,
+}
+
+
+def _new_file_fields(dataset: BatchDataset, file_format: str, name: str) -> dict:
+    batch = dataset.batch
+    return {
+        "core_user_id": batch.core_user_id,
+        "batch": batch,
+        "file_name": name[:255],
+        "file_format": file_format,
+        "provider": batch.provider,
+        "origin": FileOrigin.UPLOADED,
+    }
+
+
+def _file_for(dataset: BatchDataset, file_format: str, name: str) -> File:
+    """The placeholder file of a data set, created when the batch is opened (part 0)."""
+    file, _ = File.objects.get_or_create(dataset=dataset, part=0, defaults=_new_file_fields(dataset, file_format, name))
+    return file
+
+
+def _part_name(dataset: BatchDataset, part_name: str | None, several: bool) -> str:
+    return (f"{dataset.name}/{part_name}" if several and part_name else dataset.name)[:255]
+
+
+def _file_named(dataset: BatchDataset, name: str) -> File:
+    """The data set's file for one of its operations, found by name (stable across retries): the placeholder
+    is taken by the first operation, the others get files of their own."""
+    with transaction.atomic():
+        files = File.objects.select_for_update().filter(dataset=dataset).order_by("part")
+        file = files.filter(file_name=name).first()
+        if file is not None:
+            return file
+        placeholder = files.filter(part=0, file_name=dataset.name[:255]).exclude(status=FileStatus.PROCESSED).first()
+        if placeholder is not None:
+            placeholder.file_name = name
+            placeholder.save(update_fields=["file_name", "updated_time"])
+            return placeholder
+        return File.objects.create(
+            dataset=dataset,
+            part=(files.aggregate(m=Max("part"))["m"] or 0) + 1,
+            **_new_file_fields(dataset, dataset.format, name),
+        )
+
+
+def file_complete(file: File, produced: outputs.Produced) -> File:
+    """Mark a file processed with what `outputs.produce` made; attach fields, pool assets, record catalogs and
+    emit its origin's finished event, in one transaction."""
+    with transaction.atomic():
+        file = File.objects.select_for_update().select_related("core_user").get(pk=file.pk)
+        produced.apply(file)
+        file.machine_ids = links.pool_assets(file, produced.table)
+        links.record_catalogs(file, produced.table)
+        file.status = FileStatus.PROCESSED
+        file.status_message = None
+        file.save()
+        links.attach_fields(file, produced.summary)
+        event_emit(
+            type=FINISHED_EVENTS[file.origin],
+            core_user=file.core_user,
+            payload=_file_event_payload(file),
+        )
+        file_processed.send(sender=File, file=file)
+    return file
+
+
+def _file_event_payload(file: File, message: str | None = None) -> dict:
+    payload = {"fileId": str(file.pk)}
+    if file.batch_id:
+        payload["batchId"] = str(file.batch_id)
+    if message:
+        payload["message"] = message
+    return payload
+
+
+def _file_fail(file: File, message: str) -> None:
+    """Inside a transaction: the file fails with `message` and its origin's failed event."""
+    file.status = FileStatus.FAILED
+    file.status_message = message
+    file.save(update_fields=["status", "status_message", "updated_time"])
+    event_emit(type=FAILED_EVENTS[file.origin], core_user=file.core_user, payload=_file_event_payload(file, message))
+
+
+def file_fail(file: File, message: str) -> None:
+    """Fail one file (merge, crop...) in its own transaction."""
+    with transaction.atomic():
+        _file_fail(File.objects.select_for_update().select_related("core_user").get(pk=file.pk), message)

@@ -1,0 +1,86 @@
+"""Work sent round again: a batch retried by its owner, and the sweep of whatever stayed in flight too long."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from platform_site.api.errors import ConflictError
+
+from ..models import INTERNAL_ERROR, Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileOrigin, FileStatus
+from .batches import _batch_fail, _enqueue, _tasks
+from .datasets import _dataset_fail
+from .files import file_fail
+
+STUCK_MESSAGE = "Processing stopped: it did not finish in time after {attempts} attempts."
+
+
+@transaction.atomic
+def batch_retry(*, batch: Batch) -> Batch:
+    """Send the failed data sets round again (a batch that failed before any was found is opened again);
+    converted files stay unchanged. The batch is RECEIVED until they end again."""
+    batch = Batch.objects.select_for_update().get(pk=batch.pk)
+    if batch.status == BatchStatus.RECEIVED:
+        raise ConflictError(
+            "The batch is still being processed; retry it once it has ended.", error_key="batchProcessing"
+        )
+    failed = list(batch.datasets.filter(status=DatasetStatus.FAILED, supported=True))
+    opened_before = batch.datasets.exists()
+    if opened_before and not failed:
+        return batch
+    batch.status, batch.status_details, batch.failure_reason, batch.finished_at = BatchStatus.RECEIVED, None, None, None
+    batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])
+    if not opened_before:
+        batch.attempts = 0
+        batch.save(update_fields=["attempts"])
+        _enqueue(_tasks().batch_open, str(batch.pk))
+        return batch
+    for dataset in failed:
+        dataset.status, dataset.message, dataset.attempts, dataset.finished_at = DatasetStatus.PENDING, None, 0, None
+        dataset.save(update_fields=["status", "message", "attempts", "finished_at"])
+        dataset.files.exclude(status=FileStatus.PROCESSED).update(
+            status=FileStatus.PROCESSING, status_message=None, updated_time=timezone.now()
+        )
+        _enqueue(_tasks().dataset_convert, dataset.pk)
+    return batch
+
+
+def conversion_sweep() -> dict[str, int]:
+    """Re-send batches and data sets that stayed in flight too long (their worker died), or fail them with a
+    reason after CONVERSION_MAX_ATTEMPTS; also fail lone files (merge, crop) stuck in processing."""
+    limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    counts = {"resent": 0, "failed": 0}
+    stuck_batches = Batch.objects.filter(status=BatchStatus.RECEIVED, datasets__isnull=True).filter(
+        upload_timestamp__lt=limit
+    )
+    for batch in stuck_batches:
+        if batch.started_at and batch.started_at >= limit:
+            continue
+        if batch.attempts >= settings.CONVERSION_MAX_ATTEMPTS:
+            _batch_fail(batch, INTERNAL_ERROR, STUCK_MESSAGE.format(attempts=batch.attempts))
+            counts["failed"] += 1
+        else:
+            _tasks().batch_open.delay(str(batch.pk))
+            counts["resent"] += 1
+    in_flight = BatchDataset.objects.filter(status=DatasetStatus.PROCESSING)
+    for dataset in in_flight.filter(Q(progress_at__lt=limit) | Q(progress_at__isnull=True, started_at__lt=limit)):
+        if dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS:
+            message = STUCK_MESSAGE.format(attempts=dataset.attempts)
+            _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)
+            counts["failed"] += 1
+        else:
+            _tasks().dataset_convert.delay(dataset.pk)
+            counts["resent"] += 1
+    # Merged and cropped files; automerged ones belong to their operation (operations' sweep). `updated_time`, not
+    # `created_time`: a file made processing again (a retry) is judged from then.
+    lone = File.objects.filter(status=FileStatus.PROCESSING, dataset__isnull=True, updated_time__lt=limit).exclude(
+        origin=FileOrigin.AUTOMERGED
+    )
+    for file in lone.select_related("core_user"):
+        file_fail(file, f"{INTERNAL_ERROR} (processing did not finish in time)")
+        counts["failed"] += 1
+    return counts
