@@ -1,0 +1,32 @@
+"""Our own ISO 11783-10 (ISOXML) reader: TASKDATA.XML (+ XFR-split files) and the tasks' binary time logs.
+
+- `taskdata`: TASKDATA.XML and its XFR files, id lookups, devices (decoded NAME) and device elements.
+- `reader`: `IsoxmlReader`, one point table per task that has time logs (registered on import).
+The binary time logs themselves are decoded by `conversion.readers.isoxml_tlg`.
+"""
+
+from .reader import IsoxmlReader
+from .taskdata import (
+    AGRICULTURE_INDUSTRY_GROUP,
+    DEVICE_CLASS_NAMES,
+    DEVICE_CLASS_OPERATION,
+    MACHINE_CLASSES,
+    ClientName,
+    Device,
+    DeviceElement,
+    TaskData,
+    load_taskdata,
+)
+
+__all__ = [
+    "AGRICULTURE_INDUSTRY_GROUP",
+    "DEVICE_CLASS_NAMES",
+    "DEVICE_CLASS_OPERATION",
+    "MACHINE_CLASSES",
+    "ClientName",
+    "Device",
+    "DeviceElement",
+    "IsoxmlReader",
+    "TaskData",
+    "load_taskdata",
+]

@@ -1,0 +1,219 @@
+"""ISOXML task data: TASKDATA.XML (+ XFR-split files) parsed safely, with lookups by XML id and the device tree.
+
+Devices carry their decoded ISO 11783 NAME (device class -> machine or implement, and the operation type it does)
+and their device elements with their depth below the device root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree.ElementTree import Element
+
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as SafeET
+
+from conversion.readers.base import MachineIdentity, UnreadableDataset
+
+# ISO 11783-1 device classes (ClientNAME bits 49-55) -> operation type.
+DEVICE_CLASS_OPERATION: dict[int, str] = {
+    2: "tillage",
+    3: "tillage",
+    4: "planted",
+    5: "applied",
+    6: "applied",
+    7: "harvested",
+    8: "harvested",
+    9: "harvested",
+    25: "applied",
+}
+DEVICE_CLASS_NAMES: dict[int, str] = {
+    0: "non-specific",
+    1: "tractor",
+    2: "primary soil tillage",
+    3: "secondary soil tillage",
+    4: "planter/seeder",
+    5: "fertilizer",
+    6: "sprayer",
+    7: "harvester",
+    8: "root harvester",
+    9: "forage harvester",
+    10: "irrigation",
+    11: "transport/trailer",
+    12: "farmyard work",
+    13: "powered auxiliary unit",
+    14: "special crops",
+    15: "municipal work",
+    17: "sensor system",
+    25: "slurry/manure applicator",
+}
+# Self-propelled classes are machines; the rest are implements pulled or carried by one.
+MACHINE_CLASSES = frozenset({0, 1, 7, 8, 9})
+AGRICULTURE_INDUSTRY_GROUP = 2
+
+
+@dataclass
+class ClientName:
+    """The decoded fields of a 64-bit ISO 11783 NAME (DVC D)."""
+
+    raw: int
+
+    @property
+    def industry_group(self) -> int:
+        """Industry group (2 = agriculture and forestry)."""
+        return (self.raw >> 60) & 0x7
+
+    @property
+    def device_class(self) -> int:
+        """Device class (meaningful in the agricultural industry group only)."""
+        return (self.raw >> 49) & 0x7F
+
+    @property
+    def function(self) -> int:
+        """Function code."""
+        return (self.raw >> 40) & 0xFF
+
+    @property
+    def manufacturer_code(self) -> int:
+        """ISO manufacturer code."""
+        return (self.raw >> 21) & 0x7FF
+
+    @classmethod
+    def parse(cls, text: str | None) -> ClientName | None:
+        """Parse 16 hex digits; None for missing or malformed names."""
+        if not text:
+            return None
+        try:
+            return cls(int(text, 16))
+        except ValueError:
+            return None
+
+
+@dataclass
+class Device:
+    """A DVC with what the reader needs: identity, decoded NAME and its elements."""
+
+    id: str
+    designator: str
+    serial: str | None
+    client_name: ClientName | None
+
+    @property
+    def device_class(self) -> int:
+        """Agricultural device class, 0 when unknown or outside agriculture."""
+        cn = self.client_name
+        if cn is None or cn.industry_group != AGRICULTURE_INDUSTRY_GROUP:
+            return 0
+        return cn.device_class
+
+    def identity(self) -> MachineIdentity:
+        """The machine identity this device describes."""
+        cls = self.device_class
+        return MachineIdentity(
+            kind="machine" if cls in MACHINE_CLASSES else "implement",
+            name=self.designator or self.id,
+            serial_number=self.serial,
+            category=DEVICE_CLASS_NAMES.get(cls),
+        )
+
+
+@dataclass
+class DeviceElement:
+    """A DET: its device, type and depth below the device root (0 = the device itself)."""
+
+    id: str
+    device_id: str
+    type: int
+    designator: str
+    depth: int
+
+
+@dataclass
+class TaskData:
+    """TASKDATA.XML with XFR-split files merged in, and lookups by XML id."""
+
+    folder: Path
+    elements: list[Element]
+    by_id: dict[str, Element]
+    devices: dict[str, Device]
+    dets: dict[str, DeviceElement]
+    files: dict[str, Path]
+    warnings: list[str] = field(default_factory=list)
+
+    def find_file(self, name: str) -> Path | None:
+        """A file of the data set folder by case-insensitive name."""
+        return self.files.get(name.lower())
+
+
+def _parse_xml(path: Path) -> Element:
+    try:
+        return SafeET.parse(str(path)).getroot()
+    except DefusedXmlException as exc:
+        raise UnreadableDataset(
+            f"{path.name} declares XML entities or a DTD, which are refused for security ({type(exc).__name__})"
+        ) from exc
+    except Exception as exc:  # expat's ParseError and OSError
+        raise UnreadableDataset(f"{path.name} is not valid XML: {exc}") from exc
+
+
+def load_taskdata(taskdata_xml: Path) -> TaskData:
+    """Parse TASKDATA.XML and the XFR files it references; build id lookups and the device tree."""
+    folder = taskdata_xml.parent
+    files = {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
+    root = _parse_xml(taskdata_xml)
+    if not root.tag.startswith("ISO11783_TaskData"):
+        raise UnreadableDataset(f"{taskdata_xml.name}: root element is <{root.tag}>, not <ISO11783_TaskData>")
+    warnings: list[str] = []
+    elements: list[Element] = []
+    for child in root:
+        if child.tag != "XFR":
+            elements.append(child)
+            continue
+        ref = child.get("A", "")
+        xfr_path = files.get(f"{ref}.xml".lower())
+        if xfr_path is None:
+            warnings.append(f"external file {ref}.XML referenced by XFR is missing")
+            continue
+        xfc = _parse_xml(xfr_path)
+        elements.extend(list(xfc))
+
+    by_id: dict[str, Element] = {}
+    for el in elements:
+        for node in el.iter():
+            xml_id = node.get("A") if node.tag in _ID_TAGS else None
+            if not xml_id:
+                continue
+            if xml_id in by_id:
+                warnings.append(f"duplicate XML id {xml_id} ({node.tag}); the first one is used")
+                continue
+            by_id[xml_id] = node
+
+    devices: dict[str, Device] = {}
+    dets: dict[str, DeviceElement] = {}
+    for el in elements:
+        if el.tag != "DVC":
+            continue
+        dev = Device(el.get("A", ""), (el.get("B") or "").strip(), _clean(el.get("E")), ClientName.parse(el.get("D")))
+        devices[dev.id] = dev
+        parent_of: dict[str, str] = {}
+        det_by_object: dict[str, Element] = {}
+        for det in el.findall("DET"):
+            det_by_object[det.get("B", "")] = det
+            parent_of[det.get("B", "")] = det.get("F", "0")
+        for det in el.findall("DET"):
+            depth, obj, seen = 0, det.get("B", ""), set()
+            while obj in parent_of and parent_of[obj] in det_by_object and obj not in seen:
+                seen.add(obj)
+                obj = parent_of[obj]
+                depth += 1
+            det_type = int(det.get("C", "0")) if (det.get("C") or "").isdigit() else 0
+            dets[det.get("A", "")] = DeviceElement(det.get("A", ""), dev.id, det_type, det.get("D") or "", depth)
+    return TaskData(folder, elements, by_id, devices, dets, files, warnings)
+
+
+_ID_TAGS = frozenset({"CTR", "FRM", "PFD", "CTP", "CVT", "PDT", "PGP", "DVC", "DET", "WKR", "TSK", "CPC", "VPN"})
+
+
+def _clean(text: str | None) -> str | None:
+    text = (text or "").strip()
+    return text or None
