@@ -13,7 +13,7 @@ import numpy as np
 
 from conversion.crops import normalize_crop_name
 from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register
-from conversion.readers.shapefile import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
+from conversion.readers.shapefile.columns import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
 from conversion.readers.units import to_canonical
 
 STANDARD_UNITS: dict[str, str] = {

@@ -1,0 +1,214 @@
+"""What the exporters' columns mean: which column carries which standard property, in which unit, and what the
+operation was; and the values of text, status and time columns.
+
+Column names are matched case-insensitively, including the abbreviated forms that DBF re-exports produce
+(FORMATS.md 5.1, 5.2). Units come from the JD `-Deere-Metadata.json` sidecar when there is one, else from the
+column name's suffix, else from the exporting system's defaults (US units for JD and SMS). Values are converted to
+canonical metric; `source_units` remembers what the file used.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from conversion.readers.units import to_canonical
+
+
+@dataclass(frozen=True)
+class ColumnRule:
+    """A standard property, the normalised column names that carry it, and the unit used when nothing says."""
+
+    prop: str
+    names: tuple[str, ...]
+    default_unit: str | None = None
+
+
+# Names are compared after lower-casing and dropping everything but letters and digits.
+COLUMN_RULES: tuple[ColumnRule, ...] = (
+    ColumnRule("distance", ("distance", "distancef", "distanceft", "dstncf", "dist"), "ft"),
+    ColumnRule("equipmentWidth", ("swathwidth", "swathwi", "swthwdth", "swthwdthf", "swthw", "swathwidt"), "ft"),
+    ColumnRule("dryVolumePerArea", ("vryieldvol", "yldvoldr", "yldvld", "yldvold", "drvol"), "bu/ac"),
+    ColumnRule("dryMassPerArea", ("yldmassd", "yldmssd", "yldmassdr"), "lb/ac"),
+    ColumnRule("wetVolumePerArea", ("yldvolwe", "yldvlw", "yldvolw"), "bu/ac"),
+    ColumnRule("wetMassPerArea", ("wetmass", "yldmassw", "yldmssw", "yldmasswe"), "lb/ac"),
+    ColumnRule("harvestMoisture", ("moisture", "mostr", "mstr", "moist"), "percentage"),
+    ColumnRule("cropFlow", ("cropflwm", "crpflwm", "cropflow"), "lb/s"),
+    ColumnRule("heading", ("heading", "trackdeg", "trckdg", "track"), "arcdeg"),
+    ColumnRule("elevation", ("elevation", "elevtn", "elev", "altitude"), "ft"),
+    ColumnRule("speed", ("speedmph", "spdmp", "spdmph", "speed"), "mph"),
+    ColumnRule("sectionId", ("sectionid", "section", "sectid"), None),
+    ColumnRule("recordingStatus", ("workstatus", "wrkstt", "recordingstatus"), None),
+)
+RATE_NAMES = ("appliedrate", "appliedrat", "appldrt", "rtapd", "rateapplied", "asapplied")
+TARGET_NAMES = ("targetrate", "tgtrate", "trgtrt", "trgtrate", "controlrate", "controlrat")
+TIME_ISO_NAMES = ("isotime",)
+TIME_TEXT_NAMES = ("time", "datetime", "date")
+CROP_NAMES = ("crop", "cropname", "croptype")
+VARIETY_NAMES = ("variety", "varietyname", "hybrid", "prodctvr")
+PRODUCT_NAMES = ("product", "productname", "prodct")
+JD_OPERATIONS = {"harvest": "harvested", "seeding": "planted", "application": "applied", "tillage": "tillage"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _meta_unit(meta_units: dict[str, str | None], name: str) -> str | None:
+    """The metadata unit of a DBF column; DBF names are cut to 10 characters, so a prefix match counts."""
+    key = _norm(name)
+    if key in meta_units:
+        return meta_units[key]
+    matches = [unit for full, unit in meta_units.items() if full.startswith(key)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _jd_metadata(shp_path: Path) -> dict | None:
+    for candidate in shp_path.parent.iterdir():
+        if candidate.name.lower() == f"{shp_path.stem}-deere-metadata.json".lower():
+            try:
+                return json.loads(candidate.read_text(encoding="utf-8-sig"))
+            except (OSError, ValueError):
+                return None
+    return None
+
+
+def _match(by_norm: dict[str, str], names: tuple[str, ...], used: set[str], *, prefix: bool = False) -> str | None:
+    for wanted in names:
+        name = by_norm.get(wanted)
+        if name is not None and name not in used:
+            return name
+    if prefix:
+        for wanted in names:
+            for key, name in by_norm.items():
+                if key.startswith(wanted) and name not in used:
+                    return name
+    return None
+
+
+_SUFFIX_UNITS = (
+    ("galac", "gal/ac"),
+    ("gal", "gal/ac"),
+    ("lbac", "lb/ac"),
+    ("lb", "lb/ac"),
+    ("kgha", "kg/ha"),
+    ("lha", "L/ha"),
+    ("ksds", "kseeds/ac"),
+    ("sdsac", "seeds/ac"),
+    ("seedsac", "seeds/ac"),
+    ("sds", "seeds/ac"),
+    ("mph", "mph"),
+    ("kmh", "km/h"),
+)
+
+
+def _unit_from_suffix(name: str) -> str | None:
+    """A unit written into an SMS-style column name (`Rt_Apd_gal_ac`, `Tgt_Rate_lb_ac`), if it is unambiguous."""
+    parts = re.split(r"[_\s]+", name.lower())
+    if len(parts) < 2:
+        return None
+    tail = "".join(parts[2:] if parts[0] in ("tgt", "rt", "trgt") else parts[1:])
+    for suffix, unit in _SUFFIX_UNITS:
+        if tail.startswith(suffix):
+            return unit
+    return None
+
+
+def _operation(metadata, columns, rate_name, target_name, meta_units, by_norm) -> str:
+    if metadata and str(metadata.get("Operation", "")).lower() in JD_OPERATIONS:
+        return JD_OPERATIONS[str(metadata["Operation"]).lower()]
+    if any(p in columns for p in ("wetMassPerArea", "dryMassPerArea", "dryVolumePerArea", "wetVolumePerArea")):
+        return "harvested"
+    for name in (rate_name, target_name):
+        if name is None:
+            continue
+        unit = _meta_unit(meta_units, name) or _unit_from_suffix(name)
+        canonical = to_canonical(unit)
+        if (canonical and canonical[0] == "seeds/ha") or "seed" in name.lower() or "sds" in name.lower():
+            return "planted"
+    if rate_name or target_name:
+        return "applied"
+    if any("seed" in key or "sds" in key for key in by_norm):
+        return "planted"
+    return "other"
+
+
+# -- column values --------------------------------------------------------------------------------------------
+
+
+def _status(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind == "f":
+        return np.where(np.isnan(values), np.nan, (values > 0).astype(float))
+    lowered = np.array([str(v).strip().lower() if v is not None else "" for v in values], dtype=object)
+    on = np.isin(lowered, ["on", "1", "true", "yes", "y"])
+    off = np.isin(lowered, ["off", "0", "false", "no", "n"])
+    return np.where(on, 1.0, np.where(off, 0.0, np.nan))
+
+
+def _map_strings(values: np.ndarray, fn) -> np.ndarray:
+    if values.dtype.kind == "f":
+        uniques, inverse = np.unique(values, return_inverse=True)
+        mapped = np.array(
+            [None if np.isnan(u) else fn(int(u) if float(u).is_integer() else u) for u in uniques], dtype=object
+        )
+        return mapped[inverse]
+    uniques, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    mapped = np.array([fn(u) if u not in ("None", "") else None for u in uniques], dtype=object)
+    return mapped[inverse]
+
+
+def _uniques(values: np.ndarray) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        if v is not None and v not in out:
+            out.append(v)
+            if len(out) > 100:
+                break
+    return out
+
+
+def _parse_iso(values: np.ndarray) -> np.ndarray:
+    """ISO 8601 strings to datetime64[ms] UTC; vectorised for the usual `...Z` form, else value by value."""
+    text = np.asarray(values, dtype=object)
+    try:
+        return np.char.rstrip(text.astype("U40"), "Z").astype("datetime64[ms]")
+    except ValueError:
+        pass
+    uniques, inverse = np.unique(text.astype(str), return_inverse=True)
+    parsed = np.full(len(uniques), np.datetime64("NaT", "ms"))
+    for i, item in enumerate(uniques):
+        try:
+            stamp = datetime.fromisoformat(item.strip().replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if stamp.tzinfo is not None:
+            stamp = (stamp - stamp.utcoffset()).replace(tzinfo=None)
+        parsed[i] = np.datetime64(stamp, "ms")
+    return parsed[inverse]
+
+
+_TEXT_FORMATS = (
+    "%m/%d/%Y %I:%M:%S %p",
+    "%m/%d/%Y %H:%M:%S",
+    "%Y-%m-%d %H:%M:%S",
+    "%d.%m.%Y %H:%M:%S",
+    "%Y/%m/%d %H:%M:%S",
+)
+
+
+def _parse_text_times(values: np.ndarray) -> np.ndarray:
+    uniques, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    parsed = np.full(len(uniques), np.datetime64("NaT", "ms"))
+    for i, text in enumerate(uniques):
+        for fmt in _TEXT_FORMATS:
+            try:
+                parsed[i] = np.datetime64(datetime.strptime(text.strip(), fmt), "ms")
+                break
+            except ValueError:
+                continue
+    return parsed[inverse]

@@ -1,0 +1,203 @@
+"""The shapefile reader: one point table per shapefile, its columns mapped to the standard properties."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import shapefile
+
+from conversion.crops import normalize_crop_name
+from conversion.readers.base import Dataset, MachineIdentity, PointTable, Reader, UnreadableDataset, register
+from conversion.readers.units import normalize_unit, to_canonical
+
+from .columns import (
+    COLUMN_RULES,
+    CROP_NAMES,
+    PRODUCT_NAMES,
+    RATE_NAMES,
+    TARGET_NAMES,
+    TIME_ISO_NAMES,
+    TIME_TEXT_NAMES,
+    VARIETY_NAMES,
+    _jd_metadata,
+    _map_strings,
+    _match,
+    _meta_unit,
+    _norm,
+    _operation,
+    _parse_iso,
+    _parse_text_times,
+    _status,
+    _uniques,
+    _unit_from_suffix,
+)
+from .decode import _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84
+
+
+@register
+class ShapefileReader(Reader):
+    """Point (and polygon) shapefiles; polygon centroids become points and their area the point area."""
+
+    format = "SHAPEFILE"
+
+    def read(self, dataset: Dataset) -> list[PointTable]:
+        """One table per shapefile."""
+        shp_path = dataset.path
+        dbf_path = _sibling(shp_path, ".dbf")
+        if dbf_path is None:
+            raise UnreadableDataset(f"{shp_path.name}: the .dbf file with the attributes is missing")
+        try:
+            reader = shapefile.Reader(shp=str(shp_path), dbf=str(dbf_path), shx=_opt(_sibling(shp_path, ".shx")))
+        except (shapefile.ShapefileException, OSError, ValueError) as exc:
+            raise UnreadableDataset(f"{shp_path.name}: not a readable shapefile ({exc})") from exc
+        with reader:
+            return [self._read(reader, shp_path, dbf_path)]
+
+    def _read(self, reader: shapefile.Reader, shp_path: Path, dbf_path: Path) -> PointTable:
+        metadata = _jd_metadata(shp_path)
+        fields = [f for f in reader.fields if f[0] != "DeletionFlag"]
+        records, keep = _read_dbf(dbf_path, fields, reader.encoding)
+        lon, lat, area, z = _read_geometry(reader, shp_path, len(keep))
+        lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
+        lon, lat = _to_wgs84(shp_path, lon, lat)
+        warnings: list[str] = []
+
+        meta_units = {_norm(a.get("Name", "")): a.get("Unit") for a in (metadata or {}).get("DataAttributes", [])}
+        columns: dict[str, np.ndarray] = {"lon": lon, "lat": lat}
+        units: dict[str, str] = {}
+        source_units: dict[str, str] = {}
+        raw: dict[str, np.ndarray] = {}
+        raw_units: dict[str, str] = {}
+        by_norm = {_norm(name): name for name in records}
+        used: set[str] = set()
+
+        def numeric(name: str) -> np.ndarray:
+            return records[name] if records[name].dtype.kind == "f" else _to_float(records[name])
+
+        def put(prop: str, name: str, src_unit: str | None) -> None:
+            values = numeric(name)
+            if np.isnan(values).all():
+                return
+            conv = to_canonical(src_unit) if src_unit else None
+            if src_unit and conv is None:
+                warnings.append(f"{name}: unit {src_unit!r} not understood; values kept as they are")
+            if conv is not None:
+                canonical, factor = conv
+                columns[prop] = values * factor if factor != 1.0 else values
+                units[prop] = canonical
+                source_units[prop] = normalize_unit(src_unit) or canonical
+            else:
+                columns[prop] = values
+                units[prop] = "unknown"
+            used.add(name)
+
+        for rule in COLUMN_RULES:
+            name = _match(by_norm, rule.names, used)
+            if name is None:
+                continue
+            if rule.prop in ("sectionId", "recordingStatus"):
+                values = records[name]
+                columns[rule.prop] = _status(values) if rule.prop == "recordingStatus" else values
+                used.add(name)
+                continue
+            unit = _meta_unit(meta_units, name) or _unit_from_suffix(name) or rule.default_unit
+            put(rule.prop, name, unit)
+
+        rate_name = _match(by_norm, RATE_NAMES, used, prefix=True)
+        target_name = _match(by_norm, TARGET_NAMES, used, prefix=True)
+        operation = _operation(metadata, columns, rate_name, target_name, meta_units, by_norm)
+        for name, is_target in ((rate_name, False), (target_name, True)):
+            if name is None:
+                continue
+            unit = _meta_unit(meta_units, name) or _unit_from_suffix(name)
+            canonical = to_canonical(unit)
+            seeds = operation == "planted" and (canonical is None or canonical[0] == "seeds/ha")
+            prop = ("seedRate" if seeds else "appliedRate") + ("Target" if is_target else "")
+            if unit is None:
+                unit = "seeds/ac" if seeds else None
+            put(prop, name, unit)
+            if unit is None and prop in columns:
+                warnings.append(f"{name}: no unit in the file; the value is kept as it is")
+
+        # Timestamps: JD's IsoTime is UTC with ms; the plain Time column is local time of unknown zone.
+        timestamp = None
+        iso_name = _match(by_norm, TIME_ISO_NAMES, used)
+        if iso_name is not None:
+            timestamp = _parse_iso(records[iso_name])
+            used.add(iso_name)
+        text_name = _match(by_norm, TIME_TEXT_NAMES, used)
+        if text_name is not None and (timestamp is None or np.isnat(timestamp).all()):
+            timestamp = _parse_text_times(records[text_name])
+            used.add(text_name)
+        if timestamp is None:
+            timestamp = np.full(len(lon), np.datetime64("NaT", "ms"))
+            warnings.append("no time column; points have no timestamp")
+        columns["timestamp"] = timestamp
+
+        crops: list[str] = []
+        varieties: list[str] = []
+        products: list[str] = []
+        crop_name = _match(by_norm, CROP_NAMES, used)
+        if crop_name is not None:
+            per_point = _map_strings(records[crop_name], normalize_crop_name)
+            columns["crop"] = per_point
+            crops = _uniques(per_point)
+            used.add(crop_name)
+        if metadata and metadata.get("CropToken"):
+            token = normalize_crop_name(str(metadata["CropToken"]))
+            if token and token not in crops:
+                crops.append(token)
+        variety_name = _match(by_norm, VARIETY_NAMES, used)
+        if variety_name is not None:
+            columns["variety"] = _map_strings(records[variety_name], lambda v: str(v).strip() or None)
+            varieties = _uniques(columns["variety"])
+            used.add(variety_name)
+        product_name = _match(by_norm, PRODUCT_NAMES, used)
+        if product_name is not None:
+            columns["products"] = _map_strings(records[product_name], lambda v: str(v).strip() or None)
+            products = _uniques(columns["products"])
+            used.add(product_name)
+        if metadata and isinstance(metadata.get("Product"), dict):
+            for part in [metadata["Product"], *metadata["Product"].get("Components", [])]:
+                name = (part.get("ProductName") or part.get("Name") or "").strip()
+                if name and name != "Tank Mix" and name not in products and not part.get("Carrier"):
+                    products.append(name)
+        if area is not None:
+            columns["area"] = area
+            units["area"] = "m2"
+        if z is not None and "elevation" not in columns and np.isfinite(z).any() and np.nanmax(np.abs(z)) > 0:
+            columns["elevation"] = z
+            units["elevation"] = "m"
+
+        for name, values in records.items():
+            raw[name] = values if values.dtype.kind != "S" else _map_strings(values, lambda v: str(v).strip() or None)
+            src_unit = _meta_unit(meta_units, name)
+            if src_unit:
+                raw_units[name] = src_unit
+
+        machines: list[MachineIdentity] = []
+        table = PointTable(
+            name=shp_path.stem,
+            operation_type=operation,  # type: ignore[arg-type]
+            columns=columns,
+            units=units,
+            source_units=source_units,
+            raw_columns=raw,
+            raw_units=raw_units,
+            crops=crops,
+            varieties=varieties,
+            products=products,
+            machines=machines,
+            source_format="SHAPEFILE",
+            warnings=warnings,
+        )
+        valid = np.isfinite(lon) & np.isfinite(lat)
+        if not valid.all():
+            table = table.select(valid)
+        table.refresh_time_range()
+        return table
+
+
+def _opt(path: Path | None) -> str | None:
+    return str(path) if path else None
