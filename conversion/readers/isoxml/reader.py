@@ -26,6 +26,7 @@ from conversion.readers.base import (
 )
 from conversion.readers.isoxml_tlg import TimeLog, TimeLogError, read_time_log
 
+from .parallel import AnyTimeLog, join_parallel
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
 
 _TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
@@ -75,18 +76,19 @@ class IsoxmlReader(Reader):
             return None
         task_name = _clean(task.get("B")) or task.get("A", "task")
         warnings: list[str] = []
-        logs: list[TimeLog] = []
+        read: list[TimeLog] = []
         for ref in tlg_refs:
             xml_path, bin_path = td.find_file(f"{ref}.xml"), td.find_file(f"{ref}.bin")
             if xml_path is None or bin_path is None:
                 warnings.append(f"{ref}: {'header XML' if xml_path is None else 'binary'} file missing, log skipped")
                 continue
             try:
-                logs.append(read_time_log(xml_path, bin_path))
+                read.append(read_time_log(xml_path, bin_path))
             except TimeLogError as exc:
                 warnings.append(f"{exc}; log skipped")
-        if not logs:
+        if not read:
             raise UnreadableDataset(f"task {task_name}: no readable time log ({'; '.join(warnings)})")
+        logs = join_parallel(read)
 
         devices_used = self._devices_used(td, task, logs)
         implement = self._implement(devices_used)
@@ -106,7 +108,7 @@ class IsoxmlReader(Reader):
     # -- devices and operation type ------------------------------------------------------------------------
 
     @staticmethod
-    def _devices_used(td: TaskData, task: Element, logs: list[TimeLog]) -> list[Device]:
+    def _devices_used(td: TaskData, task: Element, logs: list[AnyTimeLog]) -> list[Device]:
         ids: list[str] = []
         for log in logs:
             for spec in log.header.dlvs:
@@ -130,7 +132,7 @@ class IsoxmlReader(Reader):
         return None
 
     @staticmethod
-    def _operation_type(implement: Device | None, logs: list[TimeLog]) -> str:
+    def _operation_type(implement: Device | None, logs: list[AnyTimeLog]) -> str:
         if implement is not None:
             return DEVICE_CLASS_OPERATION[implement.device_class]
         logged = {spec.ddi for log in logs for spec in log.header.dlvs}
@@ -149,7 +151,7 @@ class IsoxmlReader(Reader):
     def _log_table(
         self,
         td: TaskData,
-        log: TimeLog,
+        log: AnyTimeLog,
         implement: Device | None,
         operation: str,
         tz_offset: np.timedelta64 | None,
@@ -242,7 +244,7 @@ class IsoxmlReader(Reader):
     # -- totals -------------------------------------------------------------------------------------------------
 
     def _recorded_totals(
-        self, td: TaskData, task: Element, implement: Device | None, logs: list[TimeLog]
+        self, td: TaskData, task: Element, implement: Device | None, logs: list[AnyTimeLog]
     ) -> dict[str, tuple[float, str]]:
         totals: dict[str, tuple[float, str]] = {}
         best: dict[str, tuple[tuple[int, int, int], float, str]] = {}

@@ -323,3 +323,49 @@ def test_missing_binary_is_reported(valid_timelogs, tmp_path):
     (tmp_path / "TLG00006.bin").unlink()
     with pytest.raises(UnreadableDataset, match="binary file missing"):
         _read(taskdata)
+
+
+def _hand_log(folder: Path, stem: str, ddis_logged: list[int], records: list[tuple]) -> None:
+    """A time log with TC time and position in every record; `records`: (ms, lat, lon, {dlv index: raw value})."""
+    dlvs = "".join(f'<DLV A="{ddi:04X}" C="DET-1"/>' for ddi in ddis_logged)
+    (folder / f"{stem}.xml").write_text(f'<TIM A="" D="4"><PTN A="" B=""/>{dlvs}</TIM>')
+    data = b""
+    for ms, lat, lon, values in records:
+        data += struct.pack("<IHii", ms, 16000, round(lat * 1e7), round(lon * 1e7)) + bytes([len(values)])
+        data += b"".join(struct.pack("<Bi", index, value) for index, value in values.items())
+    (folder / f"{stem}.bin").write_bytes(data)
+
+
+def _hand_task(folder: Path, stems: list[str]) -> Path:
+    logs = "".join(f'<TLG A="{stem}"/>' for stem in stems)
+    (folder / "TASKDATA.XML").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="3" '
+        f'DataTransferOrigin="1"><TSK A="TSK1" B="Harvest" G="4">{logs}</TSK></ISO11783_TaskData>'
+    )
+    return folder / "TASKDATA.XML"
+
+
+def test_parallel_time_logs_are_joined_by_time(tmp_path):
+    # Given two logs over the same seconds, as CNH writes a device with more than 255 DLVs: the yield in one (every
+    # second), the moisture in the other (at its own moments)
+    _hand_log(tmp_path, "TLG00001", [0x0054], [(t * 1000, 48 + t * 1e-5, 11, {0: 500_000 + t}) for t in range(4)])
+    _hand_log(tmp_path, "TLG00002", [0x0063], [(0, 48, 11, {0: 150_000}), (2500, 48.00002, 11, {0: 160_000})])
+    # When the task is read
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
+    # Then it has one point per second, each with the yield logged then and the moisture as of that time
+    assert len(table) == 4
+    assert np.allclose(table.columns["wetMassPerArea"], [5000.0, 5000.01, 5000.02, 5000.03])
+    assert table.columns["harvestMoisture"].tolist() == [15.0, 15.0, 15.0, 16.0]
+    assert table.columns["timestamp"].tolist() == sorted(set(table.columns["timestamp"].tolist()))
+    # And the raw columns of both logs are there, side by side
+    assert {"DDI0054_DET-1", "DDI0063_DET-1"} <= set(table.raw_columns)
+
+
+def test_time_logs_one_after_another_are_not_joined(tmp_path):
+    # Given a task paused and resumed: its second log starts after the first ends
+    _hand_log(tmp_path, "TLG00001", [0x0054], [(t * 1000, 48, 11 + t * 1e-5, {0: 500_000}) for t in range(4)])
+    _hand_log(tmp_path, "TLG00002", [0x0054], [(t * 1000, 48, 11 + t * 1e-5, {0: 600_000}) for t in range(60, 63)])
+    # When read, then the points of both follow each other
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
+    assert len(table) == 7
+    assert np.allclose(table.columns["wetMassPerArea"], [5000.0] * 4 + [6000.0] * 3)

@@ -1,0 +1,118 @@
+"""Parallel time logs of one task joined by time (FORMATS.md: CNH writes a device with more than 255 DLVs as
+several TLGs covering the same time span; they are joined by timestamp, not read one after the other).
+
+Two logs of a task are parallel when their TC time spans overlap by at least `PARALLEL_OVERLAP` of the shorter
+span; logs one after another (a task paused and resumed) do not overlap and stay apart, to be concatenated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from conversion.readers import ddi as ddis
+from conversion.readers.isoxml_tlg import TimeLog, TimeLogHeader
+
+PARALLEL_OVERLAP = 0.5
+
+
+@dataclass
+class JoinedTimeLog:
+    """Time logs written in parallel over one time span, read as one (the `TimeLog` interface the reader uses).
+    The records, times and positions are those of the base log (the one with positions and the most records); the
+    DLVs of the others follow the base's, re-indexed, each taking at every base record the value its log held at
+    that TC time (its latest record at or before it; NaN before its first)."""
+
+    name: str
+    header: TimeLogHeader
+    base: TimeLog
+    # (log, first joined DLV index, per base record the log's latest record at or before its TC time, -1: none)
+    others: list[tuple[TimeLog, int, np.ndarray]]
+
+    @property
+    def n_records(self) -> int:
+        return self.base.n_records
+
+    @property
+    def tc_time(self) -> np.ndarray:
+        return self.base.tc_time
+
+    @property
+    def gps_time(self) -> np.ndarray | None:
+        return self.base.gps_time
+
+    @property
+    def ptn(self) -> dict[str, np.ndarray]:
+        return self.base.ptn
+
+    @property
+    def lat(self) -> np.ndarray | None:
+        return self.base.lat
+
+    @property
+    def lon(self) -> np.ndarray | None:
+        return self.base.lon
+
+    def raw_values(self, index: int) -> np.ndarray:
+        """As `TimeLog.raw_values`, for a DLV of any of the joined logs."""
+        for log, first, at in reversed(self.others):
+            if index >= first:
+                values = log.raw_values(index - first)[at]
+                values[at < 0] = np.nan
+                return values
+        return self.base.raw_values(index)
+
+    def values(self, index: int) -> np.ndarray:
+        return self.raw_values(index) * ddis.resolution(self.header.dlvs[index].ddi)
+
+
+def _span(log: TimeLog) -> tuple[np.datetime64, np.datetime64] | None:
+    times = log.tc_time[~np.isnat(log.tc_time)]
+    return (times.min(), times.max()) if len(times) else None
+
+
+def _parallel(a: TimeLog, b: TimeLog) -> bool:
+    span_a, span_b = _span(a), _span(b)
+    if span_a is None or span_b is None:
+        return False
+    overlap = min(span_a[1], span_b[1]) - max(span_a[0], span_b[0])
+    shorter = min(span_a[1] - span_a[0], span_b[1] - span_b[0])
+    return overlap >= shorter * PARALLEL_OVERLAP if shorter > np.timedelta64(0, "ms") else overlap >= 0
+
+
+def _latest_at_or_before(times: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each time of `at`, the index into `times` of the latest at or before it (-1 when none)."""
+    order = np.argsort(times, kind="stable")
+    found = np.searchsorted(times[order], at, side="right") - 1
+    return np.where(found >= 0, order[np.maximum(found, 0)], -1)
+
+
+def _join(logs: list[TimeLog]) -> JoinedTimeLog:
+    base = max(logs, key=lambda log: (log.lat is not None and log.lon is not None, log.n_records))
+    dlvs = list(base.header.dlvs)
+    others = []
+    for log in logs:
+        if log is base:
+            continue
+        first = len(dlvs)
+        others.append((log, first, _latest_at_or_before(log.tc_time, base.tc_time)))
+        dlvs.extend(replace(spec, index=first + spec.index) for spec in log.header.dlvs)
+    return JoinedTimeLog(
+        name="+".join(log.name for log in logs), header=replace(base.header, dlvs=dlvs), base=base, others=others
+    )
+
+
+AnyTimeLog = TimeLog | JoinedTimeLog
+
+
+def join_parallel(logs: list[TimeLog]) -> list[AnyTimeLog]:
+    """The task's logs with each group of parallel ones joined into one, in the order of each group's first log."""
+    groups: list[list[TimeLog]] = []
+    for log in logs:
+        group = next((g for g in groups if any(_parallel(log, member) for member in g)), None)
+        if group is None:
+            groups.append([log])
+        else:
+            group.append(log)
+    return [group[0] if len(group) == 1 else _join(group) for group in groups]
