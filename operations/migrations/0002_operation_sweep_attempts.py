@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('operations', '0001_initial'),
+        ("operations", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='operation',
-            name='sweep_attempts',
+            model_name="operation",
+            name="sweep_attempts",
             field=models.PositiveSmallIntegerField(default=0),
         ),
     ]
