@@ -7,7 +7,7 @@ The state machine (spec "Batch status", supplement "Files and batches"):
   gets a `dataset_convert` task.
 - `dataset_convert` reads, cleans and stores the outputs of its data set (`conversion.outputs`), attaches the
   files to fields, pools machines, records catalogs and emits the file events; the last data set to end
-  finishes the batch (`batch_finish_if_done`): PROCESSED when any file was converted, else FAILED with the
+  finishes the batch (`_batch_finish_if_done`): PROCESSED when any file was converted, else FAILED with the
   spec's statusDetails.
 - `batch_retry` sends only the failed data sets (or a batch that failed before any was found) round again;
   converted files stay as they are. `conversion_sweep` re-sends or fails whatever stayed in flight too long.
@@ -19,7 +19,7 @@ One module per stage; import them from here.
 - `recovery`: retry and sweep.
 """
 
-from .batches import batch_file_ids, batch_open, batch_progress, batch_receive, batch_status, ensure_extracted
+from .batches import batch_open, batch_progress, batch_receive, batch_status, ensure_extracted
 from .datasets import dataset_convert
 from .files import FAILED_EVENTS, FINISHED_EVENTS, file_complete, file_fail
 from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep
@@ -28,7 +28,6 @@ __all__ = [
     "FAILED_EVENTS",
     "FINISHED_EVENTS",
     "STUCK_MESSAGE",
-    "batch_file_ids",
     "batch_open",
     "batch_progress",
     "batch_receive",

@@ -206,13 +206,6 @@ def _batch_fail(batch: Batch, details: str, reason: str) -> None:
 # --- reading ----------------------------------------------------------------------------------------
 
 
-def batch_file_ids(batch: Batch) -> list[str]:
-    return [
-        str(i)
-        for i in File.objects.filter(batch=batch).order_by("dataset__position", "part").values_list("id", flat=True)
-    ]
-
-
 def batch_status(batch: Batch) -> dict:
     """`GET /batch/{id}/status`: converted, processing and failed files (failed with the step and message)."""
     converted, processing, failed = [], [], []

@@ -17,14 +17,12 @@ from .columns import (
     VARIETY_NAMES,
     ColumnRule,
 )
-from .decode import NULL_TOKENS
 from .reader import ShapefileReader
 
 __all__ = [
     "COLUMN_RULES",
     "CROP_NAMES",
     "JD_OPERATIONS",
-    "NULL_TOKENS",
     "PRODUCT_NAMES",
     "RATE_NAMES",
     "TARGET_NAMES",

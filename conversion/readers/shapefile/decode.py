@@ -16,8 +16,6 @@ from shapely import geometry as shp_geometry
 from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
 
-NULL_TOKENS = (b"", b"*")
-
 
 def _sibling(path: Path, suffix: str) -> Path | None:
     """The file next to `path` with the same stem and `suffix`, matched case-insensitively."""
