@@ -7,7 +7,7 @@ span; logs one after another (a task paused and resumed) do not overlap and stay
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -29,6 +29,7 @@ class JoinedTimeLog:
     base: TimeLog
     # (log, first joined DLV index, per base record the log's latest record at or before its TC time, -1: none)
     others: list[tuple[TimeLog, int, np.ndarray]]
+    _filled: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n_records(self) -> int:
@@ -55,7 +56,12 @@ class JoinedTimeLog:
         return self.base.lon
 
     def raw_values(self, index: int) -> np.ndarray:
-        """As `TimeLog.raw_values`, for a DLV of any of the joined logs."""
+        """As `TimeLog.raw_values` (cached and shared alike), for a DLV of any of the joined logs."""
+        if index not in self._filled:
+            self._filled[index] = self._fill(index)
+        return self._filled[index]
+
+    def _fill(self, index: int) -> np.ndarray:
         for log, first, at in reversed(self.others):
             if index >= first:
                 values = log.raw_values(index - first)[at]
@@ -67,13 +73,15 @@ class JoinedTimeLog:
         return self.raw_values(index) * ddis.resolution(self.header.dlvs[index].ddi)
 
 
-def _span(log: TimeLog) -> tuple[np.datetime64, np.datetime64] | None:
+Span = tuple[np.datetime64, np.datetime64] | None
+
+
+def _span(log: TimeLog) -> Span:
     times = log.tc_time[~np.isnat(log.tc_time)]
     return (times.min(), times.max()) if len(times) else None
 
 
-def _parallel(a: TimeLog, b: TimeLog) -> bool:
-    span_a, span_b = _span(a), _span(b)
+def _parallel(span_a: Span, span_b: Span) -> bool:
     if span_a is None or span_b is None:
         return False
     overlap = min(span_a[1], span_b[1]) - max(span_a[0], span_b[0])
@@ -108,11 +116,12 @@ AnyTimeLog = TimeLog | JoinedTimeLog
 
 def join_parallel(logs: list[TimeLog]) -> list[AnyTimeLog]:
     """The task's logs with each group of parallel ones joined into one, in the order of each group's first log."""
-    groups: list[list[TimeLog]] = []
-    for log in logs:
-        group = next((g for g in groups if any(_parallel(log, member) for member in g)), None)
+    spans = [_span(log) for log in logs]
+    groups: list[list[int]] = []
+    for index, span in enumerate(spans):
+        group = next((g for g in groups if any(_parallel(span, spans[member]) for member in g)), None)
         if group is None:
-            groups.append([log])
+            groups.append([index])
         else:
-            group.append(log)
-    return [group[0] if len(group) == 1 else _join(group) for group in groups]
+            group.append(index)
+    return [logs[group[0]] if len(group) == 1 else _join([logs[i] for i in group]) for group in groups]
