@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import shapefile
-from pyproj import CRS, Transformer
+from pyproj import CRS, Geod, Transformer
 from shapely import geometry as shp_geometry
 
 from conversion.readers.base import UnreadableDataset
@@ -102,6 +102,7 @@ def _decode(col: np.ndarray, encoding: str) -> np.ndarray:
 
 # -- geometry -------------------------------------------------------------------------------------------------
 
+_GEOD = Geod(ellps="WGS84")
 _POINT_TYPES = {shapefile.POINT, shapefile.POINTZ, shapefile.POINTM}
 _POLYGON_TYPES = {shapefile.POLYGON, shapefile.POLYGONZ, shapefile.POLYGONM}
 
@@ -162,9 +163,7 @@ def _fast_points(shp: bytes, shx: bytes, shape_type: int) -> tuple[np.ndarray, n
 
 
 def _geodesic_area(geom) -> float:
-    from pyproj import Geod
-
-    return abs(Geod(ellps="WGS84").geometry_area_perimeter(geom)[0])
+    return abs(_GEOD.geometry_area_perimeter(geom)[0])
 
 
 def _to_wgs84(shp_path: Path, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
