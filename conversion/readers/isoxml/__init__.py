@@ -7,27 +7,5 @@ The binary time logs themselves are decoded by `conversion.readers.isoxml_tlg`.
 """
 
 from .reader import IsoxmlReader
-from .taskdata import (
-    AGRICULTURE_INDUSTRY_GROUP,
-    DEVICE_CLASS_NAMES,
-    DEVICE_CLASS_OPERATION,
-    MACHINE_CLASSES,
-    ClientName,
-    Device,
-    DeviceElement,
-    TaskData,
-    load_taskdata,
-)
 
-__all__ = [
-    "AGRICULTURE_INDUSTRY_GROUP",
-    "DEVICE_CLASS_NAMES",
-    "DEVICE_CLASS_OPERATION",
-    "MACHINE_CLASSES",
-    "ClientName",
-    "Device",
-    "DeviceElement",
-    "IsoxmlReader",
-    "TaskData",
-    "load_taskdata",
-]
+__all__ = ["IsoxmlReader"]

@@ -5,30 +5,6 @@
 - `decode`: the DBF records, the point and polygon geometry and the coordinate system, decoded with numpy.
 """
 
-from .columns import (
-    COLUMN_RULES,
-    CROP_NAMES,
-    JD_OPERATIONS,
-    PRODUCT_NAMES,
-    RATE_NAMES,
-    TARGET_NAMES,
-    TIME_ISO_NAMES,
-    TIME_TEXT_NAMES,
-    VARIETY_NAMES,
-    ColumnRule,
-)
 from .reader import ShapefileReader
 
-__all__ = [
-    "COLUMN_RULES",
-    "CROP_NAMES",
-    "JD_OPERATIONS",
-    "PRODUCT_NAMES",
-    "RATE_NAMES",
-    "TARGET_NAMES",
-    "TIME_ISO_NAMES",
-    "TIME_TEXT_NAMES",
-    "VARIETY_NAMES",
-    "ColumnRule",
-    "ShapefileReader",
-]
+__all__ = ["ShapefileReader"]
