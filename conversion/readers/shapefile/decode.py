@@ -10,11 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import shapefile
-from pyproj import CRS, Geod, Transformer
+import shapely
+from pyproj import CRS, Transformer
 from shapely import geometry as shp_geometry
 
 from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
+from fields.geometry import geodesic_area_m2
 
 
 def _sibling(path: Path, suffix: str) -> Path | None:
@@ -102,15 +104,15 @@ def _decode(col: np.ndarray, encoding: str) -> np.ndarray:
 
 # -- geometry -------------------------------------------------------------------------------------------------
 
-_GEOD = Geod(ellps="WGS84")
 _POINT_TYPES = {shapefile.POINT, shapefile.POINTZ, shapefile.POINTM}
 _POLYGON_TYPES = {shapefile.POLYGON, shapefile.POLYGONZ, shapefile.POLYGONM}
 
 
 def _read_geometry(
-    reader: shapefile.Reader, shp_path: Path, n_dbf: int
+    reader: shapefile.Reader, shp_path: Path, n_dbf: int, to_wgs84: Transformer | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """lon/lat (source CRS) per record; per-record area (m2) for polygons; Z for PointZ."""
+    """x/y (source CRS) per record; per-record geodesic area (m2) for polygons, taken on the polygon brought to
+    WGS84 with `to_wgs84` (None: already longitude/latitude); Z for PointZ."""
     shape_type = reader.shapeType
     shx_path = _sibling(shp_path, ".shx")
     if shape_type in _POINT_TYPES and shx_path is not None:
@@ -135,7 +137,7 @@ def _read_geometry(
             centroid = geom.representative_point() if not geom.is_valid else geom.centroid
             xs.append(centroid.x)
             ys.append(centroid.y)
-            areas.append(_geodesic_area(geom))
+            areas.append(geodesic_area_m2(_transformed(geom, to_wgs84)))
         if len(xs) != n_dbf:
             raise UnreadableDataset(f"{shp_path.name}: {len(xs)} shapes but {n_dbf} attribute records")
         area = np.asarray(areas) if shape_type in _POLYGON_TYPES else None
@@ -162,26 +164,40 @@ def _fast_points(shp: bytes, shx: bytes, shape_type: int) -> tuple[np.ndarray, n
     return x, y, z
 
 
-def _geodesic_area(geom) -> float:
-    return abs(_GEOD.geometry_area_perimeter(geom)[0])
+def _transformed(geom, to_wgs84: Transformer | None):
+    if to_wgs84 is None:
+        return geom
+    return shapely.transform(geom, lambda xy: np.column_stack(to_wgs84.transform(xy[:, 0], xy[:, 1])))
 
 
-def _to_wgs84(shp_path: Path, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _wgs84_transformer(shp_path: Path) -> Transformer | None:
+    """From the coordinate system of the .prj to WGS84 longitude/latitude; None when there is nothing to do (no
+    .prj, or one that already is WGS84 longitude/latitude)."""
     prj = _sibling(shp_path, ".prj")
     if prj is None:
-        finite = np.isfinite(x) & np.isfinite(y)
-        if finite.any() and (np.abs(x[finite]).max() > 180 or np.abs(y[finite]).max() > 90):
-            raise UnreadableDataset(f"{shp_path.name}: no .prj file and the coordinates are not longitude/latitude")
-        return x, y
+        return None
     try:
         crs = CRS.from_wkt(prj.read_text(errors="replace"))
     except Exception as exc:  # pyproj raises CRSError, but a garbled file may raise others
         raise UnreadableDataset(f"{shp_path.name}: the .prj file is not a coordinate system ({exc})") from exc
     wgs84 = CRS.from_epsg(4326)
     if crs.is_geographic and crs.ellipsoid and crs.ellipsoid.name.replace(" ", "").upper() in ("WGS84", "WGS_1984"):
-        return x, y
+        return None
     if crs.equals(wgs84, ignore_axis_order=True):
-        return x, y
-    transformer = Transformer.from_crs(crs, wgs84, always_xy=True)
-    lon, lat = transformer.transform(x, y)
-    return np.asarray(lon, dtype=float), np.asarray(lat, dtype=float)
+        return None
+    return Transformer.from_crs(crs, wgs84, always_xy=True)
+
+
+def _to_wgs84(
+    shp_path: Path, to_wgs84: Transformer | None, x: np.ndarray, y: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Longitude/latitude of the points; without a .prj they must already be."""
+    if to_wgs84 is not None:
+        # pyproj takes a one-element array for a scalar (with a NumPy warning) and answers scalars.
+        lon, lat = to_wgs84.transform(x.item(), y.item()) if x.size == 1 else to_wgs84.transform(x, y)
+        return np.asarray(lon, dtype=float).reshape(x.shape), np.asarray(lat, dtype=float).reshape(y.shape)
+    if _sibling(shp_path, ".prj") is None:
+        finite = np.isfinite(x) & np.isfinite(y)
+        if finite.any() and (np.abs(x[finite]).max() > 180 or np.abs(y[finite]).max() > 90):
+            raise UnreadableDataset(f"{shp_path.name}: no .prj file and the coordinates are not longitude/latitude")
+    return x, y

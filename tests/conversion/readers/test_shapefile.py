@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shapefile
-from pyproj import CRS, Transformer
+from pyproj import CRS, Proj, Transformer
 
 from conversion import standardize
 from conversion.readers import Dataset, get_reader
@@ -163,3 +163,26 @@ def test_polygon_export_gives_centroids_and_areas(tmp_path):
     # 0.0001 deg x 0.0001 deg at 41 N is about 11.1 m x 8.4 m.
     assert 85 < table.columns["area"][0] < 100
     assert table.operation_type == "applied"
+
+
+def test_projected_polygons_are_measured_on_the_ellipsoid(tmp_path):
+    """A polygon export in UTM metres: the area is that of the polygon on the ground, not of its metre
+    coordinates read as degrees. Checked against the projection's own areal scale at that place: a UTM square
+    of 100 m x 100 m covers 10,000 m2 / areal scale of the ground."""
+    utm = CRS.from_epsg(32615)
+    x0, y0 = Transformer.from_crs(4326, utm, always_xy=True).transform(-93.4, 41.67)
+    path = tmp_path / "utm_poly.shp"
+    with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
+        writer.field("AppliedRate", "N", 10, 2)
+        writer.poly([[(x0, y0), (x0, y0 + 100), (x0 + 100, y0 + 100), (x0 + 100, y0), (x0, y0)]])
+        writer.record(20.0)
+    path.with_suffix(".prj").write_text(utm.to_wkt("WKT1_ESRI"))
+
+    table = _read(Dataset("SHAPEFILE", path, tmp_path, "utm_poly"))
+
+    lon, lat = Transformer.from_crs(utm, 4326, always_xy=True).transform(x0 + 50, y0 + 50)
+    assert table.columns["lon"][0] == pytest.approx(lon, abs=1e-9)
+    assert table.columns["lat"][0] == pytest.approx(lat, abs=1e-9)
+    areal_scale = Proj(utm).get_factors(lon, lat).areal_scale
+    assert areal_scale != pytest.approx(1.0, abs=1e-4)  # the check below can tell projected from ground area
+    assert table.columns["area"][0] == pytest.approx(10_000 / areal_scale, rel=1e-5)
