@@ -135,6 +135,17 @@ def test_projected_shapefile_is_reprojected_to_wgs84(tmp_path):
     np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([100, 200, 300]) * 1.1208511417)
 
 
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # NumPy will make pyproj's scalar path for it an error
+def test_one_projected_point_is_reprojected(tmp_path):
+    utm = CRS.from_epsg(32615)
+    x, y = Transformer.from_crs(4326, utm, always_xy=True).transform(-93.15, 41.667)
+    _write_points(tmp_path / "one.shp", [(x, y)], utm, [100.0])
+    table = _read(Dataset("SHAPEFILE", tmp_path / "one.shp", tmp_path, "one"))
+    assert len(table) == 1
+    np.testing.assert_allclose(table.columns["lon"], [-93.15], atol=1e-8)
+    np.testing.assert_allclose(table.columns["lat"], [41.667], atol=1e-8)
+
+
 def test_overflowed_numbers_are_null(tmp_path):
     _write_points(tmp_path / "y.shp", [(-93.0, 41.0), (-93.1, 41.1)], CRS.from_epsg(4326), [10.0, 20.0])
     dbf = tmp_path / "y.dbf"
