@@ -2,6 +2,9 @@
 
 Tokens are HS256 JWTs signed with SECRET_KEY. They carry a fingerprint of the owner's password
 hash, so changing the password (or deactivating the owner) revokes every token issued before.
+
+On a `/users/{coreUserId}/...` route the owner and that core user are read in one query (one database
+round trip fewer on most requests); the view takes the core user from `request.core_user_lookup`.
 """
 
 import hashlib
@@ -13,7 +16,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework import authentication, exceptions
 
-from platform_site.api.lookups import row_get
+from platform_site.accounts.models import CoreUser
+from platform_site.api.lookups import row_get, row_get_with_child
 
 ALGORITHM = "HS256"
 
@@ -34,6 +38,13 @@ def token_issue(user, *, remember_me: bool = False) -> str:
         "pwd": _password_fingerprint(user),
     }
     return jwt.encode(claims, settings.SECRET_KEY, algorithm=ALGORITHM)
+
+
+def _core_user_id(request) -> str | None:
+    """The `{coreUserId}` of the route, when the view is core-user-scoped (it names its URL kwarg)."""
+    context = getattr(request, "parser_context", None) or {}
+    kwarg = getattr(context.get("view"), "core_user_url_kwarg", None)
+    return context.get("kwargs", {}).get(kwarg) if kwarg else None
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -59,13 +70,20 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("The token has expired; authenticate again.") from exc
         except jwt.InvalidTokenError as exc:
             raise exceptions.AuthenticationFailed("The token is not valid.") from exc
-        user = row_get(get_user_model(), id=claims["sub"])
+        core_user_id = _core_user_id(request)
+        if core_user_id is None:
+            user, core_user = row_get(get_user_model(), id=claims["sub"]), None
+        else:
+            user, core_user = row_get_with_child(get_user_model(), claims["sub"], CoreUser, "owner", core_user_id)
         if (
             user is None
             or not user.is_active
             or not hmac.compare_digest(str(claims.get("pwd", "")), _password_fingerprint(user))
         ):
             raise exceptions.AuthenticationFailed("The token has been revoked; authenticate again.")
+        if core_user_id is not None:
+            # (the id asked for, the owner's core user of that id or None): see CoreUserScopedViewSet.core_user
+            request.core_user_lookup = (core_user_id, core_user)
         return user, claims
 
     def authenticate_header(self, request):

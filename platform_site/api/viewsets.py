@@ -51,7 +51,14 @@ class CoreUserScopedViewSet(OwnerScopedViewSet):
 
     @cached_property
     def core_user(self) -> CoreUser:
-        return owned_core_user_or_404(self.owner, self.kwargs[self.core_user_url_kwarg])
+        core_user_id = self.kwargs[self.core_user_url_kwarg]
+        # The bearer authentication read it with the owner, in the same query.
+        looked_up = getattr(self.request, "core_user_lookup", None)
+        if looked_up is not None and looked_up[0] == core_user_id:
+            if looked_up[1] is None:
+                raise NotFound(NOT_FOUND)
+            return looked_up[1]
+        return owned_core_user_or_404(self.owner, core_user_id)
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)

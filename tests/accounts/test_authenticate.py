@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from tests.factories import PASSWORD
+from tests.factories import PASSWORD, CoreUserFactory
 from tests.tenancy import assert_problem
 
 USERS_URL = "/services/usermanagement/api/users"
@@ -110,3 +110,33 @@ def test_createapiowner_is_idempotent_and_updates_the_password(db):
     call_command("createapiowner", "acme", "--password", "second-password")
     assert authenticate(APIClient(), username="acme", password="first-password").status_code == 401
     assert authenticate(APIClient(), username="acme", password="second-password").status_code == 200
+
+
+MACHINES_URL = "/services/beta/api/users/{}/machines"
+
+
+@pytest.mark.parametrize("whose", ["mine", "another owner's", "missing", "malformed"])
+def test_a_revoked_token_is_401_on_core_user_routes_whoever_the_core_user(owner, other_owner, api_client, whose):
+    """The token is judged before the core user: 401, never a 404 that would say something about the id."""
+    core_user_id = {
+        "mine": lambda: CoreUserFactory(owner=owner).id,
+        "another owner's": lambda: CoreUserFactory(owner=other_owner).id,
+        "missing": lambda: "6d0f7a8e-0000-4000-8000-000000000000",
+        "malformed": lambda: "not-a-uuid",
+    }[whose]()
+    owner.set_password("a-new-password-123")
+    owner.save()
+    assert "revoked" in assert_problem(api_client.get(MACHINES_URL.format(core_user_id)), 401)["detail"]
+
+
+def test_on_core_user_routes_the_owner_and_the_core_user_are_read_together(owner, other_owner, api_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    mine, theirs = CoreUserFactory(owner=owner), CoreUserFactory(owner=other_owner)
+    with CaptureQueriesContext(connection) as queries:
+        assert api_client.get(MACHINES_URL.format(mine.id)).status_code == 200
+    [lookup] = [q["sql"] for q in queries.captured_queries if "accounts_coreuser" in q["sql"]]
+    assert "auth_user" in lookup  # one round trip for both
+    assert_problem(api_client.get(MACHINES_URL.format(theirs.id)), 404, "notFound")
+    assert_problem(api_client.get(MACHINES_URL.format("not-a-uuid")), 404, "notFound")
