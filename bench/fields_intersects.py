@@ -59,7 +59,8 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def load(core_user) -> None:
     """Bulk-load FIELDS square fields on a grid, each with one ACTIVE boundary."""
-    from fields.geometry import geodesic_area_ha, to_geos
+    from fields.geodesy import geodesic_area_ha
+    from fields.geometry import to_geos
     from fields.models import Boundary, Field
 
     started = time.perf_counter()

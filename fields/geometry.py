@@ -12,14 +12,13 @@ from typing import Any
 import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
-from pyproj import Geod
-from shapely.geometry import MultiPolygon, Polygon, mapping, shape
+from shapely.geometry import MultiPolygon, mapping, shape
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
 
-GEOD = Geod(ellps="WGS84")
-SQUARE_METRES_PER_HECTARE = 10_000.0
+from .geodesy import as_multipolygon, geodesic_area_m2
+
 # Ratios are compared with this tolerance (in percent points) so that an exact 50 % is not lost to rounding.
 RATIO_TOLERANCE = 1e-7
 
@@ -93,18 +92,6 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     return geometry
 
 
-def as_multipolygon(geometry) -> MultiPolygon:
-    """The polygonal part of any shapely geometry as a MultiPolygon (lines and points of a result dropped)."""
-    if isinstance(geometry, MultiPolygon):
-        return geometry
-    if isinstance(geometry, Polygon):
-        return MultiPolygon([geometry]) if not geometry.is_empty else MultiPolygon()
-    polygons: list[Polygon] = []
-    for part in getattr(geometry, "geoms", []):
-        polygons.extend(as_multipolygon(part).geoms)
-    return MultiPolygon(polygons)
-
-
 def to_geojson(geometry: MultiPolygon) -> dict:
     """GeoJSON MultiPolygon dict with lists (not tuples)."""
     if geometry.is_empty:
@@ -114,25 +101,6 @@ def to_geojson(geometry: MultiPolygon) -> dict:
         "type": "MultiPolygon",
         "coordinates": [[[list(p) for p in ring] for ring in polygon] for polygon in data["coordinates"]],
     }
-
-
-def _ring_area_m2(ring) -> float:
-    coordinates = shapely.get_coordinates(ring)
-    area, _ = GEOD.polygon_area_perimeter(coordinates[:, 0], coordinates[:, 1])
-    return abs(area)
-
-
-def geodesic_area_m2(geometry) -> float:
-    """Area on the WGS84 ellipsoid in square metres, whatever the orientation of the rings: each polygon's
-    outer ring less its holes."""
-    return sum(
-        _ring_area_m2(polygon.exterior) - sum(_ring_area_m2(hole) for hole in polygon.interiors)
-        for polygon in as_multipolygon(geometry).geoms
-    )
-
-
-def geodesic_area_ha(geometry) -> float:
-    return geodesic_area_m2(geometry) / SQUARE_METRES_PER_HECTARE
 
 
 def to_geos(geometry: MultiPolygon) -> GEOSGeometry:

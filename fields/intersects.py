@@ -18,7 +18,8 @@ from shapely.geometry import MultiPolygon
 
 from platform_site.accounts.models import CoreUser
 
-from .geometry import SQUARE_METRES_PER_HECTARE, as_multipolygon, geodesic_area_m2, overlaps
+from .geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon, geodesic_area_m2
+from .geometry import overlaps
 from .models import Boundary, Field, FieldFile
 from .serializers import FIELD_COLUMNS
 

@@ -28,7 +28,8 @@ from conversion.crop import table_crop
 from conversion.links import coverage_geometry
 from conversion.merge import tables_merge
 from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus, OperationType
-from fields.geometry import SQUARE_METRES_PER_HECTARE, from_geos, geodesic_area_m2, overlaps
+from fields.geodesy import SQUARE_METRES_PER_HECTARE, geodesic_area_m2
+from fields.geometry import from_geos, overlaps
 from fields.models import Boundary, Field, FieldFile
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import ConflictError, DomainError

@@ -10,15 +10,8 @@ from shapely.geometry import MultiPolygon
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import DomainError
 
-from ..geometry import (
-    SQUARE_METRES_PER_HECTARE,
-    Overlap,
-    as_multipolygon,
-    from_geos,
-    geodesic_area_m2,
-    overlaps,
-    to_geos,
-)
+from ..geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon, geodesic_area_m2
+from ..geometry import Overlap, from_geos, overlaps, to_geos
 from ..models import Boundary, Field
 
 DEFAULT_INTERSECTION_THRESHOLD = 0.01

@@ -16,7 +16,8 @@ from platform_site.api.errors import ConflictError, DomainError, ProviderResourc
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from ..geometry import as_multipolygon, from_geos, geodesic_area_m2, to_geos
+from ..geodesy import as_multipolygon, geodesic_area_m2
+from ..geometry import from_geos, to_geos
 from ..models import Boundary, Farm, Field, FieldFile
 from .queries import DEFAULT_INTERSECTION_THRESHOLD, fields_overlapping
 

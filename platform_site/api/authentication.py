@@ -12,11 +12,11 @@ import hmac
 from datetime import UTC, datetime
 
 import jwt
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework import authentication, exceptions
 
-from platform_site.accounts.models import CoreUser
 from platform_site.api.lookups import row_get, row_get_with_child
 
 ALGORITHM = "HS256"
@@ -74,7 +74,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if core_user_id is None:
             user, core_user = row_get(get_user_model(), id=claims["sub"]), None
         else:
-            user, core_user = row_get_with_child(get_user_model(), claims["sub"], CoreUser, "owner", core_user_id)
+            # The model is looked up, not imported: DRF imports this module when `rest_framework.views` is
+            # imported, which must not need the app registry.
+            core_user_model = apps.get_model("accounts", "CoreUser")
+            user, core_user = row_get_with_child(
+                get_user_model(), claims["sub"], core_user_model, "owner", core_user_id
+            )
         if (
             user is None
             or not user.is_active

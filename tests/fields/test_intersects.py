@@ -4,7 +4,8 @@ import pytest
 from shapely.geometry import shape
 
 from configs.services import config_owner_update
-from fields.geometry import geodesic_area_ha, parse_multipolygon
+from fields.geodesy import geodesic_area_ha
+from fields.geometry import parse_multipolygon
 from fields.models import Field
 from fields.services import field_create, field_files_attach, fields_overlapping
 from tests.factories import CoreUserFactory

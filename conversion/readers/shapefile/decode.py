@@ -16,7 +16,7 @@ from shapely import geometry as shp_geometry
 
 from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
-from fields.geometry import geodesic_area_m2
+from fields.geodesy import geodesic_area_m2
 
 
 def _sibling(path: Path, suffix: str) -> Path | None:

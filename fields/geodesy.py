@@ -1,0 +1,43 @@
+"""Geodesic measures of shapely polygons on the WGS84 ellipsoid (pyproj `Geod`), with shapely and pyproj only.
+
+No Django here: the conversion readers measure polygons with it outside any configured project (benchmarks, tools);
+`fields.geometry` re-exports these names for the fields app.
+"""
+
+import shapely
+from pyproj import Geod
+from shapely.geometry import MultiPolygon, Polygon
+
+GEOD = Geod(ellps="WGS84")
+SQUARE_METRES_PER_HECTARE = 10_000.0
+
+
+def as_multipolygon(geometry) -> MultiPolygon:
+    """The polygonal part of any shapely geometry as a MultiPolygon (lines and points of a result dropped)."""
+    if isinstance(geometry, MultiPolygon):
+        return geometry
+    if isinstance(geometry, Polygon):
+        return MultiPolygon([geometry]) if not geometry.is_empty else MultiPolygon()
+    polygons: list[Polygon] = []
+    for part in getattr(geometry, "geoms", []):
+        polygons.extend(as_multipolygon(part).geoms)
+    return MultiPolygon(polygons)
+
+
+def _ring_area_m2(ring) -> float:
+    coordinates = shapely.get_coordinates(ring)
+    area, _ = GEOD.polygon_area_perimeter(coordinates[:, 0], coordinates[:, 1])
+    return abs(area)
+
+
+def geodesic_area_m2(geometry) -> float:
+    """Area on the WGS84 ellipsoid in square metres, whatever the orientation of the rings: each polygon's
+    outer ring less its holes."""
+    return sum(
+        _ring_area_m2(polygon.exterior) - sum(_ring_area_m2(hole) for hole in polygon.interiors)
+        for polygon in as_multipolygon(geometry).geoms
+    )
+
+
+def geodesic_area_ha(geometry) -> float:
+    return geodesic_area_m2(geometry) / SQUARE_METRES_PER_HECTARE
