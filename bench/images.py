@@ -1,4 +1,5 @@
-"""Issue 7 figures on a synthetic 1,000,000-point harvest of a ~100 ha field: property images, crop, GeoJSON, npz.
+"""Issue 7 figures on a synthetic 1,000,000-point harvest of a ~100 ha field: property images (and the same points
+spread over ~1,000 ha, where the image size cap applies), crop, GeoJSON, npz.
 
 Run from the repository root: `python bench/images.py [points]` (or `make bench BENCH=images`). Prints figures only.
 
@@ -150,6 +151,21 @@ def main() -> None:
                 f"{label:<28} {seconds:6.2f} s  {len(images)} PNGs of {first.width} x {first.height} px, "
                 f"{sum(len(i.png) for i in images) / 1e6:.1f} MB"
             )
+
+    # The same points spread over a field ten times larger (~1,000 ha): the 4096 px cap on an image side
+    # coarsens the hexagon cells; square cells stay at the configured resolution.
+    spread = math.sqrt(10.0)
+    wide_lon = ORIGIN_LON + (table.columns["lon"] - ORIGIN_LON) * spread
+    wide_lat = ORIGIN_LAT + (table.columns["lat"] - ORIGIN_LAT) * spread
+    for shape in ("SQUARE", "HEXAGON"):
+        seconds, images = timed(
+            lambda shape=shape: render_property_images(wide_lon, wide_lat, properties, shape=shape, **config)
+        )
+        first = images[0]
+        print(
+            f"{'images ' + shape + ' ~1,000 ha':<28} {seconds:6.2f} s  {len(images)} PNGs of {first.width} x "
+            f"{first.height} px, cell {first.cell_size:.2f} EPSG:3857 units"
+        )
 
     field = field_polygon()
     seconds, cropped = timed(lambda: table_crop(table, field))
