@@ -29,7 +29,7 @@ from conversion import pointstore, standardize  # noqa: E402
 from conversion.archive import detect, safe_extract  # noqa: E402
 from conversion.readers import Dataset, get_reader  # noqa: E402
 from conversion.readers.isoxml import IsoxmlReader  # noqa: E402
-from conversion.readers.isoxml_tlg import find_records, parse_header  # noqa: E402
+from conversion.readers.isoxml.tlg import find_records, parse_header  # noqa: E402
 
 SAMPLES = Path(os.environ.get("SAMPLES_DIR", REPO.parent / "shared" / "samples"))
 VALID = SAMPLES / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"

@@ -3,7 +3,7 @@
 - `taskdata`: TASKDATA.XML and its XFR files, id lookups, devices (decoded NAME) and device elements.
 - `reader`: `IsoxmlReader`, one point table per task that has time logs (registered on import).
 - `parallel`: a task's parallel time logs (CNH, over 255 DLVs) joined by time into one.
-The binary time logs themselves are decoded by `conversion.readers.isoxml_tlg`.
+The binary time logs themselves are decoded by `tlg.py`.
 """
 
 from .reader import IsoxmlReader

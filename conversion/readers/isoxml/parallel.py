@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from conversion.readers import ddi as ddis
-from conversion.readers.isoxml_tlg import TimeLog, TimeLogHeader
+
+from .tlg import TimeLog, TimeLogHeader
 
 PARALLEL_OVERLAP = 0.5
 

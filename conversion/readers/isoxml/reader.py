@@ -24,10 +24,10 @@ from conversion.readers.base import (
     concat_tables,
     register,
 )
-from conversion.readers.isoxml_tlg import TimeLog, TimeLogError, read_time_log
 
 from .parallel import AnyTimeLog, join_parallel
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
+from .tlg import TimeLog, TimeLogError, read_time_log
 
 _TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
 

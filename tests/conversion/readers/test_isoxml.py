@@ -11,7 +11,7 @@ import pytest
 from conversion.readers import Dataset, UnreadableDataset, get_reader
 from conversion.readers import ddi as ddis
 from conversion.readers.isoxml import IsoxmlReader
-from conversion.readers.isoxml_tlg import TimeLogError, read_time_log
+from conversion.readers.isoxml.tlg import TimeLogError, read_time_log
 from tests.conversion.readers.conftest import DOTNET, walk_tlg
 
 LOAD = f"{DOTNET}/LoadFromStream"
