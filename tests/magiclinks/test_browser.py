@@ -82,6 +82,17 @@ def wait_for(condition, timeout=60.0, interval=0.25):
     raise AssertionError("timed out")
 
 
+def click_to_next_page(browser, element):
+    """Click what submits or navigates, and wait until the page it was on is gone (its elements go stale), so
+    that what is looked up next is on the next page, not still on this one."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
+
+    page = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    wait_for(lambda: staleness_of(page)(browser))
+
+
 def open_link(browser, public_base, core_user, widget, **values):
     _link, token = services.magic_link_create(core_user=core_user, widget=widget, **values)
     browser.get(services.link_url(token))
@@ -131,7 +142,7 @@ def test_connect_a_provider_through_oauth(browser, shoot, public_base, owner, co
     credential = ProviderCredential.objects.get(core_user=core_user, provider="ProviderA")
     assert credential.status == "AUTHENTICATED" and credential.refresh_token in oauth_server.refresh_tokens
     # And the user may disconnect at the end
-    browser.find_element(By.XPATH, "//button[normalize-space()='Disconnect ProviderA']").click()
+    click_to_next_page(browser, browser.find_element(By.XPATH, "//button[normalize-space()='Disconnect ProviderA']"))
     outcome = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "[data-testid=outcome]"))
     assert outcome[0].text == "You are disconnected from ProviderA."
     assert not ProviderCredential.objects.filter(core_user=core_user).exists()
