@@ -170,10 +170,9 @@ def _transformed(geom, to_wgs84: Transformer | None):
     return shapely.transform(geom, lambda xy: np.column_stack(to_wgs84.transform(xy[:, 0], xy[:, 1])))
 
 
-def _wgs84_transformer(shp_path: Path) -> Transformer | None:
-    """From the coordinate system of the .prj to WGS84 longitude/latitude; None when there is nothing to do (no
-    .prj, or one that already is WGS84 longitude/latitude)."""
-    prj = _sibling(shp_path, ".prj")
+def _wgs84_transformer(shp_path: Path, prj: Path | None) -> Transformer | None:
+    """From the coordinate system of the .prj file `prj` to WGS84 longitude/latitude; None when there is nothing
+    to do (no .prj, or one that already is WGS84 longitude/latitude)."""
     if prj is None:
         return None
     try:
@@ -189,14 +188,14 @@ def _wgs84_transformer(shp_path: Path) -> Transformer | None:
 
 
 def _to_wgs84(
-    shp_path: Path, to_wgs84: Transformer | None, x: np.ndarray, y: np.ndarray
+    shp_path: Path, prj: Path | None, to_wgs84: Transformer | None, x: np.ndarray, y: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Longitude/latitude of the points; without a .prj they must already be."""
+    """Longitude/latitude of the points; without a .prj (`prj` None) they must already be."""
     if to_wgs84 is not None:
         # pyproj takes a one-element array for a scalar (with a NumPy warning) and answers scalars.
         lon, lat = to_wgs84.transform(x.item(), y.item()) if x.size == 1 else to_wgs84.transform(x, y)
         return np.asarray(lon, dtype=float).reshape(x.shape), np.asarray(lat, dtype=float).reshape(y.shape)
-    if _sibling(shp_path, ".prj") is None:
+    if prj is None:
         finite = np.isfinite(x) & np.isfinite(y)
         if finite.any() and (np.abs(x[finite]).max() > 180 or np.abs(y[finite]).max() > 90):
             raise UnreadableDataset(f"{shp_path.name}: no .prj file and the coordinates are not longitude/latitude")

@@ -58,10 +58,11 @@ class ShapefileReader(Reader):
         metadata = _jd_metadata(shp_path)
         fields = [f for f in reader.fields if f[0] != "DeletionFlag"]
         records, keep = _read_dbf(dbf_path, fields, reader.encoding)
-        to_wgs84 = _wgs84_transformer(shp_path)
+        prj = _sibling(shp_path, ".prj")
+        to_wgs84 = _wgs84_transformer(shp_path, prj)
         lon, lat, area, z = _read_geometry(reader, shp_path, len(keep), to_wgs84)
         lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
-        lon, lat = _to_wgs84(shp_path, to_wgs84, lon, lat)
+        lon, lat = _to_wgs84(shp_path, prj, to_wgs84, lon, lat)
         warnings: list[str] = []
 
         meta_units = {_norm(a.get("Name", "")): a.get("Unit") for a in (metadata or {}).get("DataAttributes", [])}

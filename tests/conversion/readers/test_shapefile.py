@@ -135,6 +135,14 @@ def test_projected_shapefile_is_reprojected_to_wgs84(tmp_path):
     np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([100, 200, 300]) * 1.1208511417)
 
 
+def test_metre_coordinates_without_a_prj_are_refused(tmp_path):
+    from conversion.readers import UnreadableDataset
+
+    _write_points(tmp_path / "noprj.shp", [(500_000.0, 4_600_000.0), (500_010.0, 4_600_010.0)], None, [1.0, 2.0])
+    with pytest.raises(UnreadableDataset, match="no .prj file and the coordinates are not longitude/latitude"):
+        _read(Dataset("SHAPEFILE", tmp_path / "noprj.shp", tmp_path, "noprj"))
+
+
 @pytest.mark.filterwarnings("error::DeprecationWarning")  # NumPy will make pyproj's scalar path for it an error
 def test_one_projected_point_is_reprojected(tmp_path):
     utm = CRS.from_epsg(32615)
