@@ -38,6 +38,13 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
     def owner(self):
         return self.request.user
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # No id holds a NUL character, and PostgreSQL refuses one in a query parameter (a 500): such an id
+        # names nothing, so it is a 404 before any query.
+        if any("\x00" in value for value in self.kwargs.values() if isinstance(value, str)):
+            raise NotFound(NOT_FOUND)
+
     def get_object(self):
         obj = get_or_404(self.get_queryset(), **{self.lookup_field: self.kwargs[self.lookup_url_kwarg]})
         self.check_object_permissions(self.request, obj)

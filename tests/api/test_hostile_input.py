@@ -1,0 +1,131 @@
+"""Hostile input on every API route: odd ids in the path and malformed or odd JSON bodies get a 4xx
+problem, never a 500. The route list is read from the URL configuration, so a new route is covered
+without being named here."""
+
+import json
+import re
+from urllib.parse import quote
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from tests.tenancy import assert_problem
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+# A NUL character (PostgreSQL refuses it in any text parameter), an id far longer than any column, non-ASCII,
+# a lone percent sign and a dot segment.
+HOSTILE_IDS = ["a\x00b", "x" * 3000, "é€😀", "%", ".."]
+ALL_METHODS = ("get", "post", "put", "patch", "delete")
+# JSON a decoder reads, but no endpoint expects.
+ODD_BODIES = [
+    "a\x00b",
+    [],
+    "text",
+    None,
+    {"id": "a\x00b", "name": "a\x00b", "geometry": "a\x00b", "fieldIds": ["a\x00b"], "farmIds": ["a\x00b"]},
+    {"id": "x" * 3000, "name": "x" * 3000},
+    {"id": 2**70, "fieldIds": [2**70], "farmIds": [2**70], "intersectionThreshold": 2**70},
+    {"geometry": {"type": "MultiPolygon", "coordinates": json.loads("[" * 900 + "]" * 900)}},
+    {"geometry": {"type": "Polygon", "coordinates": [[["a", 0], [1, 0], [1, 1], ["a", 0]]]}},
+]
+# Bodies a JSON decoder refuses or reads as non-finite numbers.
+MALFORMED_BODIES = [
+    b"{",
+    b"\xff\xfe",
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, NaN], [1, 1], [0, 0]]]}}',
+    b'{"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}, '
+    b'"intersectionThreshold": 1e999}',
+]
+
+
+def _routes(resolver=None, prefix=""):
+    """(route pattern, methods) of every API route: DRF viewset actions, or every method for plain views."""
+    for entry in (resolver or get_resolver()).url_patterns:
+        pattern = prefix + str(entry.pattern)
+        if isinstance(entry, URLResolver):
+            yield from _routes(entry, pattern)
+        elif isinstance(entry, URLPattern) and pattern.startswith(("services/", "api/", "links/")):
+            actions = getattr(entry.callback, "actions", None)
+            yield pattern, tuple(actions) if actions else ALL_METHODS
+
+
+def _url(pattern: str, values: dict) -> str:
+    """The route with each `<converter:name>` replaced by `values[name]` (default "abc"), quoted."""
+    return "/" + re.sub(
+        r"<(?:\w+:)?(\w+)>", lambda match: quote(values.get(match.group(1), "abc"), safe=""), pattern
+    ).lstrip("^").rstrip("$")
+
+
+def _assert_client_error(response, what) -> None:
+    assert 400 <= response.status_code < 500, (what, response.status_code, response.content[:300])
+    if not what[1].startswith("/links/"):  # the magic link pages are HTML
+        assert response["Content-Type"].startswith("application/problem+json"), what
+
+
+def test_every_route_answers_odd_ids_with_a_client_error(api_client, core_user):
+    routes = list(_routes())
+    assert len(routes) > 60  # the walk found the API
+    checked = 0
+    for pattern, methods in routes:
+        for name in re.findall(r"<(?:\w+:)?(\w+)>", pattern):
+            for hostile in HOSTILE_IDS:
+                url = _url(pattern, {"coreUserId": str(core_user.id), name: hostile})
+                for method in methods:
+                    _assert_client_error(getattr(api_client, method)(url, {}, format="json"), (method, url[:200]))
+                    checked += 1
+    assert checked > 500
+
+
+@pytest.mark.parametrize("hostile", ["a\x00b", "x" * 3000])
+def test_a_nul_or_overlong_field_id_is_not_found(api_client, core_user, hostile):
+    """Field ids are the client's own strings: a NUL in one was sent to PostgreSQL as is (a 500)."""
+    base = f"/services/fields/api/users/{core_user.id}/fields/{quote(hostile, safe='')}"
+    for url in (base, f"{base}/boundaries", f"{base}/boundary", f"{base}/operations", f"{base}/weather"):
+        assert_problem(api_client.get(url), 404, "notFound")
+    assert_problem(api_client.delete(base), 404, "notFound")
+
+
+def test_json_nested_too_deeply_is_a_malformed_request(api_client, core_user):
+    """Python's JSON decoder gives up on very deep nesting with a RecursionError (it was a 500)."""
+    body = assert_problem(
+        api_client.post(
+            f"/services/fields/api/users/{core_user.id}/fields",
+            b"[" * 100_000 + b"]" * 100_000,
+            content_type="application/json",
+        ),
+        400,
+        "malformedRequest",
+    )
+    assert "nested too deeply" in body["detail"]
+
+
+def _body_routes(core_user) -> list[tuple[str, str]]:
+    """(method, url) of every route that reads a JSON body, with an existing resource where it needs one."""
+    out = []
+    for pattern, methods in _routes():
+        url = _url(pattern, {"coreUserId": str(core_user.id), "pk": "f1", "fieldId": "f1"})
+        out += [(method, url) for method in methods if method in ("post", "put", "patch")]
+    return out
+
+
+def test_every_body_route_answers_odd_json_with_a_client_error_and_writes_nothing(api_client, core_user):
+    fields_url = f"/services/fields/api/users/{core_user.id}/fields"
+    square = {"type": "Polygon", "coordinates": [[[0, 0], [0.01, 0], [0.01, 0.01], [0, 0]]]}
+    assert api_client.post(fields_url, {"id": "f1", "name": "f1", "geometry": square}, format="json").status_code == 201
+    before = api_client.get(f"{fields_url}/f1").json()
+    routes = _body_routes(core_user)
+    assert len(routes) > 25
+    for method, url in routes:
+        for body in ODD_BODIES:
+            response = getattr(api_client, method)(url, body, format="json")
+            if response.status_code < 400:
+                # Only bodies a route reads none of, or ignores: nothing odd may have been stored.
+                assert "\x00" not in response.content.decode(errors="replace"), (method, url, body)
+                continue
+            _assert_client_error(response, (method, url, repr(body)[:80]))
+        for raw in MALFORMED_BODIES:
+            response = getattr(api_client, method)(url, raw, content_type="application/json")
+            _assert_client_error(response, (method, url, raw[:80]))
+    assert api_client.get(f"{fields_url}/f1").json() == before
