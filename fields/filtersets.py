@@ -2,6 +2,8 @@
 
 import django_filters
 
+from platform_site.api.filters import IdFilter
+
 from .models import Farm, Field, Grower
 
 
@@ -9,7 +11,7 @@ class FieldFilterSet(django_filters.FilterSet):
     """`type` (ORIGINAL | MERGED; anything else is 400), `farmId`, `provider`, `coreUserId`."""
 
     type = django_filters.ChoiceFilter(field_name="type", choices=Field.Type.choices)
-    farmId = django_filters.NumberFilter(field_name="farm_id")
+    farmId = IdFilter(field_name="farm_id")
     provider = django_filters.CharFilter(field_name="provider_name")
     coreUserId = django_filters.UUIDFilter(field_name="core_user_id")
 
@@ -21,7 +23,7 @@ class FieldFilterSet(django_filters.FilterSet):
 class FarmFilterSet(django_filters.FilterSet):
     """`growerId`, `provider`, `coreUserId`."""
 
-    growerId = django_filters.NumberFilter(field_name="grower_id")
+    growerId = IdFilter(field_name="grower_id")
     provider = django_filters.CharFilter(field_name="provider_name")
     coreUserId = django_filters.UUIDFilter(field_name="core_user_id")
 

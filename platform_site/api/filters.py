@@ -51,3 +51,14 @@ class FloatFilter(django_filters.NumberFilter):
     """A double (finite); `1e3` and `12.5` are numbers, `abc` and `nan` are 400."""
 
     field_class = forms.FloatField
+
+
+class IdFilter(django_filters.NumberFilter):
+    """A numeric id: a whole number from 1 to the largest 64-bit integer; `1.5`, `abc` and `1e40` are 400."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", 2**63 - 1)
+        super().__init__(*args, **kwargs)

@@ -35,6 +35,8 @@ class PagePagination(BasePagination):
         self.request = request
         self.count = len(queryset) if isinstance(queryset, list) else queryset.count()
         start = self.page * self.size
+        if start >= self.count:  # past the end: no query (an offset past a bigint is a database error)
+            return []
         return list(queryset[start : start + self.size])
 
     def page_headers(self) -> dict[str, str]:

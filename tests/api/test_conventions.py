@@ -37,6 +37,14 @@ def test_pages_partition_the_list_without_overlap(api_client, users):
     assert api_client.get(URL, {"page": 9, "size": 10}).json() == []
 
 
+def test_a_page_far_past_the_end_is_empty_with_the_total(api_client, users):
+    """An offset past what the database can count was a 500 ("bigint out of range") on PostgreSQL."""
+    response = api_client.get(URL, {"page": "9" * 30, "size": 100})
+    assert response.status_code == 200 and response.json() == []
+    assert response["X-Total-Count"] == "25"
+    assert 'rel="last"' in response["Link"] and "page=0" in response["Link"]
+
+
 def test_size_above_the_maximum_is_clamped(api_client, owner):
     for i in range(105):
         CoreUserFactory(owner=owner, name=f"n{i}")

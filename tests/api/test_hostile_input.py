@@ -7,6 +7,7 @@ import re
 from urllib.parse import quote
 
 import pytest
+from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from tests.tenancy import assert_problem
@@ -129,3 +130,46 @@ def test_every_body_route_answers_odd_json_with_a_client_error_and_writes_nothin
             response = getattr(api_client, method)(url, raw, content_type="application/json")
             _assert_client_error(response, (method, url, raw[:80]))
     assert api_client.get(f"{fields_url}/f1").json() == before
+
+
+# Every query parameter some list reads: the filters, paging, sorting and the few a view reads itself.
+QUERY_PARAMS = sorted(
+    {"page", "size", "sort", "search", "maxResults", "coreUserId", "provider", "email", "externalId", "events"}
+    | {"name", "crop", "crops", "type", "status", "origin", "originType", "operationType", "serialNumber", "vin"}
+    | {"startTime", "endTime", "createdTime", "updatedTime", "afterCreatedTime", "beforeCreatedTime"}
+    | {"afterStartTime", "beforeStartTime", "afterEndTime", "beforeEndTime", "minArea", "distanceValue"}
+    | {"distanceUnit", "greaterThanDistanceValue", "lessThanDistanceValue", "farmId", "fieldId", "growerId"}
+    | {"organizationId", "providerOrganizationId", "providerImplementId", "batchId", "coreFileId"}
+)
+# A NUL, integers past any column (and past Python's digit limit), a number that is not finite, a date
+# that does not exist and an overlong value.
+ODD_QUERY_VALUES = ["a\x00b", "9" * 30, "9" * 5000, "nan", "2024-02-30T25:61:00", "x" * 3000]
+
+
+def test_every_list_answers_odd_query_values_with_a_client_error_or_a_page(api_client, core_user):
+    """Each parameter alone with each odd value on every list (and a field's sub-lists, of a field that
+    exists): a 400 problem, or an answer (a parameter the route does not read is ignored), never a 500."""
+    fields_url = f"/services/fields/api/users/{core_user.id}/fields"
+    square = {"type": "Polygon", "coordinates": [[[0, 0], [0.01, 0], [0.01, 0.01], [0, 0]]]}
+    assert api_client.post(fields_url, {"id": "f1", "name": "f1", "geometry": square}, format="json").status_code == 201
+    routes = [
+        _url(pattern, {"coreUserId": str(core_user.id), "fieldId": "f1", "pk": "f1"})
+        for pattern, methods in _routes()
+        if "get" in methods and pattern.startswith("services/") and not pattern.rstrip("$").endswith(">")
+    ]
+    assert len(routes) > 30
+    api_client.raise_request_exception = False  # a 500 is a response here, so that every one is listed
+    server_errors = []
+    for url in routes:
+        for param in QUERY_PARAMS:
+            for value in ODD_QUERY_VALUES:
+                savepoint = transaction.savepoint()  # PostgreSQL aborts the transaction on a failed query
+                response = api_client.get(url, {param: value})
+                if response.status_code >= 500:
+                    server_errors.append((url, param, value[:40]))
+                    transaction.savepoint_rollback(savepoint)
+                    continue
+                transaction.savepoint_commit(savepoint)
+                if response.status_code >= 400:
+                    _assert_client_error(response, ("get", url, param, value[:40]))
+    assert server_errors == []
