@@ -106,6 +106,11 @@ class Boundary(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["field", "status"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["field"], condition=models.Q(status="ACTIVE"), name="boundary_one_active_per_field"
+            )
+        ]
 
     def __str__(self):
         return f"{self.field_id} boundary {self.id} ({self.status})"

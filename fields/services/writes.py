@@ -12,7 +12,7 @@ from shapely.ops import unary_union
 
 from configs.services import config_resolve
 from platform_site.accounts.models import CoreUser
-from platform_site.api.errors import ConflictError, DomainError, ProviderResourceReadOnly
+from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError, ProviderResourceReadOnly
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -43,6 +43,18 @@ def _field_reload(field: Field) -> Field:
     return field_queryset().get(pk=field.pk)
 
 
+def _field_lock(field: Field, *, missing_ok: bool = False) -> bool:
+    """Lock the field's row until the transaction ends, serialising the changes of one field: without it two
+    concurrent changes each deactivate the boundary they saw and both leave theirs ACTIVE (PostgreSQL's READ
+    COMMITTED does not show one the other's new row). A field deleted meanwhile is 404 `notFound`, or False
+    with `missing_ok`."""
+    if list(Field.objects.select_for_update().filter(pk=field.pk).values_list("pk")):
+        return True
+    if missing_ok:
+        return False
+    raise NotFoundError(NOT_FOUND)
+
+
 def _boundary_add(
     *,
     field: Field,
@@ -54,6 +66,7 @@ def _boundary_add(
 ) -> Boundary:
     """A new immutable boundary that becomes the field's current one; the previous current one, if still
     ACTIVE, becomes INACTIVE (kept as history)."""
+    _field_lock(field)
     Boundary.objects.filter(field=field, status=Boundary.Status.ACTIVE).update(status=Boundary.Status.INACTIVE)
     boundary = Boundary.objects.create(
         field=field,
@@ -144,6 +157,7 @@ def field_update(*, field: Field, changes: dict) -> Field:
     """PATCH: any of `name`, `farm` (None detaches), `geometry` (a new boundary). Provider fields are
     read-only (403 `providerResourceReadOnly`). Event fieldUpdated (and the boundary's events)."""
     _check_writable(field)
+    _field_lock(field)
     update_fields = []
     if "name" in changes:
         field.name = changes["name"] or ""
@@ -189,9 +203,17 @@ def field_delete(*, field: Field) -> None:
     Deleting a MERGED field frees its sources; deleting a source shrinks its merged field, which is
     deleted too when fewer than two sources remain."""
     _check_writable(field)
+    # Locked first, so the boundaries a concurrent change is adding are committed and deleted with the field
+    # (otherwise they would reference a field being deleted: a foreign-key violation). Gone already: done.
+    if not _field_lock(field, missing_ok=True):
+        return
+    field.refresh_from_db(fields=["merged_field"])
     merged = field.merged_field
     field.delete()
     if merged is not None:
+        # Counted once the merged field is locked: a concurrent deletion of another source is then visible.
+        if not _field_lock(merged, missing_ok=True):
+            return  # a concurrent deletion of another source removed it
         remaining = list(merged.sources.all())
         if len(remaining) < 2:
             merged.delete()
@@ -221,6 +243,7 @@ def boundary_provider_sync(
     Returns the new boundary (None when nothing changed or on deletion). Event fieldBoundaryUpdated."""
     if provider_status is not None and provider_status not in Boundary.ProviderStatus.values:
         raise ValueError(f"unknown provider status {provider_status!r}")
+    _field_lock(field)
     current = (
         Boundary.objects.select_for_update()
         .filter(field=field, provider_boundary_id=provider_boundary_id)
@@ -322,7 +345,12 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
 
 
 def _merged_refresh(*, merged: Field, created: bool = False) -> None:
-    """Give a MERGED field a new boundary: the union of its sources' current boundaries."""
+    """Give a MERGED field a new boundary: the union of its sources' current boundaries. The merged field is
+    locked before the sources are read: a concurrent change of another source then waits, and reads this one's
+    boundary once this transaction commits (reading first, each would union the other's old boundary)."""
+    if not _field_lock(merged, missing_ok=True):
+        return
+    merged.refresh_from_db(fields=["boundary"])
     sources = list(Field.objects.filter(merged_field=merged, boundary__isnull=False).select_related("boundary"))
     if not sources:
         return
@@ -343,8 +371,12 @@ def _merged_refresh(*, merged: Field, created: bool = False) -> None:
 
 @transaction.atomic
 def field_files_attach(*, fields: Iterable[Field], file_id: str) -> None:
-    """Record that the file `file_id` covers each of `fields` (idempotent)."""
-    FieldFile.objects.bulk_create([FieldFile(field=f, file_id=str(file_id)) for f in fields], ignore_conflicts=True)
+    """Record that the file `file_id` covers each of `fields` (idempotent). A field deleted since it was found is
+    left out: its row is locked against deletion first (in id order), and a field already gone is not linked
+    (a link to it would be a foreign-key violation that fails the file's processing)."""
+    present = Field.objects.select_for_update(no_key=True).filter(pk__in=[f.pk for f in fields]).order_by("pk")
+    links = [FieldFile(field_id=pk, file_id=str(file_id)) for pk in present.values_list("pk", flat=True)]
+    FieldFile.objects.bulk_create(links, ignore_conflicts=True)
 
 
 @transaction.atomic

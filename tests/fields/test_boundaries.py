@@ -3,10 +3,12 @@
 import uuid
 
 import pytest
+from django.db import connection
 
 from fields.geometry import from_geos, parse_multipolygon
 from fields.models import Boundary, Field
 from fields.services import boundary_provider_sync, field_create
+from tests.concurrency import run_together
 from tests.fields.helpers import create_field, field_url, square
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
@@ -95,6 +97,26 @@ def test_boundaries_are_invisible_to_another_owner(api_client, other_client, cor
     assert Boundary.objects.count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("method", ["put", "patch"])
+def test_concurrent_boundary_changes_leave_one_active_boundary(owner, core_user, make_client, method):
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    field = create_field(make_client(owner), core_user, square(10, 50))
+    url = field_url(core_user, field["id"]) + ("/boundary" if method == "put" else "")
+
+    def change(lon):
+        return lambda: getattr(make_client(owner), method)(url, {"geometry": square(lon, 50)}, format="json")
+
+    results = run_together(*[change(11 + index) for index in range(6)])
+    assert [r.status_code for r in results] == [200] * 6
+    boundaries = make_client(owner).get(f"{field_url(core_user, field['id'])}/boundaries").json()
+    assert len(boundaries) == 7
+    assert [b["status"] for b in boundaries].count("ACTIVE") == 1
+    active = make_client(owner).get(f"{field_url(core_user, field['id'])}/boundary").json()
+    assert active["status"] == "ACTIVE" and active["id"] == boundaries[-1]["id"]
+
+
 # --- provider statuses (the service provider sync calls) -----------------------------------------
 
 
@@ -160,3 +182,31 @@ def test_provider_sync_rejects_an_unknown_status(core_user):
     field = provider_field(core_user)
     with pytest.raises(ValueError):
         boundary_provider_sync(field=field, provider_boundary_id="pb", provider_status="GONE")
+
+
+@pytest.mark.django_db
+def test_a_change_of_a_field_deleted_meanwhile_is_not_found_and_writes_nothing(core_user):
+    from fields.services import field_boundary_set, field_update
+    from platform_site.api.errors import NotFoundError
+
+    field = field_create(core_user=core_user, geometry=parse_multipolygon(square(10, 50)))
+    Field.objects.filter(pk=field.pk).delete()  # another request's DELETE, after this one loaded the field
+    with pytest.raises(NotFoundError):
+        field_boundary_set(field=field, geometry=parse_multipolygon(square(11, 50)))
+    with pytest.raises(NotFoundError):
+        field_update(field=field, changes={"name": "late"})
+    assert not Boundary.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_boundary_change_racing_a_deletion_is_200_or_404(owner, core_user, make_client):
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    for round in range(5):
+        url = field_url(core_user, create_field(make_client(owner), core_user, square(10, 50))["id"])
+        put, delete = run_together(
+            lambda url=url: make_client(owner).put(f"{url}/boundary", {"geometry": square(11, 50)}, format="json"),
+            lambda url=url: make_client(owner).delete(url),
+        )
+        assert delete.status_code == 204 and put.status_code in (200, 404), (round, put.content)
+        assert not Boundary.objects.exists()

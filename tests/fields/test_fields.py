@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from fields.geometry import parse_multipolygon
-from fields.models import Boundary, Field
+from fields.models import Boundary, Field, FieldFile
 from fields.services import field_create
 from tests.factories import CoreUserFactory
 from tests.fields.helpers import BASE, create_field, equal_area_hectares, field_url, fields_url, rect, square
@@ -248,3 +248,16 @@ def test_fields_are_invisible_to_another_owner(api_client, other_client, core_us
 def test_requests_without_a_token_are_401(client, core_user):
     response = client.get(f"{BASE}/fields")
     assert_problem(response, 401, "unauthorized")
+
+
+def test_a_file_is_attached_only_to_the_fields_that_still_exist(api_client, core_user):
+    from fields.services import field_files_attach
+
+    kept = field_create(core_user=core_user, geometry=parse_multipolygon(square(10, 50)))
+    gone = field_create(core_user=core_user, geometry=parse_multipolygon(square(11, 50)))
+    found = [kept, gone]  # what the conversion found, before another request deleted one of them
+    api_client.delete(field_url(core_user, gone.pk))
+    field_files_attach(fields=found, file_id="file-1")
+    field_files_attach(fields=found, file_id="file-1")  # idempotent
+    assert api_client.get(field_url(core_user, kept.pk)).json()["files"] == ["file-1"]
+    assert list(FieldFile.objects.values_list("field_id", "file_id")) == [(kept.pk, "file-1")]

@@ -1,10 +1,12 @@
 """Auto-merge per the inherited configuration, and the events of fields."""
 
 import pytest
+from django.db import connection
 from shapely.geometry import shape
 
 from configs.services import config_owner_update, config_user_set
 from fields.models import Field
+from tests.concurrency import run_together
 from tests.fields.helpers import BASE, create_field, field_url, rect, square
 
 pytestmark = [pytest.mark.embedded]
@@ -148,3 +150,48 @@ def test_rejected_changes_emit_nothing(transactional_db, owner, core_user, api_c
     )
     webhook_receiver.wait_for(2)
     assert sorted(e["type"] for e in webhook_receiver.events()) == ["fieldBoundaryCreated", "fieldCreated"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_changes_of_two_sources_both_reach_the_merged_field(owner, core_user, make_client):
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    client = make_client(owner)
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(client, core_user, A)
+    b = create_field(client, core_user, B)
+    merged_id = b["mergedFieldId"]
+    # Merging off: a source change then only refreshes the merged field (no core-user lock on that path).
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": False})
+
+    def put(field_id, geometry):
+        url = f"{field_url(core_user, field_id)}/boundary"
+        return lambda: make_client(owner).put(url, {"geometry": geometry}, format="json")
+
+    for round in range(1, 6):
+        results = run_together(
+            put(a["id"], rect(-0.001 * round, 0, 0.02, 0.02)), put(b["id"], rect(0.01, 0, 0.03 + 0.001 * round, 0.02))
+        )
+        assert [r.status_code for r in results] == [200, 200]
+        merged = client.get(field_url(core_user, merged_id)).json()
+        expected = rect(-0.001 * round, 0, 0.03 + 0.001 * round, 0.02)
+        assert shape(merged["geometry"]).equals(shape(expected)), round
+        statuses = [x["status"] for x in client.get(f"{field_url(core_user, merged_id)}/boundaries").json()]
+        assert statuses.count("ACTIVE") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_deletions_of_sources_leave_no_merged_field_of_one_source(owner, core_user, make_client):
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    client = make_client(owner)
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    for round in range(3):
+        a, b = create_field(client, core_user, A), create_field(client, core_user, B)
+        c = create_field(client, core_user, rect(0.025, 0, 0.04, 0.02))
+        merged_id = c["mergedFieldId"]
+        results = run_together(*[lambda x=x: make_client(owner).delete(field_url(core_user, x["id"])) for x in (a, b)])
+        assert [r.status_code for r in results] == [204, 204]
+        assert client.get(field_url(core_user, merged_id)).status_code == 404, round
+        assert "mergedFieldId" not in client.get(field_url(core_user, c["id"])).json()
+        client.delete(field_url(core_user, c["id"]))

@@ -1,0 +1,47 @@
+"""Migrations of the fields app that change data: run forwards over rows written in the older schema."""
+
+import pytest
+from django.contrib.gis.geos import MultiPolygon, Polygon
+from django.db import IntegrityError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+BEFORE, AFTER = ("fields", "0001_initial"), ("fields", "0002_boundary_one_active_per_field")
+
+
+def migrate(target):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate([target])
+    return executor.loader.project_state([target]).apps
+
+
+def test_one_active_boundary_migration_keeps_the_current_boundary_active(core_user):
+    apps = migrate(BEFORE)
+    Field, Boundary = apps.get_model("fields", "Field"), apps.get_model("fields", "Boundary")
+    shape = MultiPolygon(Polygon(((10, 50), (10.01, 50), (10.01, 50.01), (10, 50.01), (10, 50))), srid=4326)
+
+    def field_with(statuses, current):
+        field = Field.objects.create(id=f"f-{len(statuses)}-{current}", core_user_id=core_user.pk, name="x")
+        made = [Boundary.objects.create(field=field, geometry=shape, area_ha=1.0, status=s) for s in statuses]
+        field.boundary = made[current] if current is not None else None
+        field.save()
+        return field, made
+
+    crowded, crowded_boundaries = field_with(["INACTIVE", "ACTIVE", "ACTIVE", "ACTIVE"], 2)
+    orphaned, orphaned_boundaries = field_with(["ACTIVE", "ACTIVE", "DELETED_ON_PROVIDER"], None)
+    tidy, tidy_boundaries = field_with(["INACTIVE", "ACTIVE"], 1)
+
+    apps = migrate(AFTER)
+    Boundary = apps.get_model("fields", "Boundary")
+
+    def statuses(made):
+        return [Boundary.objects.get(pk=b.pk).status for b in made]
+
+    assert statuses(crowded_boundaries) == ["INACTIVE", "INACTIVE", "ACTIVE", "INACTIVE"]
+    assert statuses(orphaned_boundaries) == ["INACTIVE", "INACTIVE", "DELETED_ON_PROVIDER"]
+    assert statuses(tidy_boundaries) == ["INACTIVE", "ACTIVE"]
+    assert apps.get_model("fields", "Field").objects.get(pk=crowded.pk).boundary_id == crowded_boundaries[2].pk
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Boundary.objects.create(field_id=tidy.pk, geometry=shape, area_ha=1.0, status="ACTIVE")
