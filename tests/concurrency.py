@@ -3,7 +3,19 @@
 import threading
 from collections.abc import Callable
 
+import pytest
 from django.db import connection
+
+
+def needs_postgresql() -> None:
+    """Skip on SQLite: it serialises writers, so there is no race to test."""
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+
+
+def request_later(make_client, owner, method: str, url: str, body: dict | None = None) -> Callable[[], object]:
+    """A JSON request of `owner` (the `make_client` fixture makes its client), to send from `run_together`."""
+    return lambda: getattr(make_client(owner), method)(url, body, format="json")
 
 
 def run_together(*calls: Callable[[], object]) -> list:

@@ -43,12 +43,30 @@ def _field_reload(field: Field) -> Field:
     return field_queryset().get(pk=field.pk)
 
 
-def _field_lock(field: Field, *, missing_ok: bool = False) -> bool:
+def _core_user_lock(core_user_id) -> None:
+    """Serialise the merges of one core user: two concurrent changes must not build two merged fields."""
+    list(CoreUser.objects.select_for_update().filter(pk=core_user_id).values_list("pk"))
+
+
+def _merge_lock(field: Field) -> None:
+    """Lock the field's core user when its auto-merge is on (a merge locks it, then the partner fields)."""
+    if config_resolve(core_user=field.core_user).get("fieldsAutoMerge"):
+        _core_user_lock(field.core_user_id)
+
+
+def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:
     """Lock the field's row until the transaction ends, serialising the changes of one field: without it two
     concurrent changes each deactivate the boundary they saw and both leave theirs ACTIVE (PostgreSQL's READ
     COMMITTED does not show one the other's new row). A field deleted meanwhile is 404 `notFound`, or False
-    with `missing_ok`."""
-    if list(Field.objects.select_for_update().filter(pk=field.pk).values_list("pk")):
+    with `missing_ok`.
+
+    Locks are taken in one order: core user, field, merged field. When the change may end in an auto-merge (a
+    new boundary while `fieldsAutoMerge` is on), the core user is locked first, as the merge will lock it and
+    then the partner fields. `FOR NO KEY UPDATE`: rows that merely reference the field (a file link, an
+    operation's field) can still be inserted meanwhile."""
+    if merge_may_follow:
+        _merge_lock(field)
+    if list(Field.objects.select_for_update(no_key=True).filter(pk=field.pk).values_list("pk")):
         return True
     if missing_ok:
         return False
@@ -157,7 +175,7 @@ def field_update(*, field: Field, changes: dict) -> Field:
     """PATCH: any of `name`, `farm` (None detaches), `geometry` (a new boundary). Provider fields are
     read-only (403 `providerResourceReadOnly`). Event fieldUpdated (and the boundary's events)."""
     _check_writable(field)
-    _field_lock(field)
+    _field_lock(field, merge_may_follow="geometry" in changes)
     update_fields = []
     if "name" in changes:
         field.name = changes["name"] or ""
@@ -186,6 +204,7 @@ def field_boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
             error_key="mergedFieldGeometry",
             field_errors=[{"field": "geometry", "message": "Not settable on a MERGED field."}],
         )
+    _field_lock(field, merge_may_follow=True)
     boundary = _boundary_add(field=field, geometry=geometry)
     event_emit(
         type=EventType.FIELD_BOUNDARY_UPDATED,
@@ -205,6 +224,12 @@ def field_delete(*, field: Field) -> None:
     _check_writable(field)
     # Locked first, so the boundaries a concurrent change is adding are committed and deleted with the field
     # (otherwise they would reference a field being deleted: a foreign-key violation). Gone already: done.
+    # The lock order of every change: core user, fields, merged field. The core user always: the deletion
+    # cascades to rows that merges and operation builds write while they hold its lock. A MERGED field's
+    # sources before it, as its deletion updates them.
+    _core_user_lock(field.core_user_id)
+    if field.type == Field.Type.MERGED:
+        list(Field.objects.select_for_update(no_key=True).filter(merged_field=field).order_by("pk").values_list("pk"))
     if not _field_lock(field, missing_ok=True):
         return
     field.refresh_from_db(fields=["merged_field"])
@@ -243,7 +268,7 @@ def boundary_provider_sync(
     Returns the new boundary (None when nothing changed or on deletion). Event fieldBoundaryUpdated."""
     if provider_status is not None and provider_status not in Boundary.ProviderStatus.values:
         raise ValueError(f"unknown provider status {provider_status!r}")
-    _field_lock(field)
+    _field_lock(field, merge_may_follow=True)
     current = (
         Boundary.objects.select_for_update()
         .filter(field=field, provider_boundary_id=provider_boundary_id)
@@ -307,8 +332,7 @@ def _after_boundary_change(field: Field) -> None:
         return
     config = config_resolve(core_user=field.core_user)
     if config.get("fieldsAutoMerge") and field.boundary_id and field.boundary.status == Boundary.Status.ACTIVE:
-        # Serialise merges of one core user: two concurrent creations must not build two merged fields.
-        list(CoreUser.objects.select_for_update().filter(pk=field.core_user_id))
+        _core_user_lock(field.core_user_id)
         partners = [
             other
             for other, _ in fields_overlapping(

@@ -3,12 +3,11 @@
 import uuid
 
 import pytest
-from django.db import connection
 
 from fields.geometry import from_geos, parse_multipolygon
 from fields.models import Boundary, Field
 from fields.services import boundary_provider_sync, field_create
-from tests.concurrency import run_together
+from tests.concurrency import needs_postgresql, request_later, run_together
 from tests.fields.helpers import create_field, field_url, square
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
@@ -100,15 +99,12 @@ def test_boundaries_are_invisible_to_another_owner(api_client, other_client, cor
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("method", ["put", "patch"])
 def test_concurrent_boundary_changes_leave_one_active_boundary(owner, core_user, make_client, method):
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    needs_postgresql()
     field = create_field(make_client(owner), core_user, square(10, 50))
     url = field_url(core_user, field["id"]) + ("/boundary" if method == "put" else "")
 
-    def change(lon):
-        return lambda: getattr(make_client(owner), method)(url, {"geometry": square(lon, 50)}, format="json")
-
-    results = run_together(*[change(11 + index) for index in range(6)])
+    changes = [request_later(make_client, owner, method, url, {"geometry": square(11 + i, 50)}) for i in range(6)]
+    results = run_together(*changes)
     assert [r.status_code for r in results] == [200] * 6
     boundaries = make_client(owner).get(f"{field_url(core_user, field['id'])}/boundaries").json()
     assert len(boundaries) == 7
@@ -200,13 +196,12 @@ def test_a_change_of_a_field_deleted_meanwhile_is_not_found_and_writes_nothing(c
 
 @pytest.mark.django_db(transaction=True)
 def test_a_boundary_change_racing_a_deletion_is_200_or_404(owner, core_user, make_client):
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    needs_postgresql()
     for round in range(5):
         url = field_url(core_user, create_field(make_client(owner), core_user, square(10, 50))["id"])
         put, delete = run_together(
-            lambda url=url: make_client(owner).put(f"{url}/boundary", {"geometry": square(11, 50)}, format="json"),
-            lambda url=url: make_client(owner).delete(url),
+            request_later(make_client, owner, "put", f"{url}/boundary", {"geometry": square(11, 50)}),
+            request_later(make_client, owner, "delete", url),
         )
         assert delete.status_code == 204 and put.status_code in (200, 404), (round, put.content)
         assert not Boundary.objects.exists()

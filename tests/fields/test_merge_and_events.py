@@ -1,12 +1,11 @@
 """Auto-merge per the inherited configuration, and the events of fields."""
 
 import pytest
-from django.db import connection
 from shapely.geometry import shape
 
 from configs.services import config_owner_update, config_user_set
 from fields.models import Field
-from tests.concurrency import run_together
+from tests.concurrency import needs_postgresql, request_later, run_together
 from tests.fields.helpers import BASE, create_field, field_url, rect, square
 
 pytestmark = [pytest.mark.embedded]
@@ -154,8 +153,7 @@ def test_rejected_changes_emit_nothing(transactional_db, owner, core_user, api_c
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_changes_of_two_sources_both_reach_the_merged_field(owner, core_user, make_client):
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    needs_postgresql()
     client = make_client(owner)
     config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
     a = create_field(client, core_user, A)
@@ -165,8 +163,9 @@ def test_concurrent_changes_of_two_sources_both_reach_the_merged_field(owner, co
     config_owner_update(owner=owner, entries={"fieldsAutoMerge": False})
 
     def put(field_id, geometry):
-        url = f"{field_url(core_user, field_id)}/boundary"
-        return lambda: make_client(owner).put(url, {"geometry": geometry}, format="json")
+        return request_later(
+            make_client, owner, "put", f"{field_url(core_user, field_id)}/boundary", {"geometry": geometry}
+        )
 
     for round in range(1, 6):
         results = run_together(
@@ -182,16 +181,64 @@ def test_concurrent_changes_of_two_sources_both_reach_the_merged_field(owner, co
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_deletions_of_sources_leave_no_merged_field_of_one_source(owner, core_user, make_client):
-    if connection.vendor == "sqlite":
-        pytest.skip("SQLite serialises writers; the race needs PostgreSQL")
+    needs_postgresql()
     client = make_client(owner)
     config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
     for round in range(3):
         a, b = create_field(client, core_user, A), create_field(client, core_user, B)
         c = create_field(client, core_user, rect(0.025, 0, 0.04, 0.02))
         merged_id = c["mergedFieldId"]
-        results = run_together(*[lambda x=x: make_client(owner).delete(field_url(core_user, x["id"])) for x in (a, b)])
+        results = run_together(
+            *[request_later(make_client, owner, "delete", field_url(core_user, x["id"])) for x in (a, b)]
+        )
         assert [r.status_code for r in results] == [204, 204]
         assert client.get(field_url(core_user, merged_id)).status_code == 404, round
         assert "mergedFieldId" not in client.get(field_url(core_user, c["id"])).json()
         client.delete(field_url(core_user, c["id"]))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_changes_of_overlapping_fields_with_auto_merge_all_succeed(owner, core_user, make_client):
+    needs_postgresql()
+    client = make_client(owner)
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a, b = create_field(client, core_user, A), create_field(client, core_user, B)
+    merged_id = b["mergedFieldId"]
+
+    def put(field_id, geometry):
+        return request_later(
+            make_client, owner, "put", f"{field_url(core_user, field_id)}/boundary", {"geometry": geometry}
+        )
+
+    def create(geometry):
+        return request_later(make_client, owner, "post", f"{BASE}/users/{core_user.id}/fields", {"geometry": geometry})
+
+    for round in range(1, 4):
+        west, east = rect(-0.001 * round, 0, 0.02, 0.02), rect(0.01, 0, 0.03 + 0.001 * round, 0.02)
+        results = run_together(put(a["id"], west), put(b["id"], east), create(rect(0.015, 0.01, 0.02, 0.03)))
+        assert [r.status_code for r in results] == [200, 200, 201], [r.content[:200] for r in results]
+        merged = client.get(field_url(core_user, merged_id)).json()
+        assert shape(merged["geometry"]).contains(shape(west).union(shape(east))), round
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("auto_merge", [True, False])
+def test_deleting_a_merged_field_while_a_source_changes_succeeds(owner, core_user, make_client, auto_merge):
+    needs_postgresql()
+    client = make_client(owner)
+    for round in range(1, 4):
+        config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+        a, b = create_field(client, core_user, A), create_field(client, core_user, B)
+        merged_id = b["mergedFieldId"]
+        config_owner_update(owner=owner, entries={"fieldsAutoMerge": auto_merge})
+        put_url, merged_url = f"{field_url(core_user, a['id'])}/boundary", field_url(core_user, merged_id)
+        geometry = rect(-0.001 * round, 0, 0.02, 0.02)
+        put, delete = run_together(
+            request_later(make_client, owner, "put", put_url, {"geometry": geometry}),
+            request_later(make_client, owner, "delete", merged_url),
+        )
+        assert (put.status_code, delete.status_code) == (200, 204), (round, put.content[:300])
+        for source in (a, b):
+            client.delete(field_url(core_user, source["id"]))
+        for leftover in Field.objects.filter(core_user=core_user):
+            client.delete(field_url(core_user, leftover.pk))
