@@ -20,6 +20,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import DomainError, ProviderResourceReadOnly
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -153,12 +154,6 @@ class MachineIdentity:
     model_year: int | None = None
 
 
-def _lock_core_user(core_user: CoreUser) -> None:
-    """Serialise the pooling of one core user (a no-op on SQLite, whose writers are serial anyway).
-    FOR NO KEY UPDATE does not block inserts of rows that reference the user."""
-    list(CoreUser.objects.select_for_update(no_key=True).filter(pk=core_user.pk).values_list("pk", flat=True))
-
-
 def _find_or_create(find: Callable[[], M | None], create: Callable[[], M]) -> tuple[M, bool]:
     """`find()`, else `create()` in a savepoint; a unique-constraint race lost to another transaction
     is answered by finding the winner's row."""
@@ -234,7 +229,7 @@ def machine_pool_from_file(
     if not (serial or vin or key):
         raise AssetIdentityMissing("A machine needs a serial number, a VIN or a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
-    _lock_core_user(core_user)
+    core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user
 
     def create() -> Machine:
         machine = Machine(
@@ -315,7 +310,7 @@ def implement_pool_from_file(
     if not (serial or key):
         raise AssetIdentityMissing("An implement needs a serial number or a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
-    _lock_core_user(core_user)
+    core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user
     implements = Implement.objects.filter(core_user=core_user).order_by("created_time", "id")
 
     def find() -> Implement | None:
@@ -360,7 +355,7 @@ def operator_pool_from_file(
     if not key:
         raise AssetIdentityMissing("An operator needs a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
-    _lock_core_user(core_user)
+    core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user
     operators = Operator.objects.filter(core_user=core_user).order_by("created_time", "id")
 
     def create() -> Operator:

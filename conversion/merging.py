@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from django.db import transaction
 
-from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import DomainError, NotFoundError
 
 from . import outputs, services
@@ -65,7 +65,7 @@ def file_merge(*, owner, ids: list) -> File:
         raise MergeNotAllowed(f"The files have different operation types: {', '.join(types)}.")
     core_user = files[0].core_user
     # Serialise merges of one core user with its other derived-file writes.
-    list(CoreUser.objects.select_for_update().filter(pk=core_user.pk))
+    core_user_lock(core_user.pk)
     formats = {f.file_format for f in files}
     providers = {f.provider for f in files}
     merged = File.objects.create(

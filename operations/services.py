@@ -31,7 +31,7 @@ from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus, Oper
 from fields.geodesy import SQUARE_METRES_PER_HECTARE, geodesic_area_m2
 from fields.geometry import from_geos, overlaps
 from fields.models import Boundary, Field, FieldFile
-from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import ConflictError, DomainError
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -98,7 +98,7 @@ def operation_file_group(file_id: str) -> Operation | None:
         if not file.operation_type or file.start_time is None:
             return None
         # One grouping at a time per core user: two files of one operation must not create two operations.
-        list(CoreUser.objects.select_for_update().filter(pk=file.core_user_id))
+        core_user_lock(file.core_user_id)
         current = file.operations.first()
         if current is not None:
             if current.built_version < current.version:
@@ -183,7 +183,7 @@ def operation_build(operation_id: str, version: int | None = None) -> Operation 
 
     def still_current() -> bool:
         # The grouping's lock order (core user, then operation): a file joining meanwhile waits or wins.
-        list(CoreUser.objects.select_for_update().filter(pk=operation.core_user_id))
+        core_user_lock(operation.core_user_id)
         return Operation.objects.select_for_update().filter(pk=operation.pk, version=version).exists()
 
     with transaction.atomic():

@@ -12,6 +12,7 @@ from shapely.ops import unary_union
 
 from configs.services import config_resolve
 from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError, ProviderResourceReadOnly
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -43,15 +44,10 @@ def _field_reload(field: Field) -> Field:
     return field_queryset().get(pk=field.pk)
 
 
-def _core_user_lock(core_user_id) -> None:
-    """Serialise the merges of one core user: two concurrent changes must not build two merged fields."""
-    list(CoreUser.objects.select_for_update().filter(pk=core_user_id).values_list("pk"))
-
-
 def _merge_lock(field: Field) -> None:
     """Lock the field's core user when its auto-merge is on (a merge locks it, then the partner fields)."""
     if config_resolve(core_user=field.core_user).get("fieldsAutoMerge"):
-        _core_user_lock(field.core_user_id)
+        core_user_lock(field.core_user_id)
 
 
 def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:
@@ -83,8 +79,8 @@ def _boundary_add(
     area_ha: float | None = None,
 ) -> Boundary:
     """A new immutable boundary that becomes the field's current one; the previous current one, if still
-    ACTIVE, becomes INACTIVE (kept as history)."""
-    _field_lock(field)
+    ACTIVE, becomes INACTIVE (kept as history). The caller holds the field's lock (`_field_lock`) or has just
+    created the field."""
     Boundary.objects.filter(field=field, status=Boundary.Status.ACTIVE).update(status=Boundary.Status.INACTIVE)
     boundary = Boundary.objects.create(
         field=field,
@@ -187,7 +183,7 @@ def field_update(*, field: Field, changes: dict) -> Field:
     if update_fields:
         field.save(update_fields=[*update_fields, "updated_at"])
     if "geometry" in changes:
-        return field_boundary_set(field=field, geometry=changes["geometry"])
+        return _boundary_set(field=field, geometry=changes["geometry"])
     event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
     return _field_reload(field)
 
@@ -198,13 +194,18 @@ def field_boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
     MERGED field is the union of its sources and cannot be set. Events fieldBoundaryUpdated, fieldUpdated;
     a merged field containing this one is updated (mergedFieldUpdated)."""
     _check_writable(field)
+    _field_lock(field, merge_may_follow=True)
+    return _boundary_set(field=field, geometry=geometry)
+
+
+def _boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
+    """`field_boundary_set` once the field is locked (PATCH with a geometry takes the lock itself)."""
     if field.type == Field.Type.MERGED:
         raise DomainError(
             "The geometry of a MERGED field is the union of its sources; change a source instead.",
             error_key="mergedFieldGeometry",
             field_errors=[{"field": "geometry", "message": "Not settable on a MERGED field."}],
         )
-    _field_lock(field, merge_may_follow=True)
     boundary = _boundary_add(field=field, geometry=geometry)
     event_emit(
         type=EventType.FIELD_BOUNDARY_UPDATED,
@@ -227,7 +228,7 @@ def field_delete(*, field: Field) -> None:
     # The lock order of every change: core user, fields, merged field. The core user always: the deletion
     # cascades to rows that merges and operation builds write while they hold its lock. A MERGED field's
     # sources before it, as its deletion updates them.
-    _core_user_lock(field.core_user_id)
+    core_user_lock(field.core_user_id)
     if field.type == Field.Type.MERGED:
         list(Field.objects.select_for_update(no_key=True).filter(merged_field=field).order_by("pk").values_list("pk"))
     if not _field_lock(field, missing_ok=True):
@@ -332,7 +333,7 @@ def _after_boundary_change(field: Field) -> None:
         return
     config = config_resolve(core_user=field.core_user)
     if config.get("fieldsAutoMerge") and field.boundary_id and field.boundary.status == Boundary.Status.ACTIVE:
-        _core_user_lock(field.core_user_id)
+        core_user_lock(field.core_user_id)
         partners = [
             other
             for other, _ in fields_overlapping(
