@@ -42,3 +42,31 @@ def run_together(*calls: Callable[[], object]) -> list:
     if errors:
         raise errors[0]
     return results
+
+
+def run_meanwhile(call: Callable[[], object], *, grace: float = 1.0) -> Callable[[], object]:
+    """Start `call` on its own thread (and database connection) from inside a transaction of the caller, and give
+    it `grace` seconds to finish or to block on a lock the caller holds. Returns a function that waits for the
+    call and returns its result (or raises its exception): an exact interleaving, where `run_together` leaves
+    the order to chance."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = call()
+        except BaseException as error:  # noqa: BLE001 (handed to the caller's thread below)
+            outcome["error"] = error
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=grace)
+
+    def result() -> object:
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["result"]
+
+    return result
