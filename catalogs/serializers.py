@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from platform_site.api.serializers import TimestampField
+from platform_site.api.serializers import QueryIntegerField, TimestampField
 
 from .models import Product, Variety
 
@@ -63,4 +63,4 @@ class VarietySummarySerializer(ProductSummarySerializer):
 class ProductSearchQuerySerializer(serializers.Serializer):
     """`maxResults`: 1 to 20 (default 20); more is a 400. `search` and `coreFileId` go to the filterset."""
 
-    maxResults = serializers.IntegerField(min_value=1, max_value=20, required=False, default=20)
+    maxResults = QueryIntegerField(min_value=1, max_value=20, required=False, default=20)

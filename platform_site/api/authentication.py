@@ -1,7 +1,8 @@
 """Bearer JWT authentication for every endpoint but `/api/authenticate`.
 
 Tokens are HS256 JWTs signed with SECRET_KEY. They carry a fingerprint of the owner's password
-hash, so changing the password (or deactivating the owner) revokes every token issued before.
+hash, so changing the password revokes every token issued before; an inactive owner's tokens are refused
+while it stays inactive (Django's rule for sessions too).
 
 On a `/users/{coreUserId}/...` route the owner and that core user are read in one query (one database
 round trip fewer on most requests); the view takes the core user from `request.core_user_lookup`.
@@ -9,6 +10,7 @@ round trip fewer on most requests); the view takes the core user from `request.c
 
 import hashlib
 import hmac
+import re
 from datetime import UTC, datetime
 
 import jwt
@@ -20,6 +22,8 @@ from rest_framework import authentication, exceptions
 from platform_site.api.lookups import row_get, row_get_with_child
 
 ALGORITHM = "HS256"
+# Three base64url parts. PyJWT's decoder skips characters outside the alphabet, so `<token>!!` would pass.
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 
 def _password_fingerprint(user) -> str:
@@ -57,11 +61,14 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <token>'.")
+        if not TOKEN_SHAPE.fullmatch(token):
+            raise exceptions.AuthenticationFailed("The token is not valid.")
         try:
             claims = jwt.decode(
-                token.strip(),
+                token,
                 settings.SECRET_KEY,
                 algorithms=[ALGORITHM],
                 options={"require": ["exp", "iat", "sub"]},

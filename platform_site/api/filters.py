@@ -1,18 +1,26 @@
 """Query filters shared by every list: timestamps (UTC, ISO 8601) and numbers. A value we cannot read is a 400
-with a field error, never ignored and never a 500."""
+with a field error, never ignored and never a 500. Numbers are plain ASCII decimals: Python's `int()` and
+`float()` would also read `1_000` or other scripts' digits, which no client means."""
 
+import re
 from datetime import UTC, datetime, time, timedelta
 
 import django_filters
 from django import forms
 from django.utils.dateparse import parse_date, parse_datetime
 
+PLAIN_INTEGER = re.compile(r"[+-]?[0-9]+")
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
 
 class UtcDateTimeField(forms.Field):
     """ISO 8601 timestamp; without a timezone (the spec's form) it is UTC, a `Z` or offset is honoured.
     A bare date means its midnight UTC."""
 
-    default_error_messages = {"invalid": "Enter an ISO 8601 timestamp, e.g. 2024-05-01T10:00:00 (UTC)."}
+    default_error_messages = {
+        "invalid": "Enter an ISO 8601 timestamp, e.g. 2024-05-01T10:00:00 (UTC).",
+        "range": "The timestamp is out of range: in UTC it must fall within the years 1 to 9999.",
+    }
 
     def to_python(self, value):
         if value in (None, ""):
@@ -28,7 +36,10 @@ class UtcDateTimeField(forms.Field):
             raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is in the year 0 in UTC
+            raise forms.ValidationError(self.error_messages["range"], code="range") from None
 
 
 class UtcDateTimeFilter(django_filters.Filter):
@@ -41,22 +52,42 @@ class UtcDateTimeFilter(django_filters.Filter):
         if value is None:
             return qs
         if self.lookup_expr == "exact" and value.microsecond % 1000 == 0:
+            if value > datetime.max.replace(tzinfo=UTC) - timedelta(milliseconds=1):
+                return qs.filter(**{f"{self.field_name}__gte": value})  # the last millisecond there is
             return qs.filter(
                 **{f"{self.field_name}__gte": value, f"{self.field_name}__lt": value + timedelta(milliseconds=1)}
             )
         return super().filter(qs, value)
 
 
-class FloatFilter(django_filters.NumberFilter):
-    """A double (finite); `1e3` and `12.5` are numbers, `abc` and `nan` are 400."""
+class PlainFloatField(forms.FloatField):
+    """A finite double written in ASCII decimal (`12.5`, `-3`, `1e3`)."""
 
-    field_class = forms.FloatField
+    def to_python(self, value):
+        if value not in self.empty_values and not PLAIN_NUMBER.fullmatch(str(value).strip()):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class PlainIntegerField(forms.IntegerField):
+    """A whole number written in ASCII digits (`12`, `-3`; not `1.5`, `1e3` or `1_0`)."""
+
+    def to_python(self, value):
+        if value not in self.empty_values and not PLAIN_INTEGER.fullmatch(str(value).strip()):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class FloatFilter(django_filters.NumberFilter):
+    """A double (finite); `1e3` and `12.5` are numbers, `abc`, `nan` and `1_000` are 400."""
+
+    field_class = PlainFloatField
 
 
 class IdFilter(django_filters.NumberFilter):
-    """A numeric id: a whole number from 1 to the largest 64-bit integer; `1.5`, `abc` and `1e40` are 400."""
+    """A numeric id: a whole number from 1 to the largest 64-bit integer; `1.5`, `abc`, `1e40` and `1_0` are 400."""
 
-    field_class = forms.IntegerField
+    field_class = PlainIntegerField
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("min_value", 1)

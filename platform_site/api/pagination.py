@@ -9,6 +9,8 @@ from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
+from platform_site.api.filters import PLAIN_INTEGER
+
 
 def parse_int_param(request, name: str, *, default: int, minimum: int) -> int:
     """An integer query parameter; a non-integer or one below `minimum` is a 400."""
@@ -16,8 +18,10 @@ def parse_int_param(request, name: str, *, default: int, minimum: int) -> int:
     if raw is None or raw == "":
         return default
     try:
+        if not PLAIN_INTEGER.fullmatch(raw.strip()):
+            raise ValueError(raw)
         value = int(raw)
-    except ValueError:
+    except ValueError:  # also past Python's 4300 digits
         raise ValidationError({name: [f"'{raw}' is not an integer."]}) from None
     if value < minimum:
         raise ValidationError({name: [f"Must be at least {minimum}."]})

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from django.db import models
 from rest_framework import serializers
 
+from platform_site.api.filters import PLAIN_INTEGER
+
 
 def format_timestamp(value: datetime | None) -> str | None:
     """ISO 8601 in UTC with milliseconds and `Z`, e.g. `2026-11-21T09:37:00.123Z`."""
@@ -55,6 +57,15 @@ class StrictIntegerField(serializers.IntegerField):
         if isinstance(data, float) and not data.is_integer():
             self.fail("invalid")
         return super().to_internal_value(int(data))
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """An integer query parameter written in ASCII digits (`12`; not `1_0`, `1.0` or other scripts' digits)."""
+
+    def to_internal_value(self, data):
+        if not PLAIN_INTEGER.fullmatch(str(data).strip()):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class StrictCharField(serializers.CharField):

@@ -99,10 +99,25 @@ def test_changing_the_password_revokes_earlier_tokens(owner, api_client):
     assert "revoked" in assert_problem(api_client.get(USERS_URL), 401)["detail"]
 
 
-def test_deactivated_owner_is_locked_out(owner, api_client):
+def test_deactivated_owner_is_locked_out_until_reactivated(owner, api_client):
+    """As decided (Django's rule for sessions): refused while inactive; a password change ends tokens for good."""
     owner.is_active = False
     owner.save()
     assert_problem(api_client.get(USERS_URL), 401)
+    owner.is_active = True
+    owner.save()
+    assert api_client.get(USERS_URL).status_code == 200
+
+
+@pytest.mark.parametrize("extra", ["!!", "====", "%%", "\u00e9"])
+def test_a_token_with_stray_characters_is_401(owner, api_client, make_client, extra):
+    """PyJWT alone skips characters outside base64url, so `<token>!!` would be read as the token."""
+    token = api_client._credentials["HTTP_AUTHORIZATION"].split(" ", 1)[1]
+    client = make_client(owner)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}{extra}")
+    assert "not valid" in assert_problem(client.get(USERS_URL), 401)["detail"]
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token[:20]}{extra}{token[20:]}")
+    assert_problem(client.get(USERS_URL), 401)
 
 
 def test_createapiowner_is_idempotent_and_updates_the_password(db):

@@ -51,7 +51,10 @@ def test_size_above_the_maximum_is_clamped(api_client, owner):
     assert len(api_client.get(URL, {"size": 1000}).json()) == 100
 
 
-@pytest.mark.parametrize(("param", "value"), [("page", "-1"), ("page", "one"), ("size", "0"), ("size", "2.5")])
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [("page", "-1"), ("page", "one"), ("size", "0"), ("size", "2.5"), ("page", "1_0"), ("size", "\u0663"), ("page", "1e1")],
+)
 def test_bad_paging_values_are_400(api_client, param, value):
     body = assert_problem(api_client.get(URL, {param: value}), 400, "validation")
     assert body["fieldErrors"][0]["field"] == param
@@ -87,6 +90,30 @@ def test_wrong_media_type_is_415(api_client):
 def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):
     assert_problem(api_client.patch(f"{URL}/{core_user.id}", {}, format="json"), 405, "methodNotAllowed")
     assert_problem(api_client.get("/services/usermanagement/api/nothing-here"), 404, "notFound")
+
+
+MACHINES = "/services/beta/api/users/{}/machines"
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [
+        ("afterCreatedTime", "0001-01-01T00:00:00+01:00"),  # the year 0 in UTC
+        ("createdTime", "9999-12-31T23:30:00-01:00"),  # the year 10000 in UTC
+        ("beforeCreatedTime", "0001-01-01T00:30:00+01:00"),
+    ],
+)
+def test_timestamps_outside_the_years_1_to_9999_in_utc_are_400(api_client, core_user, param, value):
+    """Every timestamp filter shares this field: a 400 naming the parameter, never a 500."""
+    body = assert_problem(api_client.get(MACHINES.format(core_user.id), {param: value}), 400, "validation")
+    assert [e["field"] for e in body["fieldErrors"]] == [param], body
+
+
+@pytest.mark.parametrize("value", ["9999-12-31T23:59:59.999", "0001-01-01T00:00:00"])
+def test_the_first_and_last_millisecond_there_is_are_filter_values(api_client, core_user, value):
+    for param in ("createdTime", "afterCreatedTime", "beforeCreatedTime"):
+        response = api_client.get(MACHINES.format(core_user.id), {param: value})
+        assert response.status_code == 200, (param, response.content)
 
 
 def test_timestamps_are_utc_with_milliseconds():

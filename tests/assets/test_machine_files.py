@@ -133,6 +133,9 @@ def test_every_machine_file_filter(api_client, core_user, machine, files, params
         ({"distanceValue": "far"}, "distanceValue"),
         ({"greaterThanDistanceValue": "nan"}, "greaterThanDistanceValue"),
         ({"lessThanDistanceValue": "inf"}, "lessThanDistanceValue"),
+        ({"greaterThanDistanceValue": "1_000"}, "greaterThanDistanceValue"),  # Python's float() reads these two
+        ({"distanceValue": "\u0663"}, "distanceValue"),
+        ({"afterStartTime": "0001-01-01T00:00:00+01:00"}, "afterStartTime"),  # the year 0 in UTC
         ({"distanceUnit": "km"}, "distanceUnit"),
         ({"distanceUnit": "MILE"}, "distanceUnit"),
         ({"sort": "distance"}, "sort"),

@@ -169,7 +169,7 @@ class TestProductEndpoints:
         alias = api_client.get(f"{BASE}/products/search", {**params, "coreUserId": str(core_user.id)})
         assert names(alias) == expected
 
-    @pytest.mark.parametrize("params", [{"maxResults": "21"}, {"maxResults": "0"}, {"maxResults": "x"}])
+    @pytest.mark.parametrize("params", [{"maxResults": m} for m in ("21", "0", "x", "1_0", "\u0663", "2.0")])
     def test_search_max_results_is_at_most_20(self, api_client, core_user, catalog, params):
         problem = assert_problem(api_client.get(products_url(core_user, "search"), params), 400, "validation")
         assert problem["fieldErrors"][0]["field"] == "maxResults"

@@ -216,7 +216,7 @@ def test_list_filters_pages_and_sorts(api_client, core_user, owner):
     assert_problem(api_client.get(f"{BASE}/fields", {"type": "ROUND"}), 400)
     assert_problem(api_client.get(f"{BASE}/fields", {"coreUserId": "nope"}), 400)
     assert_problem(api_client.get(f"{BASE}/fields", {"farmId": "x"}), 400)
-    for odd in ("1.5", "0", "9" * 30):  # past a 64-bit id was a 500 on SQLite
+    for odd in ("1.5", "0", "9" * 30, "1_0", "\u0663"):  # past a 64-bit id was a 500 on SQLite
         body = assert_problem(api_client.get(f"{BASE}/fields", {"farmId": odd}), 400, "validation")
         assert body["fieldErrors"][0]["field"] == "farmId"
         body = assert_problem(api_client.get(f"{BASE}/farms", {"growerId": odd}), 400, "validation")
