@@ -53,7 +53,15 @@ def test_size_above_the_maximum_is_clamped(api_client, owner):
 
 @pytest.mark.parametrize(
     ("param", "value"),
-    [("page", "-1"), ("page", "one"), ("size", "0"), ("size", "2.5"), ("page", "1_0"), ("size", "\u0663"), ("page", "1e1")],
+    [
+        ("page", "-1"),
+        ("page", "one"),
+        ("size", "0"),
+        ("size", "2.5"),
+        ("page", "1_0"),
+        ("size", "\u0663"),
+        ("page", "1e1"),
+    ],
 )
 def test_bad_paging_values_are_400(api_client, param, value):
     body = assert_problem(api_client.get(URL, {param: value}), 400, "validation")
