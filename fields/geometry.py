@@ -39,10 +39,12 @@ def _check_ring(ring: Any, where: str) -> list[tuple[float, float]]:
     for index, position in enumerate(ring):
         if (
             not isinstance(position, list)
-            or len(position) < 2
+            or len(position) not in (2, 3)
             or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in position)
         ):
-            raise InvalidGeometry(f"{where}[{index}] must be a position [longitude, latitude].")
+            raise InvalidGeometry(
+                f"{where}[{index}] must be a position [longitude, latitude] or [longitude, latitude, altitude]."
+            )
         lon, lat = float(position[0]), float(position[1])
         if not (math.isfinite(lon) and math.isfinite(lat)):
             raise InvalidGeometry(f"{where}[{index}] is not a finite number.")
@@ -67,7 +69,9 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     """A validated shapely MultiPolygon from a GeoJSON `MultiPolygon` (or `Polygon`, promoted).
 
     Raises `InvalidGeometry` (400 `invalidGeometry`) with the reason: wrong type, malformed coordinates,
-    unclosed rings, longitude/latitude out of range, or an invalid shape (self-intersection...)."""
+    unclosed rings, longitude/latitude out of range, a polygon wider than 180 degrees of longitude (the database
+    reads edges as flat lines, the area follows geodesics: they agree only on one side of the antimeridian), or an
+    invalid shape (self-intersection...). Positions may carry an altitude; it is dropped."""
     if not isinstance(data, dict):
         raise InvalidGeometry("must be a GeoJSON object with 'type' and 'coordinates'.")
     kind, coordinates = data.get("type"), data.get("coordinates")
@@ -87,9 +91,16 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
         raise InvalidGeometry(str(exc)) from None
     if geometry.is_empty:
         raise InvalidGeometry("the geometry is empty.")
+    for index, polygon in enumerate(geometry.geoms):
+        west, _, east, _ = polygon.bounds
+        if east - west > 180.0:
+            raise InvalidGeometry(
+                f"polygon {index} spans {east - west:g} degrees of longitude (at most 180); a field across the "
+                "antimeridian is sent as a MultiPolygon split at longitude 180."
+            )
     if not geometry.is_valid:
         raise InvalidGeometry(explain_validity(geometry))
-    return geometry
+    return shapely.force_2d(geometry)  # an altitude (a third number in a position) is dropped
 
 
 def to_geojson(geometry: MultiPolygon) -> dict:

@@ -256,10 +256,17 @@ class IntersectsSerializer(ApiSerializer):
     intersectionThreshold = StrictFloatField(required=False, default=0.01, min_value=0.01, max_value=100)
 
 
+MAX_INTERSECT_FIELDS = 1000
+
+
 class FieldIdsField(serializers.ListField):
-    """The body of `POST .../fields/intersect`: a JSON array of field ids."""
+    """The body of `POST .../fields/intersect`: a JSON array of at most MAX_INTERSECT_FIELDS field ids."""
 
     child = StrictCharField(max_length=255)
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", MAX_INTERSECT_FIELDS)
+        super().__init__(**kwargs)
 
 
 class FarmSerializer(ApiModelSerializer):

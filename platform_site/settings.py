@@ -83,8 +83,12 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"spatialite:///{VAR_DIR / 'platform.sqlite3'}")}
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
 if DATABASES["default"]["ENGINE"].endswith("spatialite"):
-    # Concurrent writers (request threads and the in-process worker) wait instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 30)
+    # Concurrent writers (request threads and the in-process worker) wait instead of failing: up to `timeout`
+    # seconds, and each transaction takes the write lock when it begins (IMMEDIATE). A transaction begun as a
+    # reader that then writes cannot wait for a writer: SQLite fails it at once ("database is locked").
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options.setdefault("timeout", 30)
+    options.setdefault("transaction_mode", "IMMEDIATE")
     SPATIALITE_LIBRARY_PATH = env.str("SPATIALITE_LIBRARY_PATH", default="mod_spatialite")
 else:
     # A server database keeps each worker's connection between requests (opening one costs more than most

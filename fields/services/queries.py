@@ -56,16 +56,17 @@ def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPo
         raise DomainError("Give the ids of at least two different fields.", error_key="validation")
     fields = {
         f.pk: f
-        for f in Field.objects.filter(core_user=core_user, pk__in=ids, boundary__isnull=False).select_related(
-            "boundary"
-        )
+        for f in Field.objects.filter(
+            core_user=core_user, pk__in=ids, boundary__status=Boundary.Status.ACTIVE
+        ).select_related("boundary")
     }
-    missing = [i for i in ids if i not in fields]
+    missing = [(index, i) for index, i in enumerate(ids) if i not in fields]
     if missing:
+        named = ", ".join(i for _, i in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise DomainError(
-            f"Not fields of this user (or without a boundary): {', '.join(missing)}.",
+            f"Not fields of this user (or without an active boundary): {named}.",
             error_key="validation",
-            field_errors=[{"field": f"[{ids.index(i)}]", "message": "Unknown field."} for i in missing],
+            field_errors=[{"field": f"[{index}]", "message": "Unknown field."} for index, _ in missing],
         )
     result = from_geos(fields[ids[0]].boundary.geometry)
     for field_id in ids[1:]:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
 from django.db.models import Prefetch, QuerySet
+from django.utils import timezone
 from shapely.geometry import MultiPolygon
 from shapely.ops import unary_union
 
@@ -23,8 +24,9 @@ from ..models import Boundary, Farm, Field, FieldFile
 from .queries import DEFAULT_INTERSECTION_THRESHOLD, fields_overlapping
 
 FIELD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._~:-]{1,255}$")
-# Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`.
-RESERVED_FIELD_IDS = frozenset({"intersects", "intersect"})
+# Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`, and the
+# path segments clients and proxies resolve before sending (`.../fields/..` is `.../users/{id}/`).
+RESERVED_FIELD_IDS = frozenset({"intersects", "intersect", ".", ".."})
 
 
 def field_queryset(queryset: QuerySet | None = None) -> QuerySet:
@@ -130,7 +132,7 @@ def field_create(
     Events: fieldCreated, fieldBoundaryCreated (and mergedField* when a merge happens)."""
     if id is not None and (not FIELD_ID_PATTERN.match(id) or id in RESERVED_FIELD_IDS):
         raise DomainError(
-            "A field id is 1 to 255 letters, digits or . _ ~ : - (and not 'intersects' or 'intersect').",
+            "A field id is 1 to 255 letters, digits or . _ ~ : - (and not 'intersects', 'intersect', '.' or '..').",
             field_errors=[{"field": "id", "message": "Invalid field id."}],
         )
     _check_farm(core_user, farm)
@@ -244,7 +246,7 @@ def field_delete(*, field: Field) -> None:
         if len(remaining) < 2:
             merged.delete()
         else:
-            _merged_refresh(merged=merged)
+            _merged_refresh(merged=merged, sources_changed=True)
 
 
 @transaction.atomic
@@ -356,33 +358,44 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     merged_ids = {f.merged_field_id for f in group.values() if f.merged_field_id}
     merged_fields = list(Field.objects.filter(pk__in=merged_ids).order_by("created_at", "pk"))
     created = not merged_fields
+    now = timezone.now()  # `update()` leaves `updated_at` alone: a field that joins a merged field has changed
     if created:
         target = Field.objects.create(id=str(uuid.uuid4()), core_user=field.core_user, type=Field.Type.MERGED)
+        joined = True
     else:
         target = merged_fields[0]
+        joined = len(merged_fields) > 1 or any(f.merged_field_id != target.pk for f in group.values())
         for absorbed in merged_fields[1:]:
             # Two merged fields now overlap through this field: one merged field keeps them all.
-            Field.objects.filter(merged_field=absorbed).update(merged_field=target)
+            Field.objects.filter(merged_field=absorbed).update(merged_field=target, updated_at=now)
             absorbed.delete()
-    Field.objects.filter(pk__in=list(group)).update(merged_field=target)
+    Field.objects.filter(pk__in=list(group)).exclude(merged_field=target).update(merged_field=target, updated_at=now)
     field.merged_field = target
-    _merged_refresh(merged=target, created=created)
+    _merged_refresh(merged=target, created=created, sources_changed=joined)
 
 
-def _merged_refresh(*, merged: Field, created: bool = False) -> None:
-    """Give a MERGED field a new boundary: the union of its sources' current boundaries. The merged field is
-    locked before the sources are read: a concurrent change of another source then waits, and reads this one's
-    boundary once this transaction commits (reading first, each would union the other's old boundary)."""
+def _merged_refresh(*, merged: Field, created: bool = False, sources_changed: bool = False) -> None:
+    """Give a MERGED field a new boundary: the union of its sources' ACTIVE boundaries. When the union is
+    unchanged but `sources_changed` (a field joined or left), it is updated all the same (`updatedTime`, event
+    mergedFieldUpdated with its current boundary): its `sources` changed. The merged field is locked before the
+    sources are read: a concurrent change of another source then waits, and reads this one's boundary once this
+    transaction commits (reading first, each would union the other's old boundary)."""
     if not _field_lock(merged, missing_ok=True):
         return
     merged.refresh_from_db(fields=["boundary"])
-    sources = list(Field.objects.filter(merged_field=merged, boundary__isnull=False).select_related("boundary"))
+    sources = list(
+        Field.objects.filter(merged_field=merged, boundary__status=Boundary.Status.ACTIVE).select_related("boundary")
+    )
     if not sources:
         return
     union = as_multipolygon(unary_union([from_geos(s.boundary.geometry) for s in sources]))
     if merged.boundary_id and not created and from_geos(merged.boundary.geometry).equals(union):
-        return
-    boundary = _boundary_add(field=merged, geometry=union)
+        if not sources_changed:
+            return
+        merged.save(update_fields=["updated_at"])
+        boundary = merged.boundary
+    else:
+        boundary = _boundary_add(field=merged, geometry=union)
     source_ids = sorted(s.pk for s in Field.objects.filter(merged_field=merged).only("pk"))
     event_emit(
         type=EventType.MERGED_FIELD_CREATED if created else EventType.MERGED_FIELD_UPDATED,

@@ -71,7 +71,7 @@ def test_client_id_is_kept_and_cannot_be_reused(api_client, core_user, other_cli
     assert Field.objects.count() == 1
 
 
-@pytest.mark.parametrize("bad_id", ["", "a/b", "x" * 256, "intersects", 12])
+@pytest.mark.parametrize("bad_id", ["", "a/b", "x" * 256, "intersects", 12, ".", ".."])
 def test_bad_client_ids_are_400(api_client, core_user, bad_id):
     response = api_client.post(fields_url(core_user), {"id": bad_id, "geometry": square(1, 1)}, format="json")
     assert_problem(response, 400)
@@ -96,6 +96,11 @@ BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
         ({"type": "Polygon", "coordinates": [[[0, 0], [True, 0], [1, 1], [0, 0]]]}, "position"),
         ({"type": "Polygon", "coordinates": [BOWTIE]}, "Self-intersection"),
         ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [2, 0], [0, 0]]]}, "Self-intersection"),
+        # Across the antimeridian as one polygon: the database would read it as 358 degrees wide.
+        ({"type": "Polygon", "coordinates": [[[179, 0], [-179, 0], [-179, 1], [179, 1], [179, 0]]]}, "antimeridian"),
+        ({"type": "Polygon", "coordinates": [[[-180, -90], [180, -90], [180, 90], [-180, 90], [-180, -90]]]}, "360"),
+        ({"type": "Polygon", "coordinates": [[[0, 0, 5], [1, 0, "x"], [1, 1, 5], [0, 0, 5]]]}, "position"),
+        ({"type": "Polygon", "coordinates": [[[0, 0, 5, 1], [1, 0, 5, 1], [1, 1, 5, 1], [0, 0, 5, 1]]]}, "position"),
     ],
 )
 def test_invalid_geometry_is_400_with_the_reason(api_client, core_user, geometry, reason):
@@ -104,6 +109,25 @@ def test_invalid_geometry_is_400_with_the_reason(api_client, core_user, geometry
     assert reason.lower() in body["detail"].lower(), body["detail"]
     assert body["fieldErrors"][0]["field"] == "geometry"
     assert Field.objects.count() == 0 and Boundary.objects.count() == 0
+
+
+def test_an_altitude_in_positions_is_dropped(api_client, core_user):
+    """GeoJSON positions may carry a height: the boundary is stored and answered in 2D (was a 500 on PUT, PATCH
+    and create: a 3D shape in a 2D column), with the area of its 2D outline."""
+    flat = square(10, 50)
+    raised = {"type": "Polygon", "coordinates": [[[*p, 312.5] for p in ring] for ring in flat["coordinates"][0]]}
+    field = create_field(api_client, core_user, geometry=raised)
+    assert field["geometry"] == {
+        "type": "MultiPolygon",
+        "coordinates": [[[list(p) for p in flat["coordinates"][0][0]]]],
+    }
+    assert field["area"] == create_field(api_client, core_user, geometry=flat)["area"]
+    url = field_url(core_user, field["id"])
+    other = {"type": "Polygon", "coordinates": [[[*p, -1.5] for p in square(11, 50)["coordinates"][0][0]]]}
+    assert api_client.put(f"{url}/boundary", {"geometry": other}, format="json").status_code == 200
+    patched = api_client.patch(url, {"geometry": raised}, format="json")
+    assert patched.status_code == 200 and patched.json()["geometry"] == field["geometry"]
+    assert len(api_client.get(f"{url}/boundaries").json()) == 3
 
 
 def test_create_without_geometry_or_with_unknown_keys_is_400(api_client, core_user):

@@ -7,7 +7,7 @@ from configs.services import config_owner_update
 from fields.geodesy import geodesic_area_ha
 from fields.geometry import parse_multipolygon
 from fields.models import Field
-from fields.services import field_create, field_files_attach, fields_overlapping
+from fields.services import boundary_provider_sync, field_create, field_files_attach, fields_overlapping
 from tests.factories import CoreUserFactory
 from tests.fields.helpers import BASE, create_field, field_url, fields_url, rect, square
 from tests.tenancy import assert_problem
@@ -177,3 +177,37 @@ def test_intersect_needs_two_fields_of_the_user(api_client, core_user, owner):
     url = f"{fields_url(core_user)}/intersect"
     for body in ([], [a], [a, a], [a, "missing"], [a, theirs], {"ids": [a, theirs]}, [a, 5], "x"):
         assert_problem(api_client.post(url, body, format="json"), 400)
+
+
+def test_intersect_leaves_out_fields_whose_current_boundary_is_inactive(api_client, core_user):
+    """As intersects does: a provider field whose provider reports its boundary inactive has no ACTIVE one."""
+    mine = create_field(api_client, core_user, square(1, 1))["id"]
+    provider = field_create(
+        core_user=core_user,
+        geometry=parse_multipolygon(square(1, 1)),
+        provider_name="ProviderA",
+        provider_boundary_id="pb",
+        provider_status="ACTIVE",
+    )
+    url = f"{fields_url(core_user)}/intersect"
+    assert api_client.post(url, [mine, provider.pk], format="json").status_code == 200
+    boundary_provider_sync(field=provider, provider_boundary_id="pb", provider_status="INACTIVE")
+    body = assert_problem(api_client.post(url, [mine, provider.pk], format="json"), 400, "validation")
+    assert body["fieldErrors"] == [{"field": "[1]", "message": "Unknown field."}]
+    assert intersects(api_client, core_user, square(1, 1)) == [mine]
+    # Its current boundary is still what the field and GET .../boundary show, with its status.
+    current = api_client.get(f"{fields_url(core_user)}/{provider.pk}/boundary").json()
+    assert (current["status"], current["providerStatus"]) == ("INACTIVE", "INACTIVE")
+
+
+def test_intersect_takes_at_most_1000_ids_and_names_each_unknown_one(api_client, core_user):
+    a, b = (create_field(api_client, core_user, square(0, 0))["id"] for _ in range(2))
+    url = f"{fields_url(core_user)}/intersect"
+    body = assert_problem(
+        api_client.post(url, [a, b] + [f"x{i}" for i in range(999)], format="json"), 400, "validation"
+    )
+    assert body["detail"] == "Ensure this field has no more than 1000 elements."
+    ids = [a, *(f"x{i}" for i in range(997)), b]
+    body = assert_problem(api_client.post(url, ids, format="json"), 400, "validation")
+    assert [e["field"] for e in body["fieldErrors"]] == [f"[{i}]" for i in range(1, 998)]
+    assert body["detail"].endswith("and 987 more.")

@@ -94,6 +94,43 @@ def test_deleting_sources_shrinks_then_removes_the_merged_field(api_client, core
     assert merged_of(api_client, core_user, a["id"]) is None
 
 
+def test_a_field_joining_or_leaving_without_changing_the_union_updates_the_merged_field(
+    transactional_db, owner, core_user, api_client, webhook_receiver, subscribe
+):
+    """A field inside the merged outline joins it: the union is the same, the sources are not. Its `updatedTime`
+    moves and mergedFieldUpdated says so (with the current boundary); the same when that field is deleted."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(api_client, core_user, A)
+    b = create_field(api_client, core_user, B)
+    merged_id = b["mergedFieldId"]
+    before = api_client.get(field_url(core_user, merged_id)).json()
+    subscribe(owner, webhook_receiver, ["mergedFieldCreated", "mergedFieldUpdated"])
+
+    inside = create_field(api_client, core_user, rect(0.005, 0.005, 0.008, 0.008))
+    joined = api_client.get(field_url(core_user, merged_id)).json()
+    assert inside["mergedFieldId"] == merged_id
+    assert joined["sources"] == sorted([a["id"], b["id"], inside["id"]])
+    assert joined["boundaries"] == before["boundaries"] and joined["updatedTime"] > before["updatedTime"]
+    api_client.delete(field_url(core_user, inside["id"]))
+    left = api_client.get(field_url(core_user, merged_id)).json()
+    assert left["sources"] == sorted([a["id"], b["id"]]) and left["updatedTime"] > joined["updatedTime"]
+
+    webhook_receiver.wait_for(2)
+    events = [(e["type"], e["fieldId"], e["boundaryId"], e["sources"]) for e in webhook_receiver.events()]
+    assert events == [
+        ("mergedFieldUpdated", merged_id, before["boundaries"][-1], joined["sources"]),
+        ("mergedFieldUpdated", merged_id, before["boundaries"][-1], left["sources"]),
+    ]
+
+
+def test_a_source_joining_a_merged_field_has_a_new_updated_time(api_client, core_user, owner):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(api_client, core_user, A)
+    create_field(api_client, core_user, B)
+    joined = api_client.get(field_url(core_user, a["id"])).json()
+    assert joined["mergedFieldId"] and joined["updatedTime"] > a["updatedTime"]
+
+
 # --- events ---------------------------------------------------------------------------------------
 
 FIELD_EVENTS = [

@@ -1,0 +1,97 @@
+"""The embedded default as `make run` starts it (`manage.py serve` on a SpatiaLite file, tasks in-process), under
+concurrent writes: every request waits its turn for the database instead of failing with "database is locked"."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.embedded
+
+REPO = Path(__file__).resolve().parents[2]
+PASSWORD = "a-long-password-for-the-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _call(base: str, method: str, path: str, body: dict | None = None, token: str | None = None):
+    request = urllib.request.Request(
+        base + path,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Content-Type": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {}),
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+@pytest.fixture(scope="module")
+def embedded_server(tmp_path_factory):
+    """`make run`'s configuration in a scratch VAR_DIR: migrate, an owner, then `manage.py serve`."""
+    var_dir = tmp_path_factory.mktemp("embedded")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env |= {"VAR_DIR": str(var_dir), "DEBUG": "false", "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
+    manage = [sys.executable, "manage.py"]
+    for command in (["migrate", "-v0"], ["createapiowner", "embedded", "--password", PASSWORD]):
+        done = subprocess.run(manage + command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{command[0]} failed: {done.stderr[-3000:]}"
+    port = _free_port()
+    log = open(var_dir / "server.log", "w")  # noqa: SIM115
+    server = subprocess.Popen(
+        manage + ["serve", f"127.0.0.1:{port}"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("the embedded server did not start: " + (var_dir / "server.log").read_text()[-2000:])
+            time.sleep(0.2)
+    status, body = _call(base, "POST", "/api/authenticate", {"username": "embedded", "password": PASSWORD})
+    assert status == 200, body
+    yield base, body["id_token"]
+    server.terminate()
+    server.wait(timeout=20)
+    log.close()
+
+
+def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server):
+    """Each of these requests reads, then writes, in one transaction (finding or creating the core user of an
+    external id; the one-webhook-per-event rule). SQLite refused such a transaction at once when another held
+    the write lock ("database is locked": a 500) instead of waiting for it."""
+    base, token = embedded_server
+
+    def link(i: int):
+        return _call(base, "POST", "/services/widgets/api/magic-link/file-upload", {"externalId": f"grower-{i}"}, token)
+
+    def webhook(i: int):
+        body = {"name": f"hook {i}", "url": f"http://127.0.0.1:9/{i}", "secret": "s", "events": ["fieldCreated"]}
+        return _call(base, "POST", "/services/alerts/api/alerts/webhooks", body, token)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        links = list(pool.map(link, range(30)))
+        hooks = list(pool.map(webhook, range(10)))
+
+    assert [status for status, _ in links] == [201] * 30, links
+    assert sorted(status for status, _ in hooks) == [201] + [400] * 9, hooks
+    assert {body["errorKey"] for status, body in hooks if status == 400} == {"eventRegisteredTwice"}
+    status, users = _call(base, "GET", "/services/usermanagement/api/users?size=100", token=token)
+    assert status == 200 and sorted(u["externalId"] for u in users) == sorted(f"grower-{i}" for i in range(30))
