@@ -6,9 +6,10 @@ from pyproj import CRS
 from pyproj.exceptions import CRSError
 from rest_framework import serializers
 
+from conversion.images.ramp import ColorRamp
 from platform_site.api.serializers import ApiSerializer, StrictBooleanField, StrictCharField, StrictFloatField
 
-PERCENT_KEY = re.compile(r"^(100|[1-9]?[0-9])(\.[0-9]+)?%$")
+PERCENT_KEY = re.compile(r"^(100(\.0+)?|[1-9]?[0-9](\.[0-9]+)?)%$")
 
 
 class PercentField(StrictFloatField):
@@ -64,6 +65,10 @@ class ColorRampField(serializers.Field):
         missing = [key for key in ("0%", "100%", "nv") if key not in ramp]
         if missing:
             raise serializers.ValidationError(f"Missing keys: {', '.join(missing)}.")
+        try:
+            ColorRamp.from_config(ramp)  # what image creation will read: e.g. '50%' and '50.0%' are one stop
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc).capitalize() + ".") from None
         return ramp
 
     def to_representation(self, value):

@@ -100,6 +100,20 @@ def test_echoed_identity_keys_are_accepted(api_client, core_user):
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0]}}, "geoimagesColorRamp.nv"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0, 0], "x": [1, 1, 1]}}, None),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0.5], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
+        # Accepted once, these failed every image later: the renderer reads the same ramp.
+        ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "100.5%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, None),
+        (
+            {
+                "geoimagesColorRamp": {
+                    "0%": [0, 0, 0],
+                    "50%": [1, 1, 1],
+                    "50.0%": [2, 2, 2],
+                    "100%": [0, 0, 0],
+                    "nv": [0, 0, 0, 0],
+                }
+            },
+            "geoimagesColorRamp",
+        ),
         ({"colour": "red"}, "colour"),
     ],
 )
