@@ -7,6 +7,7 @@ partial unique constraints on the normalised keys back that up in the database (
 an IntegrityError that is retried as a lookup).
 """
 
+import hashlib
 import re
 import unicodedata
 import uuid
@@ -36,18 +37,45 @@ class AssetIdentityMissing(DomainError):
     error_key = "assetIdentityMissing"
 
 
-def name_key(*parts: str | None) -> str:
+NAME_KEY_LENGTH = 800  # the columns of the keys (Operator.name_key: OPERATOR_NAME_KEY_LENGTH)
+OPERATOR_NAME_KEY_LENGTH = 255
+SERIAL_KEY_LENGTH = 255
+VIN_KEY_LENGTH = 64
+
+
+def _fit(key: str, length: int) -> str:
+    """`key`, or when longer than its column, its start and a digest of the whole. Normalising can lengthen a
+    text that fits its own column: 'ß' upper-cases to 'SS', one Arabic ligature decomposes into 18 letters."""
+    if len(key) <= length:
+        return key
+    return f"{key[: length - 17]}~{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+def name_key(*parts: str | None, length: int = NAME_KEY_LENGTH) -> str:
     """Case-, accent-, punctuation- and whitespace-insensitive key of a name ("John Deere  8R!" and
-    "john deere 8r" are one)."""
+    "john deere 8r" are one), at most `length` characters."""
     text = " ".join(p for p in parts if p)
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
-    return " ".join(re.sub(r"[\W_]+", " ", text).split())
+    return _fit(" ".join(re.sub(r"[\W_]+", " ", text).split()), length)
 
 
-def serial_key(value: str | None) -> str:
-    """Serial numbers and VINs compare upper-case without spaces, dashes or dots."""
-    return re.sub(r"[\s\-._/]+", "", value or "").upper()
+def serial_key(value: str | None, length: int = SERIAL_KEY_LENGTH) -> str:
+    """Serial numbers and VINs compare upper-case without spaces, dashes or dots (at most `length` characters)."""
+    return _fit(re.sub(r"[\s\-._/]+", "", value or "").upper(), length)
+
+
+def vin_key(value: str | None) -> str:
+    return serial_key(value, VIN_KEY_LENGTH)
+
+
+def _columns_fit(model: type[Model], values: dict) -> dict:
+    """`values` with each text cut to its column of `model`: names and numbers read from a file may be longer
+    than the API allows (the file is kept as it is; the asset gets the start of the text)."""
+    return {
+        name: value[: model._meta.get_field(name).max_length] if isinstance(value, str) else value
+        for name, value in values.items()
+    }
 
 
 def _clean(value: str | None) -> str | None:
@@ -60,7 +88,7 @@ def _clean(value: str | None) -> str | None:
 
 def _machine_keys(machine: Machine) -> None:
     machine.serial_key = serial_key(machine.serial_number)
-    machine.vin_key = serial_key(machine.vin)
+    machine.vin_key = vin_key(machine.vin)
     machine.name_key = name_key(machine.make, machine.model, machine.name)
 
 
@@ -224,7 +252,8 @@ def machine_pool_from_file(
         "category": _clean(identity.category),
         "model_year": identity.model_year,
     }
-    serial, vin = serial_key(values["serial_number"]), serial_key(values["vin"])
+    values = _columns_fit(Machine, values)
+    serial, vin = serial_key(values["serial_number"]), vin_key(values["vin"])
     key = name_key(values["make"], values["model"], values["name"])
     if not (serial or vin or key):
         raise AssetIdentityMissing("A machine needs a serial number, a VIN or a name to be pooled.")
@@ -275,7 +304,7 @@ def _machine_enrich(machine: Machine, values: dict) -> bool:
         if others.filter(serial_key=serial_key(values["serial_number"])).exists():
             values["serial_number"] = None
     if machine.vin_key == "" and values["vin"]:
-        if others.filter(vin_key=serial_key(values["vin"])).exists():
+        if others.filter(vin_key=vin_key(values["vin"])).exists():
             values["vin"] = None
     if not _fill_blanks(machine, values):
         return False
@@ -306,6 +335,7 @@ def implement_pool_from_file(
         "model": _clean(model),
         "category": _clean(category),
     }
+    values = _columns_fit(Implement, values)
     serial, key = serial_key(values["serial_number"]), name_key(values["make"], values["model"], values["name"])
     if not (serial or key):
         raise AssetIdentityMissing("An implement needs a serial number or a name to be pooled.")
@@ -351,7 +381,9 @@ def operator_pool_from_file(
 ) -> Operator:
     """Find the core user's operator of that name (case, accents, punctuation and spacing aside) or
     create it as FILE_POOLED and ACTIVE, and record that the file saw it."""
-    key = name_key(name)
+    fitted = _columns_fit(Operator, {"name": name.strip(), "license": _clean(license)})
+    name, license = fitted["name"], fitted["license"]
+    key = name_key(name, length=OPERATOR_NAME_KEY_LENGTH)
     if not key:
         raise AssetIdentityMissing("An operator needs a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))

@@ -141,6 +141,31 @@ class TestImplementAndOperatorPooling:
         with pytest.raises(AssetIdentityMissing):
             operator_pool_from_file(core_user=core_user, core_file_id=file_id, name=" -- ")
 
+    def test_identities_that_lengthen_when_normalised_still_fit_and_match(self, api_client, core_user):
+        """'ß' upper-cases to 'SS' and the ligature U+FDFA decomposes into 18 letters: keys of names, serial numbers
+        and VINs that fit their own columns outgrew the key columns (a database error on PostgreSQL). A long key
+        keeps its start and a digest of the whole, so the same identity still finds its asset."""
+        long = {"serialNumber": "ß" * 255, "vin": "ß" * 64, "name": "\ufdfa" * 255, "make": "ß" * 255, "model": "m"}
+        response = api_client.post(f"{BASE}/{core_user.id}/machines", long, format="json")
+        assert response.status_code == 201, response.content
+        created = Machine.objects.get(pk=response.json()["id"])
+        again, _ = pool(core_user, serial_number="ß" * 255)  # the same serial number, found by its long key
+        assert again == created
+        by_vin, _ = pool(core_user, vin="ß" * 64)
+        assert by_vin == created
+        cut, _ = pool(core_user, serial_number="x" * 300)  # longer than its column in the file: its start is kept
+        assert cut.serial_number == "x" * 255 and pool(core_user, serial_number="x" * 255)[0] == cut
+        by_name, _ = pool(core_user, name="\ufdfa" * 300)
+        assert by_name != created and by_name == pool(core_user, name="\ufdfa" * 300)[0]
+        operator = operator_pool_from_file(core_user=core_user, core_file_id=uuid.uuid4(), name="\ufdfa" * 255)
+        assert operator == operator_pool_from_file(core_user=core_user, core_file_id=uuid.uuid4(), name="\ufdfa" * 255)
+        implement = implement_pool_from_file(core_user=core_user, core_file_id=uuid.uuid4(), serial_number="ß" * 255)
+        for record in (created, by_name, cut, operator, implement):
+            record.refresh_from_db()
+            for key in ("serial_key", "vin_key", "name_key"):
+                if hasattr(record, key):
+                    assert len(getattr(record, key)) <= type(record)._meta.get_field(key).max_length, (record, key)
+
     def test_pooled_assets_are_listed_read_only(self, api_client, core_user):
         implement = implement_pool_from_file(core_user=core_user, core_file_id=uuid.uuid4(), name="Disc")
         operator = operator_pool_from_file(core_user=core_user, core_file_id=uuid.uuid4(), name="Pat")
