@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+import requests
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -25,7 +26,7 @@ from platform_site.accounts.services import (
 from platform_site.api.errors import DomainError
 from webhooks.models import EventType
 from webhooks.services import event_emit
-from webhooks.urlsafety import UnsafeUrl, resolve_public
+from webhooks.urlsafety import UnsafeUrl, resolve_public, safe_session
 
 from .models import LinkAuthorization, LinkUpload, MagicLink
 
@@ -265,10 +266,14 @@ def oauth_authorization_complete(
     if application is None:
         raise AuthorizationRefused(503, f"{provider} is not set up for this service any more.", link)
     try:
-        provider_url_check(application.token_url)
-        tokens = oauth.authorization_code_exchange(
-            application, code=code, redirect_uri=oauth_redirect_uri(), code_verifier=authorization.code_verifier
-        )
+        with provider_session(application.token_url) as session:
+            tokens = oauth.authorization_code_exchange(
+                application,
+                code=code,
+                redirect_uri=oauth_redirect_uri(),
+                code_verifier=authorization.code_verifier,
+                session=session,
+            )
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=link.core_user, provider=provider, message=str(exc))
         raise AuthorizationRefused(502, f"The connection to {provider} failed: {exc}", link) from None
@@ -294,6 +299,12 @@ def provider_url_check(url: str) -> None:
     resolve_public(url)
 
 
+def provider_session(url: str) -> requests.Session:
+    """A session for one token request to `url`: checked again now, and connecting only to the addresses just
+    checked (a DNS answer that changes after the check is never used)."""
+    return safe_session(url)
+
+
 @transaction.atomic
 def credentials_unauthenticated(*, core_user: CoreUser, provider: str, message: str) -> None:
     """Record that `provider` refused tokens for `core_user` and tell the API owner (webhook event)."""
@@ -317,8 +328,8 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
             raise oauth.TokenRequestFailed(f"No application is set up for {credential.provider}.")
         if not credential.refresh_token:
             raise oauth.TokenRequestFailed(f"{credential.provider} gave no refresh token.")
-        provider_url_check(application.token_url)
-        tokens = oauth.token_refresh(application, refresh_token=credential.refresh_token)
+        with provider_session(application.token_url) as session:
+            tokens = oauth.token_refresh(application, refresh_token=credential.refresh_token, session=session)
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=core_user, provider=credential.provider, message=str(exc))
         return None

@@ -20,7 +20,7 @@ from platform_site.api.errors import DomainError
 from platform_site.api.serializers import format_timestamp
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
-from .urlsafety import UnsafeUrl, resolve_public
+from .urlsafety import UnsafeUrl, resolve_public, safe_session
 
 logger = logging.getLogger(__name__)
 
@@ -160,9 +160,12 @@ def delivery_attempt(delivery_id) -> float | None:
     webhook = delivery.webhook
     status_code, response_text, error = None, "", ""
     started = time.monotonic()
+    session = None
     try:
-        resolve_public(webhook.url)  # again at send time: DNS may have changed since registration
-        response = requests.post(
+        # Checked again at send time (DNS may have changed since registration), and the session connects only to
+        # the addresses just checked, never to a second DNS answer.
+        session = safe_session(webhook.url)
+        response = session.post(
             webhook.url,
             data=body,
             headers={
@@ -180,6 +183,9 @@ def delivery_attempt(delivery_id) -> float | None:
         error = f"refused: {exc}"
     except requests.RequestException as exc:
         error = f"{type(exc).__name__}: {exc}"[:RESPONSE_KEEP_CHARS]
+    finally:
+        if session is not None:
+            session.close()
     duration_ms = int((time.monotonic() - started) * 1000)
     succeeded = status_code is not None and 200 <= status_code < 300
     return _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded)

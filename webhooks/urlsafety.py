@@ -1,31 +1,142 @@
-"""Refuse webhook URLs that point into our own network (loopback, private, link-local...), unless
-the deployment allows it (`WEBHOOK_ALLOW_PRIVATE_URLS`, the embedded default)."""
+"""Refuse URLs we fetch ourselves (webhook deliveries, provider token requests) that point into our own network
+(loopback, private, link-local...), unless the deployment allows it (`WEBHOOK_ALLOW_PRIVATE_URLS`, the embedded
+default).
+
+Two rules make the check mean something:
+- The host we check is the host the HTTP client connects to. URLs that parsers read differently (a backslash,
+  user-info, a percent-encoded host) are refused outright, and the host is taken from urllib3's parser, which
+  requests uses.
+- The address we check is the address we connect to. `safe_session` resolves the host once, checks every address
+  and gives a requests session whose connections go to those vetted addresses only (the Host header, TLS SNI and
+  the certificate check still use the host name), so a DNS answer that changes between check and connect
+  (DNS rebinding) cannot lead us into our network.
+"""
 
 import ipaddress
 import socket
 from urllib.parse import urlsplit
 
+import requests
 from django.conf import settings
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError, LocationParseError, NewConnectionError
+from urllib3.util import connection, parse_url
 
 
 class UnsafeUrl(Exception):
-    """The URL may not receive webhook deliveries; the message says why."""
+    """The URL may not be fetched by us; the message says why."""
 
 
-def resolve_public(url: str) -> None:
-    """Raise `UnsafeUrl` unless every address the host resolves to is public (or private is allowed)."""
-    host = urlsplit(url).hostname
+def url_host(url: str) -> tuple[str, int | None]:
+    """The (lower-case) host and port requests will connect to for `url`; `UnsafeUrl` when the URL is ambiguous:
+    a backslash, spaces or control characters, user-info (`user:password@`, never needed in a URL we call), a
+    percent-encoded host, or a host or port that urllib3 and the standard library read differently."""
+    if any(c == "\\" or c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise UnsafeUrl("The URL may not contain backslashes, spaces or control characters.")
+    try:
+        parsed, split = parse_url(url), urlsplit(url)
+        split_port = split.port
+    except (LocationParseError, ValueError) as exc:
+        raise UnsafeUrl("The URL cannot be read.") from exc
+    if parsed.scheme not in ("http", "https"):
+        raise UnsafeUrl("The URL must be http or https.")
+    if parsed.auth is not None or "@" in split.netloc:
+        raise UnsafeUrl("The URL may not contain a user name or password.")
+    if "%" in split.netloc:
+        raise UnsafeUrl("The URL's host may not be percent-encoded.")
+    host = (parsed.host or "").strip("[]").lower()
     if not host:
         raise UnsafeUrl("The URL has no host.")
+    split_host = split.hostname or ""
+    # An international name is IDNA-encoded by urllib3 only; the host we check is urllib3's either way.
+    if (host != split_host and split_host.isascii()) or parsed.port != split_port:
+        raise UnsafeUrl("The URL's host is ambiguous.")
+    return host, parsed.port
+
+
+def resolve_public(url: str) -> tuple[str, ...]:
+    """The addresses the URL's host resolves to, each checked public; `UnsafeUrl` if one is not (or the URL is
+    ambiguous, see `url_host`). With private URLs allowed nothing is resolved and `()` is returned."""
+    host, _ = url_host(url)
     if settings.WEBHOOK_ALLOW_PRIVATE_URLS:
-        return
+        return ()
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
         raise UnsafeUrl(f"The host '{host}' does not resolve.") from exc
+    addresses = []
     for info in infos:
         address = ipaddress.ip_address(info[4][0].split("%")[0])
         if getattr(address, "ipv4_mapped", None):
             address = address.ipv4_mapped
         if not address.is_global or address.is_multicast:
             raise UnsafeUrl(f"The host '{host}' resolves to a non-public address ({address}).")
+        addresses.append(str(address))
+    return tuple(dict.fromkeys(addresses))
+
+
+def safe_session(url: str) -> requests.Session:
+    """A requests session for calling `url`, after `resolve_public(url)`. Unless private URLs are allowed, its
+    connections go only to `url`'s host and only to the addresses just checked (no second DNS lookup); a
+    connection to any other host (a proxy from the environment, say) is refused. Close it after use."""
+    addresses = resolve_public(url)
+    session = requests.Session()
+    if addresses:
+        host, _ = url_host(url)
+        adapter = _PinnedAdapter(host, addresses)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+    return session
+
+
+class _PinnedAdapter(HTTPAdapter):
+    """A transport adapter whose connection pools connect `host` to the vetted `addresses` instead of resolving
+    it again. Everything else (Host header, SNI, certificate verification, timeouts) is urllib3's own."""
+
+    def __init__(self, host: str, addresses: tuple[str, ...]):
+        self.pinned_host, self.pinned_addresses = host, addresses
+        super().__init__()
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        pin = {"pinned_host": self.pinned_host, "pinned_addresses": self.pinned_addresses}
+        http = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), pin)
+        https = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), pin)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": type("PinnedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": http}),
+            "https": type("PinnedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": https}),
+        }
+
+    def proxy_manager_for(self, proxy, **proxy_kwargs):
+        # A proxy would look the host up itself, after our check: refuse rather than call through it.
+        raise requests.exceptions.ProxyError(f"Calls to checked URLs do not go through proxies ({proxy}).")
+
+
+class _PinnedConnectionMixin:
+    """Replaces urllib3's `HTTPConnection._new_conn` (resolve `host`, connect): connects to the pinned addresses,
+    in order, with the same socket options and the same exceptions."""
+
+    pinned_host: str
+    pinned_addresses: tuple[str, ...]
+
+    def _new_conn(self):
+        if self.host.lower() != self.pinned_host.rstrip("."):
+            raise NewConnectionError(
+                self, f"Refused to connect to '{self.host}': only '{self.pinned_host}' was checked."
+            )
+        error = None
+        for address in self.pinned_addresses:
+            try:
+                return connection.create_connection(
+                    (address, self.port), self.timeout, source_address=self.source_address,
+                    socket_options=self.socket_options,
+                )  # fmt: skip
+            except TimeoutError as exc:
+                error = ConnectTimeoutError(self, f"Connection to {self.host} ({address}) timed out.")
+                error.__cause__ = exc
+            except OSError as exc:
+                error = NewConnectionError(self, f"Failed to establish a new connection to {address}: {exc}")
+                error.__cause__ = exc
+        raise error

@@ -12,6 +12,8 @@ from django.utils import timezone
 
 from .models import ProviderApplication
 
+EXPIRES_IN_MAX = timedelta(days=3650)
+
 
 class TokenRequestFailed(Exception):
     """The provider did not hand out tokens; the message says why, in words an end user may read."""
@@ -30,11 +32,14 @@ def _timeout() -> float:
     return float(getattr(settings, "PROVIDER_TOKEN_TIMEOUT_SECONDS", 10.0))
 
 
-def token_request(application: ProviderApplication, form: dict[str, str]) -> TokenSet:
+def token_request(
+    application: ProviderApplication, form: dict[str, str], *, session: requests.Session | None = None
+) -> TokenSet:
     """POST `form` to the token URL with the client authenticated by HTTP Basic (RFC 6749 section 2.3.1)
-    and read the token answer; anything but a 2xx JSON with an access_token is `TokenRequestFailed`."""
+    and read the token answer; anything but a 2xx JSON with an access_token is `TokenRequestFailed`.
+    `session`: the requests session to post with (callers pass one that connects only to checked addresses)."""
     try:
-        response = requests.post(
+        response = (session or requests).post(
             application.token_url,
             data=form,
             auth=(application.client_id, application.client_secret),
@@ -56,21 +61,31 @@ def token_request(application: ProviderApplication, form: dict[str, str]) -> Tok
     access_token = body.get("access_token")
     if not isinstance(access_token, str) or not access_token:
         raise TokenRequestFailed(f"{application.provider} answered without an access token.")
-    expires_in = body.get("expires_in")
-    expires_at = None
-    if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool) and expires_in > 0:
-        expires_at = timezone.now() + timedelta(seconds=int(expires_in))
     return TokenSet(
         access_token=access_token,
         refresh_token=str(body.get("refresh_token") or ""),
         token_type=str(body.get("token_type") or "")[:64],
         scope=str(body.get("scope") or "")[:2000],
-        expires_at=expires_at,
+        expires_at=_expires_at(body.get("expires_in")),
     )
 
 
+def _expires_at(expires_in) -> datetime | None:
+    """When the access token expires: `expires_in` seconds from now, clamped to `EXPIRES_IN_MAX` (a provider's
+    1e300 or Infinity means "does not expire" for us, not a crash). Anything but a positive finite JSON number
+    (missing, a string, a boolean, NaN, zero, negative) is an unknown expiry: None."""
+    if not isinstance(expires_in, (int, float)) or isinstance(expires_in, bool) or not expires_in > 0:
+        return None
+    return timezone.now() + timedelta(seconds=min(expires_in, EXPIRES_IN_MAX.total_seconds()) // 1)
+
+
 def authorization_code_exchange(
-    application: ProviderApplication, *, code: str, redirect_uri: str, code_verifier: str
+    application: ProviderApplication,
+    *,
+    code: str,
+    redirect_uri: str,
+    code_verifier: str,
+    session: requests.Session | None = None,
 ) -> TokenSet:
     """Trade the authorization code for tokens (with the PKCE verifier of the authorization request)."""
     return token_request(
@@ -82,9 +97,12 @@ def authorization_code_exchange(
             "client_id": application.client_id,
             "code_verifier": code_verifier,
         },
+        session=session,
     )
 
 
-def token_refresh(application: ProviderApplication, *, refresh_token: str) -> TokenSet:
+def token_refresh(
+    application: ProviderApplication, *, refresh_token: str, session: requests.Session | None = None
+) -> TokenSet:
     """New tokens for a refresh token."""
-    return token_request(application, {"grant_type": "refresh_token", "refresh_token": refresh_token})
+    return token_request(application, {"grant_type": "refresh_token", "refresh_token": refresh_token}, session=session)

@@ -1,7 +1,8 @@
 """A real OAuth 2.0 authorization server on loopback (http.server in a thread) for the magic link tests:
 `/authorize` shows a consent page whose "Allow" / "Deny" links redirect back with `code` and `state` (or
 `error`), `/token` exchanges codes (client authenticated by HTTP Basic, PKCE S256 checked) and refresh
-tokens. `fail_token` makes every token request fail with `invalid_grant`."""
+tokens. `fail_token` makes every token request fail with `invalid_grant`; `expires_in` is what the token
+answers say (any JSON value, even NaN or Infinity)."""
 
 import base64
 import hashlib
@@ -20,6 +21,7 @@ class OAuthServer:
     client_id: str = "test-client"
     client_secret: str = "test-client-secret"
     fail_token: bool = False
+    expires_in: object = 3600
     base_url: str = ""
     codes: dict[str, dict] = field(default_factory=dict)
     refresh_tokens: set[str] = field(default_factory=set)
@@ -65,7 +67,7 @@ class OAuthServer:
             "access_token": "access-" + secrets.token_urlsafe(16),
             "refresh_token": refresh,
             "token_type": "Bearer",
-            "expires_in": 3600,
+            "expires_in": self.expires_in,
             "scope": "files offline_access",
         }
 

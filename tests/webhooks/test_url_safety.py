@@ -1,0 +1,195 @@
+"""Webhook URLs into our own network stay refused however they are spelled (parser tricks), and a delivery
+connects only to the address that was checked (DNS rebinding). Deliveries go to a real loopback receiver."""
+
+import datetime
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+from django.utils import timezone
+
+from tests.tenancy import assert_problem
+from webhooks.models import Delivery, DeliveryAttempt, Webhook
+from webhooks.services import delivery_attempt
+from webhooks.urlsafety import _PinnedAdapter
+
+from .fake_dns import PUBLIC_ADDRESS, FakeDns
+
+URL = "/services/alerts/api/alerts/webhooks"
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+# URLs whose host, as requests connects to it, is loopback (or that parsers read differently).
+HIDDEN_PRIVATE_URLS = [
+    "http://127.0.0.1:8113\\@example.com/ssrf",  # requests: 127.0.0.1; urlsplit: example.com
+    "http://example.com\\@127.0.0.1/ssrf",
+    "http://example.com\\/hook",
+    "http://127.0.0.1:8113@example.com/ssrf",  # user-info
+    "http://user:password@example.com/hook",
+    "http://example.com@127.0.0.1/hook",
+    "http://%31%32%37.0.0.1:8113/hook",  # percent-encoded host (urllib3 decodes it)
+    "http://[::1]:8113/hook",
+    "http://[::ffff:127.0.0.1]/hook",
+    "http://2130706433/hook",  # decimal IPv4
+    "http://0x7f.1/hook",  # hex / short IPv4
+    "http://0177.0.0.1/hook",  # octal IPv4
+    "http://localhost./hook",
+]
+
+
+@pytest.fixture
+def dns(monkeypatch, settings):
+    """Private URLs refused; example.com (and its subdomains used here) resolve to a public address."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
+    return FakeDns({"example.com": [PUBLIC_ADDRESS], "hooks.example.com": [PUBLIC_ADDRESS]}).install(monkeypatch)
+
+
+def register(client, url):
+    body = {"name": "ops", "url": url, "secret": "s3cret", "events": ["fieldCreated"]}
+    return client.post(URL, body, format="json")
+
+
+@pytest.mark.parametrize("url", HIDDEN_PRIVATE_URLS)
+def test_urls_that_hide_a_private_host_are_refused(api_client, dns, url):
+    body = assert_problem(register(api_client, url), 400)
+    assert body["errorKey"] in ("webhookUrlNotAllowed", "validation"), body
+    assert [e["field"] for e in body["fieldErrors"]] == ["url"]
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8113\\@example.com/ssrf", "http://127.0.0.1:8113@example.com/ssrf", "http://[::1]/x"]
+)
+def test_the_bypass_urls_get_the_url_not_allowed_problem(api_client, dns, url):
+    body = assert_problem(register(api_client, url), 400, "webhookUrlNotAllowed")
+    assert body["fieldErrors"][0]["field"] == "url"
+
+
+def test_a_public_url_is_still_accepted(api_client, dns):
+    assert register(api_client, "https://hooks.example.com:8443/in?x=1").status_code == 201
+
+
+def test_an_international_host_name_is_checked_as_it_is_connected_to(api_client, dns):
+    dns.answers["xn--bcher-kva.example"] = ["127.0.0.1"]
+    assert_problem(register(api_client, "https://bücher.example/in"), 400, "webhookUrlNotAllowed")
+    dns.answers["xn--bcher-kva.example"] = [PUBLIC_ADDRESS]
+    assert register(api_client, "https://bücher.example/in").status_code == 201
+
+
+def _pending_delivery(owner, url):
+    webhook = Webhook.objects.create(owner=owner, name="stored", url=url, secret="s")
+    return Delivery.objects.create(
+        webhook=webhook, owner=owner, event="fieldCreated", body="{}", next_attempt_at=timezone.now()
+    )
+
+
+def test_a_stored_url_that_hides_a_private_host_is_refused_at_delivery(owner, dns, webhook_receiver):
+    # Given a webhook stored before the rule (or by another path) whose URL reaches the receiver on loopback
+    port = urlsplit(webhook_receiver.url).port
+    delivery = _pending_delivery(owner, f"http://127.0.0.1:{port}\\@example.com/ssrf")
+    # When it is delivered
+    delivery_attempt(delivery.pk)
+    # Then nothing reaches the loopback receiver and the attempt says why
+    assert webhook_receiver.wait_for(1, timeout=0.3) == []
+    [attempt] = DeliveryAttempt.objects.all()
+    assert attempt.status_code is None and attempt.error.startswith("refused:"), attempt.error
+
+
+def test_a_delivery_connects_only_to_the_address_that_was_checked(owner, dns, settings, webhook_receiver):
+    # Given a name that answers a public address to the check and loopback to any later lookup (rebinding)
+    settings.WEBHOOK_TIMEOUT_SECONDS = 1
+    port = urlsplit(webhook_receiver.url).port
+    dns.answers["rebind.test"] = [PUBLIC_ADDRESS, "127.0.0.1"]
+    delivery = _pending_delivery(owner, f"http://rebind.test:{port}/hook")
+    # When it is delivered
+    delivery_attempt(delivery.pk)
+    # Then the name was looked up once, the connection went to the checked (public) address, not to loopback
+    assert dns.lookups["rebind.test"] == 1
+    assert webhook_receiver.wait_for(1, timeout=0.3) == []
+    [attempt] = DeliveryAttempt.objects.all()
+    assert attempt.status_code is None and PUBLIC_ADDRESS in attempt.error, attempt.error
+
+
+def test_the_pinned_transport_keeps_the_host_name_and_refuses_other_hosts(monkeypatch, webhook_receiver):
+    # A name that would resolve elsewhere: the pinned transport must not look it up at all.
+    dns = FakeDns({"receiver.test": ["10.255.255.1"], "other.test": ["127.0.0.1"]}).install(monkeypatch)
+    port = urlsplit(webhook_receiver.url).port
+    with requests.Session() as session:
+        session.mount("http://", _PinnedAdapter("receiver.test", ("127.0.0.1",)))
+        assert session.post(f"http://receiver.test:{port}/pinned", data=b"{}", timeout=5).status_code == 200
+        with pytest.raises(requests.ConnectionError):
+            session.post(f"http://other.test:{port}/elsewhere", data=b"{}", timeout=5)
+    [received] = webhook_receiver.wait_for(1)
+    assert (received.path, received.headers["Host"]) == ("/pinned", f"receiver.test:{port}")
+    assert dns.lookups == {}
+
+
+def _self_signed(tmp_path, host: str):
+    """A certificate for `host` (and its key) in PEM files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return str(cert_file), str(key_file)
+
+
+def test_the_pinned_transport_checks_tls_against_the_host_name(monkeypatch, tmp_path):
+    # Given an HTTPS server on loopback with a certificate for secure.test only
+    cert_file, key_file = _self_signed(tmp_path, "secure.test")
+    seen = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            seen["sni"], seen["host"] = self.connection.server_name, self.headers["Host"]
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    context.sni_callback = lambda sock, server_name, _context: setattr(sock, "server_name", server_name)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    FakeDns({"secure.test": ["10.255.255.1"], "wrong.test": ["10.255.255.1"]}).install(monkeypatch)
+    try:
+        # When we connect to the vetted address for secure.test: SNI and the certificate check use the name
+        with requests.Session() as session:
+            session.mount("https://", _PinnedAdapter("secure.test", ("127.0.0.1",)))
+            response = session.post(f"https://secure.test:{port}/x", data=b"{}", timeout=5, verify=cert_file)
+        assert response.status_code == 204
+        assert seen == {"sni": "secure.test", "host": f"secure.test:{port}"}
+        # And a certificate that is not for the URL's host is refused, even at the vetted address
+        with requests.Session() as session:
+            session.mount("https://", _PinnedAdapter("wrong.test", ("127.0.0.1",)))
+            with pytest.raises(requests.exceptions.SSLError):
+                session.post(f"https://wrong.test:{port}/x", data=b"{}", timeout=5, verify=cert_file)
+    finally:
+        server.shutdown()
+        server.server_close()
