@@ -9,6 +9,7 @@ formats we recognise but cannot read.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -27,6 +28,8 @@ CHUNK = 1024 * 1024
 RATIO_MIN_BYTES = 1024 * 1024
 JUNK_DIRS = frozenset({"__macosx"})
 JUNK_FILES = frozenset({".ds_store", "thumbs.db", "desktop.ini"})
+# A shapefile's parts and sidecars: the files next to the .shp whose names start with its stem.
+SHAPEFILE_SIDECARS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".xml", ".json")
 
 
 class ArchiveError(Exception):
@@ -78,17 +81,20 @@ def safe_extract(
     max_total_bytes: int = 20 * GIB,
     max_ratio: float = 200.0,
     max_depth: int = 3,
+    name: str | None = None,
 ) -> ExtractResult:
     """Extract `zip_path` into `dest` safely; nested zips are extracted next to where they were, then removed.
 
-    Raises `ArchiveError` for a non-zip or corrupt file and for anything unsafe (traversal, absolute path,
-    symlink, too many entries, too large, too compressed, zips nested deeper than `max_depth`).
+    Raises `ArchiveError` for a non-zip or corrupt file and for anything unsafe or unusable (traversal, absolute
+    path, symlink, encrypted entry, a name too long for the disk, a file and a folder of one name, too many
+    entries, too large, too compressed, zips nested deeper than `max_depth`). Messages name the archive `name`
+    (the uploaded file's name; by default the file name of `zip_path`).
     """
     dest_path = Path(dest)
     dest_path.mkdir(parents=True, exist_ok=True)
     budget = ExtractionBudget(max_entries, max_total_bytes, max_ratio, max_depth)
     result = ExtractResult()
-    _extract(Path(zip_path), dest_path.resolve(), budget, result, depth=0, label=Path(zip_path).name)
+    _extract(Path(zip_path), dest_path.resolve(), budget, result, depth=0, label=name or Path(zip_path).name)
     result.total_bytes = budget.total_bytes
     return result
 
@@ -118,8 +124,13 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
                 continue
             if _is_symlink(info):
                 raise ArchiveError(f"{label}: entry {info.filename!r} is a symbolic link, which is not allowed")
+            if info.flag_bits & 0x1:
+                raise ArchiveError(
+                    f"{label}: entry {info.filename!r} is encrypted (password protected); upload the files without "
+                    "a password"
+                )
             if info.is_dir():
-                (dest / rel).mkdir(parents=True, exist_ok=True)
+                _make_folder(dest / rel, info, label)
                 continue
             declared += info.file_size
             _check_ratio(info.file_size, info.compress_size, info.filename, budget, label)
@@ -132,9 +143,13 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
         nested: list[Path] = []
         for info, rel in planned:
             target = dest / rel
-            if not _inside(target, dest):
+            try:
+                inside = _inside(target, dest)
+            except OSError as exc:
+                raise _unwritable(info, label, exc) from exc
+            if not inside:
                 raise ArchiveError(f"{label}: entry {info.filename!r} would be written outside the destination")
-            target.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(target.parent, info, label)
             _stream_entry(zf, info, target, budget, label)
             if rel.suffix.lower() == ".zip":
                 nested.append(target)
@@ -188,6 +203,25 @@ def _inside(target: Path, dest: Path) -> bool:
     return True
 
 
+def _make_folder(folder: Path, info: zipfile.ZipInfo, label: str) -> None:
+    """Create the folder an entry goes in; ArchiveError when the entries clash or a name cannot be written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise ArchiveError(
+            f"{label}: entry {info.filename!r} needs a folder where another entry is a file of the same name"
+        ) from exc
+    except OSError as exc:
+        raise _unwritable(info, label, exc) from exc
+
+
+def _unwritable(info: zipfile.ZipInfo, label: str, exc: OSError) -> ArchiveError:
+    if exc.errno == errno.ENAMETOOLONG:
+        shown = info.filename if len(info.filename) <= 80 else info.filename[:80] + "..."
+        return ArchiveError(f"{label}: entry {shown!r} has a name or path too long to be extracted")
+    return ArchiveError(f"{label}: entry {info.filename!r} cannot be extracted ({exc.strerror or exc})")
+
+
 def _stream_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget, label: str) -> None:
     """Copy one entry in chunks, counting real bytes: declared sizes can lie."""
     written = 0
@@ -211,8 +245,20 @@ def _stream_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budg
         target.unlink(missing_ok=True)
         raise
     except FileExistsError as exc:
+        if target.is_dir():
+            raise ArchiveError(
+                f"{label}: entry {info.filename!r} is a file where another entry needs a folder of the same name"
+            ) from exc
         raise ArchiveError(f"{label}: entry {info.filename!r} appears twice") from exc
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
+    except RuntimeError as exc:  # zipfile: encrypted entry (a flag the directory did not show)
+        target.unlink(missing_ok=True)
+        raise ArchiveError(f"{label}: entry {info.filename!r} is encrypted (password protected)") from exc
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise _unwritable(info, label, exc) from exc
+        target.unlink(missing_ok=True)
+        raise ArchiveError(f"{label}: entry {info.filename!r} is corrupt or truncated ({exc})") from exc
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as exc:
         target.unlink(missing_ok=True)
         raise ArchiveError(f"{label}: entry {info.filename!r} is corrupt or truncated ({exc})") from exc
 
@@ -266,9 +312,12 @@ _POINT_RE = re.compile(rb'"type"\s*:\s*"(Multi)?Point"')
 _OTHER_GEOM_RE = re.compile(rb'"type"\s*:\s*"(Multi)?(Polygon|LineString)"')
 
 
-def detect(root: str | os.PathLike) -> Detection:
-    """Find data sets anywhere under `root` (case-insensitive names; symlinks are not followed)."""
+def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
+    """Find data sets anywhere under `root` (case-insensitive names; symlinks are not followed). A task data set at
+    the top of `root` is named after the archive `name` (the uploaded file's name without `.zip`; TASKDATA when
+    that leaves nothing), or after the `root` folder when no `name` is given."""
     root_path = Path(root)
+    top_name = root_path.name if name is None else (_archive_stem(name) or "TASKDATA")
     found = Detection()
     for dirpath, dirnames, filenames in os.walk(root_path, followlinks=False):
         here = Path(dirpath)
@@ -280,7 +329,7 @@ def detect(root: str | os.PathLike) -> Detection:
             continue
         if "taskdata.xml" in lower_files:
             path = here / lower_files["taskdata.xml"]
-            found.datasets.append(Dataset("ISOXML", path, here, _display_name(here, root_path)))
+            found.datasets.append(Dataset("ISOXML", path, here, _display_name(here, root_path, top_name)))
         dirnames.sort()
         for name in sorted(filenames):
             lower = name.lower()
@@ -337,12 +386,46 @@ def _tree_has(folder: Path, suffixes: tuple[str, ...], names: tuple[str, ...]) -
     return False
 
 
-def _display_name(folder: Path, root: Path) -> str:
+def _display_name(folder: Path, root: Path, top_name: str) -> str:
     try:
         rel = folder.relative_to(root)
     except ValueError:
         return folder.name
-    return str(rel) if str(rel) != "." else folder.name
+    return str(rel) if str(rel) != "." else top_name
+
+
+def _archive_stem(name: str | None) -> str:
+    base = PurePosixPath((name or "").replace("\\", "/")).name
+    return base[:-4] if base.lower().endswith(".zip") else base
+
+
+def dataset_files(dataset: Dataset) -> list[Path]:
+    """The data set's own files (what its `originalFile` holds), sorted.
+
+    ISOXML: the files directly in its folder (ISO 11783-10 keeps TASKDATA.XML and the files it references flat in
+    one folder), without subfolders and without the files of other data sets `detect` finds next to it (a
+    shapefile's parts, a GeoJSON point collection), so a task data set at the top of an upload does not carry the
+    rest of the upload. Shapefile: its parts and sidecars. GeoJSON: the file.
+    """
+    if dataset.format == "GEOJSON":
+        return [dataset.path]
+    files = sorted(p for p in dataset.root.iterdir() if p.is_file() and not p.is_symlink())
+    if dataset.format == "SHAPEFILE":
+        return _shapefile_parts(dataset.path, files)
+    lower_names = {p.name.lower() for p in files}
+    others: set[Path] = set()
+    for path in files:
+        lower = path.name.lower()
+        if lower.endswith(".shp") and f"{lower[:-4]}.dbf" in lower_names:
+            others.update(_shapefile_parts(path, files))
+        elif Path(lower).suffix in (".geojson", ".json") and _is_point_collection(path):
+            others.add(path)
+    return [p for p in files if p not in others]
+
+
+def _shapefile_parts(shp: Path, files: list[Path]) -> list[Path]:
+    stem = shp.stem.lower()
+    return [p for p in files if p.name.lower().startswith(stem) and p.suffix.lower() in SHAPEFILE_SIDECARS]
 
 
 def _is_point_collection(path: Path) -> bool:

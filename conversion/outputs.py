@@ -14,13 +14,11 @@ from pathlib import Path
 import numpy as np
 from django.core.files.storage import default_storage
 
-from . import pointstore, standardize, storage
+from . import archive, pointstore, standardize, storage
 from .file_images import file_images_render
 from .models import BatchDataset, File
 from .readers import UnreadableDataset
 from .readers.base import Dataset, PointTable
-
-SHAPEFILE_SIDECARS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".xml", ".json")
 
 
 def to_datetime(value) -> dt.datetime | None:
@@ -77,20 +75,9 @@ class Produced:
 
 
 def store_original(dataset: BatchDataset, source: Dataset) -> str:
-    """Store the data set's own files as one zip (a file's `originalFile`): the whole task data folder for
-    ISOXML, the shapefile's parts and sidecar JSON, or the GeoJSON file."""
-    if source.format == "ISOXML":
-        paths = sorted(p for p in source.root.rglob("*") if p.is_file())
-    elif source.format == "SHAPEFILE":
-        stem = source.path.stem.lower()
-        paths = sorted(
-            p
-            for p in source.root.iterdir()
-            if p.is_file() and p.name.lower().startswith(stem) and p.suffix.lower() in SHAPEFILE_SIDECARS
-        )
-    else:
-        paths = [source.path]
+    """Store the data set's own files (`archive.dataset_files`) as one zip: a file's `originalFile`."""
     base = source.root if source.format != "GEOJSON" else source.path.parent
+    paths = archive.dataset_files(source)
     return storage.store_zip_of(f"datasets/{dataset.batch_id}/{dataset.position}.zip", paths, base)
 
 

@@ -108,6 +108,15 @@ class PointTable:
         self.end = valid.max() if len(valid) else None
 
 
+def usable_positions(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """Per point, whether its position can be used: finite WGS84 coordinates on the globe (longitude -180..180,
+    latitude -90..90). Every reader drops the other points, as it drops any point it cannot use: they would make
+    invalid GeoJSON, areas and images."""
+    lon = np.asarray(lon, dtype=float)
+    lat = np.asarray(lat, dtype=float)
+    return np.isfinite(lon) & np.isfinite(lat) & (np.abs(lon) <= 180) & (np.abs(lat) <= 90)
+
+
 class Reader(abc.ABC):
     """A format plugin: reads one `Dataset` of its `format` into point tables."""
 

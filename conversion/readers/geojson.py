@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 
 from conversion.crops import normalize_crop_name
-from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register
+from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register, usable_positions
 from conversion.readers.shapefile.columns import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
 from conversion.readers.units import to_canonical
 
@@ -60,21 +60,36 @@ class GeojsonReader(Reader):
             raise UnreadableDataset(f"{dataset.path.name}: not valid JSON ({exc})") from exc
         if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
             raise UnreadableDataset(f"{dataset.path.name}: not a GeoJSON FeatureCollection")
-        features = [f for f in doc.get("features") or [] if isinstance(f, dict)]
+        features = doc.get("features") or []
+        if not isinstance(features, list):
+            raise UnreadableDataset(f"{dataset.path.name}: the FeatureCollection's features are not a list")
+        features = [f for f in features if isinstance(f, dict)]
         lon, lat, props = [], [], []
         for feature in features:
-            geom = feature.get("geometry") or {}
+            geom = feature.get("geometry")
+            geom = geom if isinstance(geom, dict) else {}
             coords = geom.get("coordinates")
-            if geom.get("type") == "MultiPoint" and coords:
+            if geom.get("type") == "MultiPoint" and isinstance(coords, list) and coords:
                 coords = coords[0]
-            if geom.get("type") not in ("Point", "MultiPoint") or not coords or len(coords) < 2:
+            if geom.get("type") not in ("Point", "MultiPoint") or not isinstance(coords, list) or len(coords) < 2:
                 continue
-            lon.append(coords[0])
-            lat.append(coords[1])
-            props.append(feature.get("properties") or {})
+            lon.append(_coordinate(coords[0]))
+            lat.append(_coordinate(coords[1]))
+            properties = feature.get("properties")
+            props.append(properties if isinstance(properties, dict) else {})
         if not lon:
             raise UnreadableDataset(f"{dataset.path.name}: the FeatureCollection holds no Point features")
-        return [self._table(dataset, np.asarray(lon, float), np.asarray(lat, float), props)]
+        lon_array, lat_array = np.asarray(lon, float), np.asarray(lat, float)
+        usable = usable_positions(lon_array, lat_array)
+        if not usable.any():
+            raise UnreadableDataset(
+                f"{dataset.path.name}: no Point feature has usable coordinates (numbers, WGS84 longitude -180..180 "
+                "and latitude -90..90)"
+            )
+        if not usable.all():
+            lon_array, lat_array = lon_array[usable], lat_array[usable]
+            props = [p for p, keep in zip(props, usable, strict=True) if keep]
+        return [self._table(dataset, lon_array, lat_array, props)]
 
     def _table(self, dataset: Dataset, lon: np.ndarray, lat: np.ndarray, props: list[dict]) -> PointTable:
         keys: list[str] = []
@@ -158,6 +173,16 @@ def _guess_operation(columns: dict[str, np.ndarray]) -> str:
     if "appliedRate" in columns:
         return "applied"
     return "other"
+
+
+def _coordinate(value) -> float:
+    """A coordinate as a float; NaN (an unusable point) when it is not a number."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return np.nan
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond float range
+        return np.nan
 
 
 def _floats(values: list) -> np.ndarray:

@@ -86,6 +86,7 @@ def ensure_extracted(batch: Batch) -> Path:
             max_total_bytes=settings.CONVERSION_MAX_EXPANDED_BYTES,
             max_ratio=settings.CONVERSION_MAX_RATIO,
             max_depth=settings.CONVERSION_MAX_DEPTH,
+            name=batch.file_name,
         )
     (partial / ".complete").touch()
     try:
@@ -106,7 +107,7 @@ def batch_open(batch_id: str) -> None:
         batch.save(update_fields=["started_at", "attempts"])
     try:
         root = ensure_extracted(batch)
-        found = archive.detect(root)
+        found = archive.detect(root, name=batch.file_name)
     except archive.ArchiveError as exc:
         _batch_fail(batch, UNABLE_TO_READ, str(exc))
         return

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from platform_site.api.errors import ConflictError
@@ -41,7 +41,8 @@ def batch_retry(*, batch: Batch) -> Batch:
         return batch
     for dataset in failed:
         dataset.status, dataset.message, dataset.attempts, dataset.finished_at = DatasetStatus.PENDING, None, 0, None
-        dataset.save(update_fields=["status", "message", "attempts", "finished_at"])
+        dataset.progress_at = timezone.now()  # sent again now: the sweep judges it from here
+        dataset.save(update_fields=["status", "message", "attempts", "finished_at", "progress_at"])
         dataset.files.exclude(status=FileStatus.PROCESSED).update(
             status=FileStatus.PROCESSING, status_message=None, updated_time=timezone.now()
         )
@@ -50,8 +51,9 @@ def batch_retry(*, batch: Batch) -> Batch:
 
 
 def conversion_sweep() -> dict[str, int]:
-    """Re-send batches and data sets that stayed in flight too long (their worker died), or fail them with a
-    reason after CONVERSION_MAX_ATTEMPTS; also fail lone files (merge, crop) stuck in processing."""
+    """Re-send batches and data sets that stayed in flight too long (their worker died, or their task was lost
+    before it started), or fail them with a reason after CONVERSION_MAX_ATTEMPTS; also fail lone files (merge,
+    crop) stuck in processing."""
     limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     counts = {"resent": 0, "failed": 0}
     stuck_batches = Batch.objects.filter(status=BatchStatus.RECEIVED, datasets__isnull=True).filter(
@@ -73,6 +75,24 @@ def conversion_sweep() -> dict[str, int]:
             _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)
             counts["failed"] += 1
         else:
+            _tasks().dataset_convert.delay(dataset.pk)
+            counts["resent"] += 1
+    # Data sets whose task never started (lost on its way to the broker, or its worker died before it began):
+    # judged from when they were made pending (`progress_at`, or the opening of their batch for older rows).
+    # Each re-send counts as an attempt, so a task that never arrives ends FAILED too.
+    never_started = BatchDataset.objects.filter(status=DatasetStatus.PENDING, supported=True).filter(
+        Q(progress_at__lt=limit) | Q(progress_at__isnull=True, batch__started_at__lt=limit)
+    )
+    for dataset in never_started:
+        if dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS:
+            message = STUCK_MESSAGE.format(attempts=dataset.attempts)
+            _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)
+            counts["failed"] += 1
+            continue
+        claimed = BatchDataset.objects.filter(pk=dataset.pk, status=DatasetStatus.PENDING).update(
+            attempts=F("attempts") + 1, progress_at=timezone.now()
+        )
+        if claimed:
             _tasks().dataset_convert.delay(dataset.pk)
             counts["resent"] += 1
     # Merged and cropped files; automerged ones belong to their operation (operations' sweep). `updated_time`, not

@@ -23,6 +23,7 @@ from conversion.readers.base import (
     UnreadableDataset,
     concat_tables,
     register,
+    usable_positions,
 )
 
 from .parallel import AnyTimeLog, join_parallel
@@ -225,7 +226,7 @@ class IsoxmlReader(Reader):
                 raw_units["PTN_up"] = "mm"
 
         lat, lon = columns["lat"], columns["lon"]
-        valid = ~((lat == 0) & (lon == 0)) & (np.abs(lat) <= 90) & (np.abs(lon) <= 180) & ~np.isnat(timestamp)
+        valid = ~((lat == 0) & (lon == 0)) & usable_positions(lon, lat) & ~np.isnat(timestamp)
         table = PointTable(
             name=task_name,
             operation_type=operation,  # type: ignore[arg-type]

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
 import shapefile
 
 from conversion.crops import normalize_crop_name
-from conversion.readers.base import Dataset, MachineIdentity, PointTable, Reader, UnreadableDataset, register
+from conversion.readers.base import (
+    Dataset,
+    MachineIdentity,
+    PointTable,
+    Reader,
+    UnreadableDataset,
+    register,
+    usable_positions,
+)
 from conversion.readers.units import normalize_unit, to_canonical
 
 from .columns import (
@@ -47,10 +56,16 @@ class ShapefileReader(Reader):
         dbf_path = _sibling(shp_path, ".dbf")
         if dbf_path is None:
             raise UnreadableDataset(f"{shp_path.name}: the .dbf file with the attributes is missing")
+        shx_path = _sibling(shp_path, ".shx")
+        for part, header_bytes in ((shp_path, 100), (shx_path, 100), (dbf_path, 32)):
+            if part is not None and part.stat().st_size < header_bytes:
+                raise UnreadableDataset(f"{shp_path.name}: the {part.name} file is empty or cut short")
         try:
-            reader = shapefile.Reader(shp=str(shp_path), dbf=str(dbf_path), shx=_opt(_sibling(shp_path, ".shx")))
+            reader = shapefile.Reader(shp=str(shp_path), dbf=str(dbf_path), shx=_opt(shx_path))
         except (shapefile.ShapefileException, OSError, ValueError) as exc:
             raise UnreadableDataset(f"{shp_path.name}: not a readable shapefile ({exc})") from exc
+        except struct.error as exc:  # a header cut short
+            raise UnreadableDataset(f"{shp_path.name}: not a readable shapefile (a part is cut short)") from exc
         with reader:
             return [self._read(reader, shp_path, dbf_path)]
 
@@ -194,7 +209,7 @@ class ShapefileReader(Reader):
             source_format="SHAPEFILE",
             warnings=warnings,
         )
-        valid = np.isfinite(lon) & np.isfinite(lat)
+        valid = usable_positions(lon, lat)
         if not valid.all():
             table = table.select(valid)
         table.refresh_time_range()

@@ -94,3 +94,53 @@ def test_a_batch_never_opened_is_opened_by_the_sweep(api_client, core_user, vali
 def test_a_recent_batch_is_left_alone(api_client, core_user, valid_timelogs, settings, monkeypatch):
     _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     assert conversion_sweep() == {"resent": 0, "failed": 0}
+
+
+def _pending_upload(api_client, core_user, folder, settings, monkeypatch) -> str:
+    """An upload opened into data sets whose conversion tasks never reached a worker (the broker was down)."""
+    batch_id = _upload_lost(api_client, core_user, folder, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)
+        batch_open(batch_id)
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    Batch.objects.filter(pk=batch_id).update(started_at=long_ago)
+    return batch_id
+
+
+def test_a_data_set_whose_task_never_started_is_sent_again(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    batch_id = _pending_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
+    assert BatchDataset.objects.get(batch_id=batch_id).status == DatasetStatus.PENDING
+    assert conversion_sweep() == {"resent": 1, "failed": 0}
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "PROCESSED"
+    assert len(batch["files"]) == 19
+
+
+def test_a_recent_pending_data_set_is_left_alone(api_client, core_user, valid_timelogs, settings, monkeypatch):
+    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)
+        batch_open(batch_id)
+    assert conversion_sweep() == {"resent": 0, "failed": 0}
+
+
+def test_a_data_set_whose_task_never_arrives_fails_with_a_reason(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    batch_id = _pending_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    monkeypatch.setattr(tasks.dataset_convert, "delay", lambda *a: None)  # the broker stays unreachable
+    for _ in range(settings.CONVERSION_MAX_ATTEMPTS):
+        assert conversion_sweep() == {"resent": 1, "failed": 0}
+        assert conversion_sweep() == {"resent": 0, "failed": 0}  # just sent: judged again from now
+        BatchDataset.objects.filter(batch_id=batch_id).update(progress_at=long_ago)
+    assert conversion_sweep() == {"resent": 0, "failed": 1}
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "FAILED"
+    assert f"did not finish in time after {settings.CONVERSION_MAX_ATTEMPTS} attempts" in batch["failureReason"]
+    assert {f.status for f in File.objects.filter(batch_id=batch_id)} == {FileStatus.FAILED}
+    # Ended: the owner may retry it now
+    assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
+    assert conversion_sweep() == {"resent": 0, "failed": 0}  # the retry's own task is not sent twice

@@ -1,0 +1,219 @@
+"""Malformed uploads are the uploader's bad files, not our errors: each fails its batch or file with a reason in
+plain words (never the internal-error text), named after the file the user uploaded; points off the globe are
+dropped like any unusable point."""
+
+import io
+import json
+import struct
+import zipfile
+
+import pytest
+import shapefile
+
+from conversion.models import INTERNAL_ERROR, UNABLE_TO_READ, Batch
+
+from .conftest import BATCH_URL, FILES_URL, upload, zip_entries
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+WGS84_PRJ = (
+    'GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],'
+    'PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]'
+)
+
+
+def _batch(client, core_user, data: bytes, name="upload.zip") -> dict:
+    response = upload(client, core_user.pk, data, name=name)
+    assert response.status_code == 201, response.content
+    response = client.get(f"{BATCH_URL}/{response.json()['id']}")
+    assert response.status_code == 200
+    return response.json()
+
+
+def _file(client, file_id) -> dict:
+    response = client.get(f"{FILES_URL}/{file_id}")
+    assert response.status_code == 200
+    return response.json()
+
+
+def _standard_geojson(client, file_id) -> dict:
+    response = client.get(f"{FILES_URL}/{file_id}/standardGeojson")
+    assert response.status_code == 200
+    return json.loads(b"".join(response.streaming_content))
+
+
+def _encrypted(entries: dict[str, bytes]) -> bytes:
+    """A zip whose entries carry the 'encrypted' flag (bit 0 of the general purpose flags), as a zip made with a
+    password does; zipfile refuses to read them without one."""
+    data = bytearray(zip_entries(entries))
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = 0
+        while (start := data.find(signature, start)) >= 0:
+            flags = struct.unpack_from("<H", data, start + flags_at)[0]
+            struct.pack_into("<H", data, start + flags_at, flags | 0x1)
+            start += 4
+    return bytes(data)
+
+
+def _points(coordinates: list, **properties) -> bytes:
+    features = [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": xy},
+            "properties": {"timestamp": f"2024-05-01T10:00:{i:02d}Z", "appliedRate": 100.0, **properties},
+        }
+        for i, xy in enumerate(coordinates)
+    ]
+    return json.dumps({"type": "FeatureCollection", "features": features}).encode()
+
+
+def _good_coordinates(n: int) -> list:
+    return [[10.0 + i * 1e-4, 54.0] for i in range(n)]
+
+
+def _assert_user_failure(batch: dict, *reason_parts: str) -> None:
+    assert batch["status"] == "FAILED", batch
+    assert batch["statusDetails"] == UNABLE_TO_READ
+    for part in reason_parts:
+        assert part in batch["failureReason"], batch["failureReason"]
+    assert "internal error" not in batch["failureReason"].lower()
+
+
+# --- archives -------------------------------------------------------------------------------------------------------
+
+
+def test_an_encrypted_entry_fails_the_batch_with_a_reason(api_client, core_user, caplog):
+    data = _encrypted({"spray.geojson": _points(_good_coordinates(5))})
+    batch = _batch(api_client, core_user, data, name="locked.zip")
+    _assert_user_failure(batch, "locked.zip: entry 'spray.geojson' is encrypted (password protected)")
+    assert not [r for r in caplog.records if r.exc_info]  # no traceback logged for a user's file
+
+
+def test_a_name_too_long_for_the_disk_fails_the_batch_with_a_reason(api_client, core_user, caplog):
+    data = zip_entries({"d" * 300 + "/spray.geojson": _points(_good_coordinates(5))})
+    batch = _batch(api_client, core_user, data)
+    _assert_user_failure(batch, "upload.zip: entry 'ddd", "has a name or path too long to be extracted")
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+@pytest.mark.parametrize(
+    ("entries", "reason"),
+    [
+        (["x", "x/y"], "entry 'x/y' needs a folder where another entry is a file of the same name"),
+        (["x/y", "x"], "entry 'x' is a file where another entry needs a folder of the same name"),
+    ],
+)
+def test_a_file_and_a_folder_of_one_name_fail_the_batch_with_a_reason(api_client, core_user, entries, reason):
+    batch = _batch(api_client, core_user, zip_entries({name: b"1" for name in entries}))
+    _assert_user_failure(batch, f"upload.zip: {reason}")
+
+
+def test_a_truncated_archive_is_named_as_uploaded(api_client, core_user):
+    data = zip_entries({"spray.geojson": _points(_good_coordinates(300))})
+    batch = _batch(api_client, core_user, data[: len(data) // 2], name="harvest 2024.zip")
+    _assert_user_failure(batch, "harvest 2024.zip is not a zip archive or is truncated")
+    assert batch["id"] not in batch["failureReason"]  # never the name we store it under
+
+
+# --- readers --------------------------------------------------------------------------------------------------------
+
+
+def test_geojson_points_with_coordinates_that_are_not_numbers_are_dropped(api_client, core_user):
+    coordinates = [["a", "b"], [True, 54.0], [10.0, None], [[10.0, 54.0], 1]] + _good_coordinates(5)
+    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": _points(coordinates)}))
+    assert batch["status"] == "PROCESSED", batch
+    assert len(_standard_geojson(api_client, batch["files"][0])["features"]) == 5
+
+
+def test_geojson_points_off_the_globe_are_dropped(api_client, core_user):
+    coordinates = [[500.0, 100.0], [10.0, 91.0], [-180.5, 54.0], [1e400, 54.0], [10**400, 54.0]] + _good_coordinates(5)
+    data = zip_entries({"spray.geojson": _points(coordinates).replace(b"Infinity", b"1e400")})
+    batch = _batch(api_client, core_user, data)
+    assert batch["status"] == "PROCESSED", batch
+    file_id = batch["files"][0]
+    summary = api_client.get(f"{FILES_URL}/{file_id}/summary").json()["properties"]
+    assert summary["cleaning"]["pointsRead"] == summary["pointCount"] == 5
+    for feature in _standard_geojson(api_client, file_id)["features"]:
+        lon, lat = feature["geometry"]["coordinates"]
+        assert -180 <= lon <= 180 and -90 <= lat <= 90
+
+
+def test_geojson_without_a_usable_point_fails_its_file_with_a_reason(api_client, core_user):
+    data = zip_entries({"spray.geojson": _points([[500.0, 100.0], ["a", "b"]])})
+    batch = _batch(api_client, core_user, data)
+    _assert_user_failure(batch, "spray.geojson: no Point feature has usable coordinates")
+    file = _file(api_client, batch["files"][0])
+    assert file["status"] == "failed"
+    assert file["statusDetails"].startswith(UNABLE_TO_READ)
+    assert "usable coordinates" in file["statusDetails"]
+
+
+def test_geojson_whose_features_are_not_a_list_fails_its_file_with_a_reason(api_client, core_user):
+    data = zip_entries({"spray.geojson": b'{"type": "FeatureCollection", "features": 5, "x": {"type": "Point"}}'})
+    batch = _batch(api_client, core_user, data)
+    _assert_user_failure(batch, "spray.geojson: the FeatureCollection's features are not a list")
+
+
+def _shapefile(coordinates: list[tuple[float, float]], *, prj: bool = True) -> dict[str, bytes]:
+    shp, shx, dbf = io.BytesIO(), io.BytesIO(), io.BytesIO()
+    with shapefile.Writer(shp=shp, shx=shx, dbf=dbf, shapeType=shapefile.POINT) as writer:
+        writer.field("Rate", "N", decimal=2)
+        for i, (x, y) in enumerate(coordinates):
+            writer.point(x, y)
+            writer.record(100.0 + i)
+    parts = {"rate.shp": shp.getvalue(), "rate.shx": shx.getvalue(), "rate.dbf": dbf.getvalue()}
+    if prj:
+        parts["rate.prj"] = WGS84_PRJ.encode()
+    return parts
+
+
+def test_shapefile_points_off_the_globe_are_dropped(api_client, core_user):
+    coordinates = [(10.0 + i * 1e-4, 54.0) for i in range(5)] + [(10.0, 95.0), (200.0, 54.0)]
+    batch = _batch(api_client, core_user, zip_entries(_shapefile(coordinates)))
+    assert batch["status"] == "PROCESSED", batch
+    file_id = batch["files"][0]
+    summary = api_client.get(f"{FILES_URL}/{file_id}/summary").json()["properties"]
+    assert summary["cleaning"]["pointsRead"] == 5
+    for feature in _standard_geojson(api_client, file_id)["features"]:
+        lon, lat = feature["geometry"]["coordinates"]
+        assert -180 <= lon <= 180 and -90 <= lat <= 90
+
+
+@pytest.mark.parametrize("empty", [".shp", ".dbf", ".shx"])
+def test_an_empty_shapefile_part_fails_its_file_with_a_reason(api_client, core_user, empty, caplog):
+    parts = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
+    parts[f"rate{empty}"] = b""
+    batch = _batch(api_client, core_user, zip_entries(parts))
+    _assert_user_failure(batch, f"rate.shp: the rate{empty} file is empty or cut short")
+    file = _file(api_client, batch["files"][0])
+    assert file["status"] == "failed" and file["statusDetails"].startswith(UNABLE_TO_READ)
+    assert INTERNAL_ERROR not in file["statusDetails"]
+    assert not [r for r in caplog.records if r.exc_info]
+    assert Batch.objects.get(pk=batch["id"]).status == "FAILED"
+
+
+# --- a task data set at the top of the upload -----------------------------------------------------------------------
+
+
+def test_a_task_data_set_at_the_top_is_named_and_packed_on_its_own(api_client, core_user, load_from_stream):
+    # Given an upload whose TASKDATA.XML sits at the top, next to a shapefile, a GeoJSON and a folder of another
+    # shapefile
+    with zipfile.ZipFile(load_from_stream / "SingleDPD.zip") as zf:
+        isoxml = {name: zf.read(name) for name in zf.namelist()}
+    entries = dict(isoxml)
+    entries.update(_shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)]))
+    entries.update({f"shapes/{n}": b for n, b in _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)]).items()})
+    entries["spray.geojson"] = _points(_good_coordinates(5))
+    batch = _batch(api_client, core_user, zip_entries(entries), name="Harvest 2024.ZIP")
+    assert batch["status"] == "PROCESSED", batch
+    files = [_file(api_client, file_id) for file_id in batch["files"]]
+    assert sorted(f["fileFormat"] for f in files) == ["GEOJSON", "ISOXML", "SHAPEFILE", "SHAPEFILE"]
+    file = next(f for f in files if f["fileFormat"] == "ISOXML")
+    # Then the task data is named after the upload, not after our work folder
+    assert file["fileName"] == "Harvest 2024"
+    # and its original file holds its own files only, and is what sizeInBytes measures
+    response = api_client.get(f"{FILES_URL}/{file['id']}/originalFile")
+    assert response.status_code == 200
+    data = b"".join(response.streaming_content)
+    assert sorted(zipfile.ZipFile(io.BytesIO(data)).namelist()) == sorted(isoxml)
+    assert file["sizeInBytes"] == len(data)
