@@ -47,6 +47,12 @@ class WeatherSourceUnavailable(ServiceUnavailableError):
     error_key = "weatherSourceUnavailable"
 
 
+class WeatherRequestRejected(DomainError):
+    """The source refused the request itself (e.g. days outside its archive): asking again will not help."""
+
+    error_key = "weatherRequestRejected"
+
+
 @dataclass(frozen=True)
 class DailyWeather:
     """Days and, per Open-Meteo variable name, one value (or None) per day."""
@@ -82,6 +88,8 @@ class OpenMeteoArchiveSource:
             raise WeatherSourceUnavailable("The weather source cannot be reached; try again later.") from None
         if response.status_code != 200:
             logger.warning("weather source answered %s: %s", response.status_code, response.text[:300])
+            if response.status_code == 400 and (reason := _refusal(response)):
+                raise WeatherRequestRejected(f"The weather source cannot answer for these days: {reason}")
             raise WeatherSourceUnavailable(f"The weather source answered with status {response.status_code}.")
         try:
             daily = response.json()["daily"]
@@ -93,6 +101,16 @@ class OpenMeteoArchiveSource:
         if any(len(v) != len(days) for v in values.values()):
             raise WeatherSourceUnavailable("The weather source answered an unexpected document.")
         return DailyWeather(days=days, values=values)
+
+
+def _refusal(response: requests.Response) -> str | None:
+    """The `reason` of the archive's answer to a request it refuses (`{"error": true, "reason": "..."}`)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    reason = body.get("reason") if isinstance(body, dict) and body.get("error") is True else None
+    return " ".join(reason.split())[:300] if isinstance(reason, str) and reason.strip() else None
 
 
 def _number(value) -> float | None:

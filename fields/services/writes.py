@@ -184,9 +184,10 @@ def field_update(*, field: Field, changes: dict) -> Field:
         update_fields.append("farm")
     if update_fields:
         field.save(update_fields=[*update_fields, "updated_at"])
-    if "geometry" in changes:
-        return _boundary_set(field=field, geometry=changes["geometry"])
-    event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
+    if "geometry" in changes and _boundary_set(field=field, geometry=changes["geometry"]):
+        return _field_reload(field)  # its events are sent
+    if update_fields or "geometry" not in changes:
+        event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
     return _field_reload(field)
 
 
@@ -197,17 +198,28 @@ def field_boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
     a merged field containing this one is updated (mergedFieldUpdated)."""
     _check_writable(field)
     _field_lock(field, merge_may_follow=True)
-    return _boundary_set(field=field, geometry=geometry)
+    _boundary_set(field=field, geometry=geometry)
+    return _field_reload(field)
 
 
-def _boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
-    """`field_boundary_set` once the field is locked (PATCH with a geometry takes the lock itself)."""
+def _boundary_set(*, field: Field, geometry: MultiPolygon) -> bool:
+    """`field_boundary_set` once the field is locked (PATCH with a geometry takes the lock itself). False when
+    `geometry` is the active boundary's outline already: nothing changes, no boundary, no event (the spec's
+    condition is "a new boundary geometry is sent"; a repeated PUT changes nothing)."""
     if field.type == Field.Type.MERGED:
         raise DomainError(
             "The geometry of a MERGED field is the union of its sources; change a source instead.",
             error_key="mergedFieldGeometry",
             field_errors=[{"field": "geometry", "message": "Not settable on a MERGED field."}],
         )
+    field.refresh_from_db(fields=["boundary"])  # as it is now that the field is locked
+    current = field.boundary
+    if (
+        current is not None
+        and current.status == Boundary.Status.ACTIVE
+        and from_geos(current.geometry).equals(geometry)
+    ):
+        return False
     boundary = _boundary_add(field=field, geometry=geometry)
     event_emit(
         type=EventType.FIELD_BOUNDARY_UPDATED,
@@ -216,7 +228,7 @@ def _boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
     )
     event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
     _after_boundary_change(field)
-    return _field_reload(field)
+    return True
 
 
 @transaction.atomic

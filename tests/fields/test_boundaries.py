@@ -42,6 +42,34 @@ def test_put_boundary_keeps_the_previous_one_inactive_and_unchanged(api_client, 
     assert [b["status"] for b in api_client.get(f"{url}/boundaries").json()] == ["INACTIVE", "ACTIVE"]
 
 
+def test_the_same_outline_again_changes_nothing(
+    transactional_db, owner, core_user, api_client, webhook_receiver, subscribe
+):
+    """The spec moves a boundary on "a new boundary geometry is sent": the same outline (also from another first
+    vertex, or with an altitude) makes no boundary and sends no event; PATCH still applies its other changes."""
+    field = create_field(api_client, core_user, square(10, 50))
+    url = field_url(core_user, field["id"])
+    subscribe(owner, webhook_receiver, ["fieldUpdated", "fieldBoundaryUpdated"])
+    ring = square(10, 50)["coordinates"][0][0]
+    rotated = {"type": "Polygon", "coordinates": [[*ring[2:-1], *ring[:3]]]}
+    for method, body in [("put", square(10, 50)), ("put", rotated), ("patch", square(10, 50))]:
+        again = getattr(api_client, method)(
+            url if method == "patch" else f"{url}/boundary", {"geometry": body}, format="json"
+        )
+        assert again.status_code == 200 and again.json()["boundaries"] == field["boundaries"]
+        assert again.json()["updatedTime"] == field["updatedTime"]
+    renamed = api_client.patch(url, {"geometry": square(10, 50), "name": "renamed"}, format="json").json()
+    assert renamed["name"] == "renamed" and renamed["boundaries"] == field["boundaries"]
+    moved = api_client.put(f"{url}/boundary", {"geometry": square(11, 50)}, format="json").json()
+    assert len(moved["boundaries"]) == 2
+    webhook_receiver.wait_for(3)
+    assert sorted(e["type"] for e in webhook_receiver.events()) == [
+        "fieldBoundaryUpdated",
+        "fieldUpdated",
+        "fieldUpdated",
+    ]
+
+
 @pytest.mark.parametrize(
     "body",
     [{}, {"geometry": square(1, 1), "name": "x"}, {"geometry": {"type": "Polygon", "coordinates": [[[0, 0]]]}}],

@@ -152,11 +152,22 @@ def test_bad_dates_are_400_and_the_source_is_not_asked(api_client, core_user, op
     assert open_meteo.requests == []
 
 
-def test_an_error_of_the_source_is_503(api_client, core_user, open_meteo):
+@pytest.mark.parametrize("status", [500, 502, 429])
+def test_an_error_of_the_source_is_503(api_client, core_user, open_meteo, status):
     field = create_field(api_client, core_user, FIELD)
-    open_meteo.status = 400
+    open_meteo.status = status
     response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-01-02"})
     assert_problem(response, 503, "weatherSourceUnavailable")
+
+
+def test_days_the_source_refuses_are_400_with_its_reason(api_client, core_user, open_meteo):
+    """The archive answers 400 `{"error": true, "reason": ...}` for days it does not hold (before 1940, the last
+    few days): a client error that no retry mends, so not a 503."""
+    field = create_field(api_client, core_user, FIELD)
+    open_meteo.status = 400
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "1900-01-01", "endTime": "1900-01-02"})
+    body = assert_problem(response, 400, "weatherRequestRejected")
+    assert body["detail"].endswith("Parameter 'start_date' is out of allowed range")
 
 
 def test_an_unreachable_source_is_503(api_client, core_user, settings):
