@@ -1,5 +1,7 @@
 """Paging, sorting, errors and timestamps, shown on the core users list (every list shares them)."""
 
+import ast
+import os
 import re
 
 import pytest
@@ -139,3 +141,26 @@ def test_openapi_schema_and_docs_are_served(client):
     assert schema.status_code == 200
     assert b"/services/usermanagement/api/users" in schema.content
     assert client.get("/api/docs/").status_code == 200
+
+
+@pytest.mark.parametrize(("trust", "scheme"), [("true", "https"), ("false", "http")])
+def test_paging_links_behind_a_tls_proxy_follow_its_forwarded_proto(trust, scheme, owner, make_client):
+    """`TRUST_X_FORWARDED_PROTO=true` (read by the settings at start-up) makes the `Link` headers https:// when
+    the proxy says the client came in over TLS; without it the header is ignored (a client could send it)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from django.test import override_settings
+
+    script = "from django.conf import settings; import django; django.setup(); print(settings.SECURE_PROXY_SSL_HEADER)"
+    env = {**os.environ, "TRUST_X_FORWARDED_PROTO": trust, "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True
+    )
+    header = ast.literal_eval(done.stdout.strip())  # a tuple, or None
+    CoreUserFactory.create_batch(3, owner=owner)
+    with override_settings(SECURE_PROXY_SSL_HEADER=header):
+        response = make_client(owner).get(URL, {"size": 1}, HTTP_X_FORWARDED_PROTO="https")
+    assert response.status_code == 200
+    assert re.findall(r"<([a-z]+)://", response["Link"]) == [scheme] * 3
