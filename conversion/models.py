@@ -46,9 +46,10 @@ class Batch(models.Model):
     # Why the batch failed, in plain words (zip bomb, truncated archive...); statusDetails keeps the spec's text.
     failure_reason = models.TextField(null=True, blank=True)
     upload_timestamp = models.DateTimeField(default=timezone.now, db_index=True)
-    # When the batch task last started opening the zip; the sweep fails batches stuck in RECEIVED.
+    # When the batch task last started opening the zip, or the sweep last sent it again; the sweep judges from it.
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Sends of the opening task (the upload's, a retry's, each re-send by the sweep), whether or not it ran.
     attempts = models.PositiveIntegerField(default=0)
 
     class Meta:

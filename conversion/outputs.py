@@ -8,6 +8,7 @@ results onto the row (the caller saves it inside its transaction). Nothing here 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,10 +75,11 @@ class Produced:
             file.original_name = self.names["original"]
 
 
-def store_original(dataset: BatchDataset, source: Dataset) -> str:
-    """Store the data set's own files (`archive.dataset_files`) as one zip: a file's `originalFile`."""
+def store_original(dataset: BatchDataset, source: Dataset, *, extra: Sequence[Path] = ()) -> str:
+    """Store the data set's own files (`archive.dataset_files`, plus the `extra` files its reader used from a
+    subfolder, at their place) as one zip: a file's `originalFile`."""
     base = source.root if source.format != "GEOJSON" else source.path.parent
-    paths = archive.dataset_files(source)
+    paths = sorted({*archive.dataset_files(source), *extra})
     return storage.store_zip_of(f"datasets/{dataset.batch_id}/{dataset.position}.zip", paths, base)
 
 

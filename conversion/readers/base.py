@@ -7,6 +7,7 @@ metric units. They never touch Django or the database, so they can run in a work
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -124,6 +125,9 @@ class Reader(abc.ABC):
     # Parts of the data set that `read` could not convert while others could: (name, reason), so the caller can
     # report them instead of losing them silently.
     skipped: list[tuple[str, str]]
+    # Files `read` used from outside the data set's usual place (an ISOXML log found in a subfolder): the data set's
+    # original files include them.
+    extra_files: Sequence[Path] = ()
 
     @abc.abstractmethod
     def read(self, dataset: Dataset) -> list[PointTable]:

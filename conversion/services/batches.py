@@ -55,6 +55,7 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
         provider=provider,
         file_name=os.path.basename(upload.name or "upload.zip")[:255] or "upload.zip",
         size=upload.size,
+        attempts=1,  # an attempt is a send of the opening task (the sweep counts its re-sends)
     )
     batch.upload.save(f"{batch.id}.zip", upload, save=False)
     try:
@@ -102,9 +103,8 @@ def batch_open(batch_id: str) -> None:
         batch = Batch.objects.select_for_update().filter(pk=batch_id).first()
         if batch is None or batch.status != BatchStatus.RECEIVED or batch.datasets.exists():
             return
-        batch.started_at = timezone.now()
-        batch.attempts += 1
-        batch.save(update_fields=["started_at", "attempts"])
+        batch.started_at = timezone.now()  # counted as an attempt when it was sent
+        batch.save(update_fields=["started_at"])
     try:
         root = ensure_extracted(batch)
         found = archive.detect(root, name=batch.file_name)

@@ -40,7 +40,7 @@ def dataset_convert(dataset_id: int) -> None:
         tables = reader.read(source)
         if not tables:
             raise UnreadableDataset("The data set holds no logged points.")
-        original = outputs.store_original(dataset, source)
+        original = outputs.store_original(dataset, source, extra=reader.extra_files)
         failures = []
         several = len(tables) + len(reader.skipped) > 1
         for table in tables:

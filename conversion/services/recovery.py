@@ -35,7 +35,7 @@ def batch_retry(*, batch: Batch) -> Batch:
     batch.status, batch.status_details, batch.failure_reason, batch.finished_at = BatchStatus.RECEIVED, None, None, None
     batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])
     if not opened_before:
-        batch.attempts = 0
+        batch.attempts = 1  # this send
         batch.save(update_fields=["attempts"])
         _enqueue(_tasks().batch_open, str(batch.pk))
         return batch
@@ -56,16 +56,19 @@ def conversion_sweep() -> dict[str, int]:
     crop) stuck in processing."""
     limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     counts = {"resent": 0, "failed": 0}
-    stuck_batches = Batch.objects.filter(status=BatchStatus.RECEIVED, datasets__isnull=True).filter(
-        upload_timestamp__lt=limit
-    )
-    for batch in stuck_batches:
-        if batch.started_at and batch.started_at >= limit:
-            continue
+    # Batches not opened: never started, or started long ago by a worker that died. Each send of the opening task is
+    # an attempt, counted when it is sent (a task lost before a worker took it never runs to count itself), and the
+    # batch is judged again from then (`started_at`), so one that never opens ends FAILED too.
+    stuck_batches = Batch.objects.filter(status=BatchStatus.RECEIVED, datasets__isnull=True, upload_timestamp__lt=limit)
+    for batch in stuck_batches.filter(Q(started_at__isnull=True) | Q(started_at__lt=limit)):
         if batch.attempts >= settings.CONVERSION_MAX_ATTEMPTS:
             _batch_fail(batch, INTERNAL_ERROR, STUCK_MESSAGE.format(attempts=batch.attempts))
             counts["failed"] += 1
-        else:
+            continue
+        claimed = Batch.objects.filter(pk=batch.pk, status=BatchStatus.RECEIVED, attempts=batch.attempts).update(
+            attempts=F("attempts") + 1, started_at=timezone.now()
+        )
+        if claimed:
             _tasks().batch_open.delay(str(batch.pk))
             counts["resent"] += 1
     in_flight = BatchDataset.objects.filter(status=DatasetStatus.PROCESSING)

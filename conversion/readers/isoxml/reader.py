@@ -42,10 +42,12 @@ class IsoxmlReader(Reader):
     def __init__(self, *, include_raw: bool = True):
         self.include_raw = include_raw
         self.skipped = []
+        self.extra_files = []
 
     def read(self, dataset: Dataset) -> list[PointTable]:
         """One table per task with logged points; UnreadableDataset when no task has any."""
         td = load_taskdata(dataset.path)
+        self.extra_files = td.files.moved  # filled as the tasks' logs are found
         tables: list[PointTable] = []
         problems: list[str] = []
         tasks = [el for el in td.elements if el.tag == "TSK"]
@@ -81,7 +83,8 @@ class IsoxmlReader(Reader):
         for ref in tlg_refs:
             xml_path, bin_path = td.find_file(f"{ref}.xml"), td.find_file(f"{ref}.bin")
             if xml_path is None or bin_path is None:
-                warnings.append(f"{ref}: {'header XML' if xml_path is None else 'binary'} file missing, log skipped")
+                missing, name = ("header XML", f"{ref}.xml") if xml_path is None else ("binary", f"{ref}.bin")
+                warnings.append(f"{ref}: {missing} file missing{td.files.missing_note(name)}, log skipped")
                 continue
             try:
                 read.append(read_time_log(xml_path, bin_path))

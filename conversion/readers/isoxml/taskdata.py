@@ -1,11 +1,15 @@
 """ISOXML task data: TASKDATA.XML (+ XFR-split files) parsed safely, with lookups by XML id and the device tree.
 
+Files TASKDATA.XML references (XFR files, time logs, grids) are found by name through `DataSetFiles`, the one place
+that repairs a data set whose files were moved into a subfolder.
+
 Devices carry their decoded ISO 11783 NAME (device class -> machine or implement, and the operation type it does)
 and their device elements with their depth below the device root.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree.ElementTree import Element
@@ -128,6 +132,61 @@ class DeviceElement:
     depth: int
 
 
+class DataSetFiles:
+    """The files of a task data set by case-insensitive name, with a bounded repair of a rearranged data set.
+
+    ISO 11783-10 keeps TASKDATA.XML and every file it references in one folder, but re-zipped uploads often move the
+    logs into a subfolder (`TASKDATA/logs/`). A name missing from the folder is looked for in its subfolders, not
+    in another data set's folder (one holding its own TASKDATA.XML, and what is below it), and used when exactly
+    one file has that name; one found more than once stays missing (`missing_note` says where it was seen).
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._own = {p.name.lower(): p for p in folder.iterdir() if p.is_file() and not p.is_symlink()}
+        self._below: dict[str, list[Path]] | None = None
+        # Files used from a subfolder: they belong to the data set's original files too.
+        self.moved: list[Path] = []
+
+    def find(self, name: str) -> Path | None:
+        """The data set's file called `name` (any case), or None when it is missing or ambiguous."""
+        key = name.lower()
+        if key in self._own:
+            return self._own[key]
+        found = self._subfolder_files().get(key, [])
+        if len(found) != 1:
+            return None
+        if found[0] not in self.moved:
+            self.moved.append(found[0])
+        return found[0]
+
+    def missing_note(self, name: str) -> str:
+        """Why `find(name)` gave nothing, when it is more than absence: '' or ' (found N times: a/X, b/X)'."""
+        found = self._subfolder_files().get(name.lower(), []) if name.lower() not in self._own else []
+        if len(found) < 2:
+            return ""
+        places = ", ".join(p.relative_to(self.folder).as_posix() for p in found[:5])
+        return f" (found {len(found)} times in subfolders, so none is used: {places})"
+
+    def _subfolder_files(self) -> dict[str, list[Path]]:
+        """Files below the folder by lower-case name, outside other task data sets; listed once, on first need."""
+        if self._below is None:
+            self._below = {}
+            for dirpath, dirnames, filenames in os.walk(self.folder, followlinks=False):
+                dirnames.sort()
+                here = Path(dirpath)
+                if here == self.folder:
+                    continue
+                if any(f.lower() == "taskdata.xml" for f in filenames):
+                    dirnames[:] = []  # another data set: its files are its own
+                    continue
+                for filename in sorted(filenames):
+                    path = here / filename
+                    if path.is_file() and not path.is_symlink():
+                        self._below.setdefault(filename.lower(), []).append(path)
+        return self._below
+
+
 @dataclass
 class TaskData:
     """TASKDATA.XML with XFR-split files merged in, and lookups by XML id."""
@@ -137,12 +196,12 @@ class TaskData:
     by_id: dict[str, Element]
     devices: dict[str, Device]
     dets: dict[str, DeviceElement]
-    files: dict[str, Path]
+    files: DataSetFiles
     warnings: list[str] = field(default_factory=list)
 
     def find_file(self, name: str) -> Path | None:
-        """A file of the data set folder by case-insensitive name."""
-        return self.files.get(name.lower())
+        """A file of the data set by case-insensitive name (`DataSetFiles.find`: a moved file is found too)."""
+        return self.files.find(name)
 
 
 def _parse_xml(path: Path) -> Element:
@@ -159,7 +218,7 @@ def _parse_xml(path: Path) -> Element:
 def load_taskdata(taskdata_xml: Path) -> TaskData:
     """Parse TASKDATA.XML and the XFR files it references; build id lookups and the device tree."""
     folder = taskdata_xml.parent
-    files = {p.name.lower(): p for p in folder.iterdir() if p.is_file()}
+    files = DataSetFiles(folder)
     root = _parse_xml(taskdata_xml)
     if not root.tag.startswith("ISO11783_TaskData"):
         raise UnreadableDataset(f"{taskdata_xml.name}: root element is <{root.tag}>, not <ISO11783_TaskData>")
@@ -170,12 +229,18 @@ def load_taskdata(taskdata_xml: Path) -> TaskData:
             elements.append(child)
             continue
         ref = child.get("A", "")
-        xfr_path = files.get(f"{ref}.xml".lower())
+        xfr_path = files.find(f"{ref}.xml")
         if xfr_path is None:
-            warnings.append(f"external file {ref}.XML referenced by XFR is missing")
+            warnings.append(f"external file {ref}.XML referenced by XFR is missing{files.missing_note(f'{ref}.xml')}")
             continue
         xfc = _parse_xml(xfr_path)
         elements.extend(list(xfc))
+
+    # Grids (GRD G: file name) are not read, but they are the data set's: a moved one goes with its original files.
+    for el in elements:
+        for grd in el.iter("GRD"):
+            if grd.get("G"):
+                files.find(f"{grd.get('G')}.bin")
 
     by_id: dict[str, Element] = {}
     for el in elements:

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from conversion import outputs, tasks
-from conversion.models import Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileStatus
+from conversion.models import INTERNAL_ERROR, Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileStatus
 from conversion.services import batch_open, conversion_sweep
 
 from .conftest import BATCH_URL, upload, zip_folder
@@ -144,3 +144,29 @@ def test_a_data_set_whose_task_never_arrives_fails_with_a_reason(
     # Ended: the owner may retry it now
     assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
     assert conversion_sweep() == {"resent": 0, "failed": 0}  # the retry's own task is not sent twice
+
+
+def test_a_batch_whose_opening_never_arrives_fails_with_a_reason(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    # Given an upload whose opening task was lost, and a broker that stays unreachable
+    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    Batch.objects.filter(pk=batch_id).update(upload_timestamp=long_ago)
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.batch_open, "delay", lambda *a: None)
+        # When the sweep sends it again until the upload's send and its re-sends make CONVERSION_MAX_ATTEMPTS
+        for _ in range(settings.CONVERSION_MAX_ATTEMPTS - 1):
+            assert conversion_sweep() == {"resent": 1, "failed": 0}
+            assert conversion_sweep() == {"resent": 0, "failed": 0}  # just sent: judged again from now
+            Batch.objects.filter(pk=batch_id).update(started_at=long_ago)
+        # Then the next sweep fails it with the reason, and it is never sent again
+        assert conversion_sweep() == {"resent": 0, "failed": 1}
+        batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+        assert batch["status"] == "FAILED"
+        assert batch["statusDetails"] == INTERNAL_ERROR
+        assert f"did not finish in time after {settings.CONVERSION_MAX_ATTEMPTS} attempts" in batch["failureReason"]
+        assert conversion_sweep() == {"resent": 0, "failed": 0}
+    # The owner may retry it: a fresh send, opened as soon as a worker takes it
+    assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
+    assert api_client.get(f"{BATCH_URL}/{batch_id}").json()["status"] == "PROCESSED"
