@@ -2,12 +2,15 @@
 
 import re
 
+from drf_spectacular.utils import extend_schema_field
 from pyproj import CRS
 from pyproj.exceptions import CRSError
 from rest_framework import serializers
 
 from conversion.images.ramp import ColorRamp
 from platform_site.api.serializers import ApiSerializer, StrictBooleanField, StrictCharField, StrictFloatField
+
+from .defaults import DEFAULT_COLOR_RAMP
 
 PERCENT_KEY = re.compile(r"^(100(\.0+)?|[1-9]?[0-9](\.[0-9]+)?)%$")
 
@@ -47,6 +50,28 @@ def _color(value, length: int, key: str) -> list[int]:
     return value
 
 
+def _color_schema(length: int, description: str) -> dict:
+    channel = {"type": "integer", "minimum": 0, "maximum": 255}
+    return {"type": "array", "items": channel, "minItems": length, "maxItems": length, "description": description}
+
+
+RGB_SCHEMA = _color_schema(3, "RGB colour of the stop, three integers from 0 to 255.")
+COLOR_RAMP_SCHEMA = {
+    "type": "object",
+    "description": "Colour stops keyed by percentile of the property's values ('0%' to '100%', both ends "
+    "required, any stop between such as '35%'), each an RGB array; 'nv' is the RGBA colour of cells without a value.",
+    "properties": {
+        "0%": RGB_SCHEMA,
+        "100%": RGB_SCHEMA,
+        "nv": _color_schema(4, "RGBA colour of cells without a value, four integers from 0 to 255."),
+    },
+    "required": ["0%", "100%", "nv"],
+    "additionalProperties": RGB_SCHEMA,
+    "example": DEFAULT_COLOR_RAMP,
+}
+
+
+@extend_schema_field(COLOR_RAMP_SCHEMA)
 class ColorRampField(serializers.Field):
     """Stops keyed by percentage strings ('0%'...'100%', both ends required) with RGB arrays, and
     `nv` with an RGBA array for cells without a value."""
@@ -93,6 +118,14 @@ class ConfigurationEntriesSerializer(ApiSerializer):
     def entries(self) -> dict:
         """The validated configuration entries, without the echoed identity keys."""
         return {k: v for k, v in self.validated_data.items() if k not in ("apiOwnerUsername", "coreUserId")}
+
+
+class ConfigurationSerializer(ConfigurationEntriesSerializer):
+    """The response shape, for the OpenAPI schema: the identity keys, then every entry
+    (`configuration_representation` writes it)."""
+
+    apiOwnerUsername = serializers.CharField(read_only=True)
+    coreUserId = serializers.CharField(read_only=True, help_text="The core user's id; empty for the API owner's.")
 
 
 def configuration_representation(*, owner, core_user=None, entries: dict, include_auto_merge: bool = True) -> dict:

@@ -1,4 +1,5 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -6,7 +7,11 @@ from rest_framework.views import APIView
 from platform_site.api.viewsets import owned_core_user_or_404
 
 from . import services
-from .serializers import ConfigurationEntriesSerializer, configuration_representation
+from .serializers import ConfigurationEntriesSerializer, ConfigurationSerializer, configuration_representation
+
+CORE_USER_ID = OpenApiParameter(
+    "core_user_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The core user's id (`coreUserId`)."
+)
 
 
 def _validated_entries(request) -> dict:
@@ -18,13 +23,15 @@ def _validated_entries(request) -> dict:
 class OwnerConfigurationView(APIView):
     """GET / PATCH /configs: the API owner's configuration. It can be changed, never deleted."""
 
-    @extend_schema(responses=ConfigurationEntriesSerializer)
+    @extend_schema(operation_id="configs_owner_retrieve", responses=ConfigurationSerializer)
     def get(self, request):
         entries = services.config_owner_entries(request.user)
         # The spec's owner read response has no fieldsAutoMerge; update responses do.
         return Response(configuration_representation(owner=request.user, entries=entries, include_auto_merge=False))
 
-    @extend_schema(request=ConfigurationEntriesSerializer, responses=ConfigurationEntriesSerializer)
+    @extend_schema(
+        operation_id="configs_owner_update", request=ConfigurationEntriesSerializer, responses=ConfigurationSerializer
+    )
     def patch(self, request):
         entries = services.config_owner_update(owner=request.user, entries=_validated_entries(request))
         return Response(configuration_representation(owner=request.user, entries=entries))
@@ -36,13 +43,22 @@ class CoreUserConfigurationView(APIView):
     def core_user(self, request, core_user_id):
         return owned_core_user_or_404(request.user, core_user_id)
 
-    @extend_schema(responses=ConfigurationEntriesSerializer)
+    @extend_schema(
+        operation_id="configs_core_user_retrieve", parameters=[CORE_USER_ID], responses=ConfigurationSerializer
+    )
     def get(self, request, core_user_id):
         core_user = self.core_user(request, core_user_id)
         entries = services.config_resolve(core_user=core_user)
         return Response(configuration_representation(owner=request.user, core_user=core_user, entries=entries))
 
-    @extend_schema(request=ConfigurationEntriesSerializer, responses=ConfigurationEntriesSerializer)
+    @extend_schema(
+        operation_id="configs_core_user_create",
+        parameters=[CORE_USER_ID],
+        request=ConfigurationEntriesSerializer,
+        responses={200: ConfigurationSerializer, 201: ConfigurationSerializer},
+        description="Sets the core user's own configuration (201 when it had none, 200 when it is replaced); "
+        "entries not sent are inherited from the API owner's configuration.",
+    )
     def post(self, request, core_user_id):
         core_user = self.core_user(request, core_user_id)
         existed = services.config_user_has_own(core_user=core_user)
@@ -50,12 +66,23 @@ class CoreUserConfigurationView(APIView):
         body = configuration_representation(owner=request.user, core_user=core_user, entries=entries)
         return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 
-    @extend_schema(request=ConfigurationEntriesSerializer, responses=ConfigurationEntriesSerializer)
+    @extend_schema(
+        operation_id="configs_core_user_update",
+        parameters=[CORE_USER_ID],
+        request=ConfigurationEntriesSerializer,
+        responses=ConfigurationSerializer,
+    )
     def patch(self, request, core_user_id):
         core_user = self.core_user(request, core_user_id)
         entries = services.config_user_set(core_user=core_user, entries=_validated_entries(request), replace=False)
         return Response(configuration_representation(owner=request.user, core_user=core_user, entries=entries))
 
+    @extend_schema(
+        operation_id="configs_core_user_delete",
+        parameters=[CORE_USER_ID],
+        responses={204: None},
+        description="Deletes the core user's own configuration: it inherits every entry from the API owner's again.",
+    )
     def delete(self, request, core_user_id):
         services.config_user_delete(core_user=self.core_user(request, core_user_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,9 +1,11 @@
 """Shapes of batches and files (supplement "Files and batches"), and the upload / merge request bodies."""
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from assets.models import Provider
+from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, TimestampField
 
 from .links import file_field_ids
@@ -161,3 +163,118 @@ def images_data(images: list[dict], *, request, route: str, pk) -> list[dict]:
             }
         )
     return out
+
+
+# --- OpenAPI documentation: keys written by `to_representation`, and answers built from stored JSON --------------
+DOWNLOAD_LINK = {"type": "string", "format": "uri", "nullable": True, "description": "Served with the bearer token."}
+document_extra_properties(
+    BatchSerializer,
+    {
+        "statusDetails": {"type": "string", "description": "Why the batch FAILED (only then)."},
+        "failureReason": {"type": "string", "description": "The uploader's mistake that failed the batch, if any."},
+    },
+)
+document_extra_properties(
+    FileSerializer,
+    {
+        "fields": {"type": "array", "items": {"type": "string", "format": "uuid"}, "description": "Fields it covers."},
+        "sources": {"type": "array", "items": {"type": "string", "format": "uuid"}, "description": "Merged files."},
+        "statusDetails": {"type": "string", "description": "Why the file failed (only then)."},
+        "originalFile": DOWNLOAD_LINK,
+        "rawGeojson": DOWNLOAD_LINK,
+        "standardGeojson": DOWNLOAD_LINK,
+    },
+)
+
+
+@extend_schema_serializer(many=False)  # the page is one object, not an array of them
+class FilePageSerializer(serializers.Serializer):
+    """`GET /files`: the page of files under `operations` (OpenAPI documentation only)."""
+
+    operations = FileSerializer(many=True)
+
+
+class BatchFailedFileSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    step = serializers.CharField(help_text="The step that failed (`read` when none recorded one).")
+    message = serializers.CharField(allow_null=True)
+
+
+class BatchStatusSerializer(serializers.Serializer):
+    """`GET /batch/{id}/status` (OpenAPI documentation only)."""
+
+    converted = serializers.ListField(child=serializers.UUIDField())
+    processing = serializers.ListField(child=serializers.UUIDField())
+    failed = BatchFailedFileSerializer(many=True)
+
+
+class FileStepSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["processing", "processed", "failed", "skipped"])
+    message = serializers.CharField(allow_null=True)
+
+
+class FileStepStatusSerializer(serializers.Serializer):
+    """`GET /files/{id}/status`: each step (rawGeojson, standardGeojson, summary, units, propertiesPNGs) with its
+    status and message (OpenAPI documentation only)."""
+
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=["processing", "processed", "failed"])
+    steps = serializers.DictField(child=FileStepSerializer())
+
+
+class ImageExtentSerializer(serializers.Serializer):
+    xmin = serializers.FloatField()
+    ymin = serializers.FloatField()
+    xmax = serializers.FloatField()
+    ymax = serializers.FloatField()
+
+
+class ImageLegendRangeSerializer(serializers.Serializer):
+    colorCode = serializers.CharField(help_text="#RRGGBB")
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+
+
+class ImageLegendSerializer(serializers.Serializer):
+    ranges = ImageLegendRangeSerializer(many=True)
+
+
+class ImageSerializer(serializers.Serializer):
+    """One entry of `GET .../images` (`images_data`; OpenAPI documentation only)."""
+
+    property = serializers.CharField()
+    ramp = serializers.JSONField(help_text="The colour ramp the image was drawn with (configuration shape).")
+    url = serializers.URLField(help_text="The PNG, served with the bearer token.")
+    extent = ImageExtentSerializer(help_text="Bounds in the projection's units.")
+    legend = ImageLegendSerializer()
+    width = serializers.IntegerField(allow_null=True)
+    height = serializers.IntegerField(allow_null=True)
+    projection = serializers.CharField(allow_null=True)
+    unit = serializers.CharField(allow_null=True)
+
+
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "description": "A GeoJSON Feature: `geometry` the covered area (MultiPolygon); `properties` the numeric "
+    "properties as `{avg, min, max, unit}`, totals as `{value, unit}`, operationType, startTime, endTime, crop, "
+    "varieties, products, machinery.",
+    "properties": {
+        "type": {"type": "string", "enum": ["Feature"]},
+        "geometry": {"type": "object", "nullable": True, "additionalProperties": True},
+        "properties": {"type": "object", "additionalProperties": True},
+    },
+    "required": ["type", "geometry", "properties"],
+}
+UNITS_SCHEMA = {
+    "type": "object",
+    "description": "Each property of the standardGeojson with its unit.",
+    "additionalProperties": {"type": "string"},
+    "example": {"wetMass": "kg", "wetMassPerArea": "kg/ha", "speed": "m/s", "harvestMoisture": "percentage"},
+}
+GEOJSON_DOWNLOAD = {
+    (200, "application/geo+json"): {
+        "type": "object",
+        "description": "A GeoJSON FeatureCollection of Point features (downloaded as an attachment).",
+        "additionalProperties": True,
+    }
+}

@@ -18,11 +18,18 @@ from . import merging, outputs, services
 from .filtersets import BatchFilterSet, FieldFileFilterSet, FileFilterSet
 from .models import FILE_STEPS, Batch, File, FileStatus
 from .serializers import (
+    GEOJSON_DOWNLOAD,
+    SUMMARY_SCHEMA,
+    UNITS_SCHEMA,
     BatchReceivedSerializer,
     BatchSerializer,
+    BatchStatusSerializer,
     BatchUploadQuerySerializer,
     FileMergeSerializer,
+    FilePageSerializer,
     FileSerializer,
+    FileStepStatusSerializer,
+    ImageSerializer,
     file_context,
     images_data,
 )
@@ -94,6 +101,7 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     def get_queryset(self):
         return _files_of(self.owner)
 
+    @extend_schema(responses=FilePageSerializer)
     def list(self, request):
         data = self.file_page(self.get_queryset())
         return Response({"operations": data}, headers=self.paginator.page_headers())
@@ -104,14 +112,17 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
             raise NotFound("The file has no such output (it is not processed).")
         return Response(getattr(file, attribute))
 
+    @extend_schema(responses={200: SUMMARY_SCHEMA})
     @action(detail=True)
     def summary(self, request, pk=None):
         return self._processed_output("summary")
 
+    @extend_schema(responses={200: UNITS_SCHEMA})
     @action(detail=True)
     def units(self, request, pk=None):
         return self._processed_output("units")
 
+    @extend_schema(responses=ImageSerializer(many=True))
     @action(detail=True)
     def images(self, request, pk=None):
         file = self.get_object()
@@ -133,6 +144,7 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
             FileSerializer(file, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
         )
 
+    @extend_schema(responses=FileStepStatusSerializer)
     @action(detail=True, url_path="status")
     def step_status(self, request, pk=None):
         file = self.get_object()
@@ -143,6 +155,7 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
             steps = {name: {"status": "processing", "message": None} for name in FILE_STEPS}
         return Response({"id": str(file.pk), "status": file.status, "steps": steps})
 
+    @extend_schema(responses=GEOJSON_DOWNLOAD)
     @action(detail=True, url_path="standardGeojson")
     def standard_geojson(self, request, pk=None):
         file = self.get_object()
@@ -150,6 +163,7 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
             file.standard_geojson_name, filename=f"{file.pk}.standard.geojson", content_type="application/geo+json"
         )
 
+    @extend_schema(responses=GEOJSON_DOWNLOAD)
     @action(detail=True, url_path="rawGeojson")
     def raw_geojson(self, request, pk=None):
         file = self.get_object()
@@ -157,6 +171,7 @@ class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
             file.raw_geojson_name, filename=f"{file.pk}.raw.geojson", content_type="application/geo+json"
         )
 
+    @extend_schema(responses={(200, "application/zip"): bytes})
     @action(detail=True, url_path="originalFile")
     def original_file(self, request, pk=None):
         file = self.get_object()
@@ -212,6 +227,7 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
         query.is_valid(raise_exception=True)
         return owned_core_user_or_404(self.owner, query.validated_data["coreUserId"]), query.validated_data["provider"]
 
+    @extend_schema(responses=BatchStatusSerializer)
     @action(detail=True, url_path="status")
     def batch_status(self, request, pk=None):
         return Response(services.batch_status(self.get_object()))
@@ -226,6 +242,7 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
 class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
     """Operation files of a field, under the fields service: `/users/{coreUserId}/fields/{fieldId}/operations`."""
 
+    queryset = File.objects.none()  # for the schema; get_queryset scopes to the core user and the field
     serializer_class = FileSerializer
     filterset_class = FieldFileFilterSet
     sort_fields = FILE_SORT_FIELDS
@@ -244,6 +261,11 @@ class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
         file = self.get_object()
         return Response(FileSerializer(file, context=self.get_serializer_context()).data)
 
+    @extend_schema(
+        operation_id="services_fields_api_users_fields_operations_retrieve_deprecated",
+        responses=FileSerializer(many=True),
+        deprecated=True,
+    )
     def retrieve_outline(self, request, coreUserId=None, fieldId=None, pk=None):
         """Deprecated path: the same file, as a one-element array."""
         file = self.get_object()

@@ -6,6 +6,7 @@ from django.core.validators import EmailValidator
 from rest_framework import serializers
 
 from platform_site.accounts.models import ConnectableProvider, ProviderApplication
+from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import (
     ApiSerializer,
     StrictBooleanField,
@@ -168,6 +169,27 @@ class MagicLinkSerializer(serializers.ModelSerializer):
         elif link.widget == MagicLink.Widget.AUTHENTICATION:
             body["provider"] = link.provider
         return body
+
+
+_TIMESTAMP = {"type": "string", "format": "date-time"}
+document_extra_properties(
+    MagicLinkSerializer,
+    {
+        "coreUserId": {"type": "string", "format": "uuid"},
+        "widget": {"type": "string", "enum": MagicLink.Widget.values},
+        "expiresAt": _TIMESTAMP,
+        "createdAt": _TIMESTAMP,
+        "lastAccessedAt": {**_TIMESTAMP, "nullable": True},
+        "usageCount": {"type": "integer"},
+        "settings": {"type": "object", "additionalProperties": True, "description": "The link's settings."},
+        "allowedProviders": {
+            "type": "array",
+            "items": {"type": "string", "enum": PROVIDERS},
+            "description": "Provider links only.",
+        },
+        "provider": {"type": "string", "enum": PROVIDERS, "description": "Authentication links only."},
+    },
+)
 
 
 class ProviderApplicationWriteSerializer(ApiSerializer):

@@ -2,6 +2,7 @@
 the rules live in `services.py`. The end-user pages are in `pages.py`."""
 
 from django.db import transaction
+from drf_spectacular.drainage import isolate_view_method
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.response import Response
@@ -76,6 +77,26 @@ class MagicLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def link_creation_schema(create_serializer, with_user_serializer):
+    """The request bodies of one kind's two creations, for the OpenAPI schema (the base class picks the
+    serializers at run time). `isolate_view_method` keeps the base class's methods unannotated, as
+    `extend_schema_view` does; that one only knows the standard methods and @actions."""
+
+    def decorate(viewset):
+        extend_schema(
+            request=with_user_serializer,
+            responses={201: s.MagicLinkCreatedSerializer},
+            description="Creates the link and its core user, found or created by `externalId`.",
+        )(isolate_view_method(viewset, "create"))
+        extend_schema(request=create_serializer, responses={201: s.MagicLinkCreatedSerializer})(
+            isolate_view_method(viewset, "create_for_user")
+        )
+        return viewset
+
+    return decorate
+
+
+@link_creation_schema(s.ProviderLinkCreateSerializer, s.ProviderLinkWithUserCreateSerializer)
 class ProviderLinkViewSet(MagicLinkViewSet):
     """Provider links: the end user connects one or several providers."""
 
@@ -84,6 +105,7 @@ class ProviderLinkViewSet(MagicLinkViewSet):
     create_with_user_serializer_class = s.ProviderLinkWithUserCreateSerializer
 
 
+@link_creation_schema(s.AuthenticationLinkCreateSerializer, s.AuthenticationLinkWithUserCreateSerializer)
 class AuthenticationLinkViewSet(MagicLinkViewSet):
     """Authentication links: the end user connects one provider."""
 
@@ -92,6 +114,7 @@ class AuthenticationLinkViewSet(MagicLinkViewSet):
     create_with_user_serializer_class = s.AuthenticationLinkWithUserCreateSerializer
 
 
+@link_creation_schema(s.FileUploadLinkCreateSerializer, s.FileUploadLinkWithUserCreateSerializer)
 class FileUploadLinkViewSet(MagicLinkViewSet):
     """File-upload links: the end user uploads a zip of machine files."""
 

@@ -9,7 +9,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from conversion.models import File, FileStatus
-from conversion.serializers import images_data
+from conversion.serializers import GEOJSON_DOWNLOAD, SUMMARY_SCHEMA, UNITS_SCHEMA, ImageSerializer, images_data
 from conversion.views import stored_download, stored_image
 from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
 
@@ -54,14 +54,17 @@ class OperationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
             raise NotFound("The operation has no such output yet (it is not processed).")
         return file
 
+    @extend_schema(responses={200: SUMMARY_SCHEMA})
     @action(detail=True)
     def summary(self, request, pk=None):
         return Response(self._merged_file().summary)
 
+    @extend_schema(responses={200: UNITS_SCHEMA})
     @action(detail=True)
     def units(self, request, pk=None):
         return Response(self._merged_file().units)
 
+    @extend_schema(responses=ImageSerializer(many=True))
     @action(detail=True)
     def images(self, request, pk=None):
         file = self._merged_file()
@@ -72,6 +75,7 @@ class OperationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
         """One map image (PNG) of the operation, by property."""
         return stored_image(self._merged_file().images, prop)
 
+    @extend_schema(responses=GEOJSON_DOWNLOAD)
     @action(detail=True, url_path="standardGeojson")
     def standard_geojson(self, request, pk=None):
         file = self._merged_file()

@@ -153,6 +153,20 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI assets are served by us (no CDN), so /api/docs/ works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # One name per choice set that several serializers share (without them: Status4aaEnum, ProviderAdcEnum).
+    "ENUM_NAME_OVERRIDES": {
+        "ProviderEnum": "assets.models.Provider",
+        "ConnectableProviderEnum": "platform_site.accounts.models.ConnectableProvider",
+        "ConnectableProviderNameEnum": "magiclinks.serializers.PROVIDERS",
+        "BatchStatusEnum": "conversion.models.BatchStatus",
+        "ProcessingStatusEnum": "conversion.models.FileStatus",  # files and operations
+        "BoundaryStatusEnum": "fields.models.Boundary.Status",
+        "ActiveStatusEnum": "assets.models.Operator.Status",  # operators, boundaries' providerStatus
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "platform_site.api.schema.postprocess_paging_headers",
+    ],
 }
 JWT_LIFETIME = timedelta(hours=env.int("JWT_LIFETIME_HOURS", default=24))
 JWT_REMEMBER_ME_LIFETIME = timedelta(days=env.int("JWT_REMEMBER_ME_DAYS", default=30))

@@ -63,7 +63,8 @@ class PagePagination(BasePagination):
         return Response(data, headers=self.page_headers())
 
     def get_paginated_response_schema(self, schema):
-        return {"type": "array", "items": schema}
+        # The body is the page itself: `schema` is already the array of records (headers: api/schema.py).
+        return schema
 
     def get_schema_operation_parameters(self, view):
         return [

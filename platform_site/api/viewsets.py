@@ -10,6 +10,7 @@ from rest_framework.exceptions import NotFound
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import NOT_FOUND
 from platform_site.api.lookups import row_get
+from platform_site.api.schema import ApiAutoSchema
 
 
 def get_or_404(queryset: QuerySet, **lookup):
@@ -33,6 +34,7 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
     `self.owner` (or `self.core_user`); `get_object` turns malformed ids into 404s."""
 
     lookup_url_kwarg = "pk"
+    schema = ApiAutoSchema()
 
     @property
     def owner(self):

@@ -1,0 +1,226 @@
+"""The OpenAPI schema, generated as `manage.py spectacular --validate --fail-on-warn` does: complete (every
+endpoint of the spec's tables), warning-free, and with the bearer token declared where it is needed."""
+
+import io
+import re
+
+import pytest
+import yaml
+from django.core.management import call_command
+from drf_spectacular.drainage import GENERATOR_STATS
+from drf_spectacular.management.commands.spectacular import SchemaGenerationError, SchemaValidationError
+
+pytestmark = pytest.mark.embedded
+
+AUTH = "/api/authenticate"
+USERS = "/services/usermanagement/api"
+CONFIG = "/services/config/api"
+BETA = "/services/beta/api"
+FIELDS = "/services/fields/api"
+OPERATIONS = "/services/operations/api"
+WIDGETS = "/services/widgets/api"
+ALERTS = "/services/alerts/api/alerts"
+FIELD = "/users/{coreUserId}/fields/{fieldId}"
+
+# api-spec.md "Endpoints" tables (paths relative to their service base), with the prefixes and the endpoints of
+# supplement.md. Path parameter names are compared as `{}`: the spec writes {machineId} where a route says {id}.
+SPEC_ENDPOINTS = [
+    ("POST", AUTH),
+    # supplement "Core users"
+    ("GET", f"{USERS}/users"),
+    ("GET", f"{USERS}/users/{{id}}"),
+    ("POST", f"{USERS}/users"),
+    ("PUT", f"{USERS}/users"),
+    ("DELETE", f"{USERS}/users/{{id}}"),
+    # Configuration service
+    ("GET", f"{CONFIG}/configs"),
+    ("GET", f"{CONFIG}/configs/{{coreUserId}}"),
+    ("POST", f"{CONFIG}/configs/{{coreUserId}}"),
+    ("PATCH", f"{CONFIG}/configs"),
+    ("PATCH", f"{CONFIG}/configs/{{coreUserId}}"),
+    ("DELETE", f"{CONFIG}/configs/{{coreUserId}}"),
+    # Assets service (beta)
+    ("GET", f"{BETA}/users/{{coreUserId}}/machines"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}/files"),
+    ("POST", f"{BETA}/users/{{coreUserId}}/machines"),
+    ("PATCH", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}"),
+    ("DELETE", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/implements"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/implements/{{implementId}}"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/operators"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/operators/{{operatorId}}"),
+    # Fields service: fields
+    ("GET", f"{FIELDS}/fields"),
+    ("GET", f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}"),
+    ("POST", f"{FIELDS}/users/{{coreUserId}}/fields"),
+    ("PATCH", f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}"),
+    ("DELETE", f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}"),
+    ("POST", f"{FIELDS}/users/{{coreUserId}}/fields/intersects"),
+    ("POST", f"{FIELDS}/fields/query/intersects"),
+    ("POST", f"{FIELDS}/users/{{coreUserId}}/fields/intersect"),
+    ("GET", f"{FIELDS}{FIELD}/weather"),
+    # operation files of a field
+    ("GET", f"{FIELDS}{FIELD}/operations/files"),
+    ("GET", f"{FIELDS}{FIELD}/operations"),
+    ("GET", f"{FIELDS}{FIELD}/operations/files/{{fileId}}"),
+    ("GET", f"{FIELDS}{FIELD}/operations/{{fileId}}"),
+    # Fields service: boundaries
+    ("GET", f"{FIELDS}{FIELD}/boundaries"),
+    ("GET", f"{FIELDS}{FIELD}/boundaries/{{boundaryId}}"),
+    ("GET", f"{FIELDS}{FIELD}/boundary"),
+    ("PUT", f"{FIELDS}{FIELD}/boundary"),
+    # Fields service: farms and growers
+    ("GET", f"{FIELDS}/farms"),
+    ("GET", f"{FIELDS}/users/{{coreUserId}}/farms/{{id}}"),
+    ("POST", f"{FIELDS}/users/{{coreUserId}}/farms"),
+    ("PUT", f"{FIELDS}/users/{{coreUserId}}/farms/{{id}}"),
+    ("GET", f"{FIELDS}/growers"),
+    ("GET", f"{FIELDS}/users/{{coreUserId}}/growers/{{id}}"),
+    ("POST", f"{FIELDS}/users/{{coreUserId}}/growers"),
+    ("PUT", f"{FIELDS}/users/{{coreUserId}}/growers/{{id}}"),
+    # Magic links: list, get one, create for an existing user, delete, create with user creation
+    *[
+        (method, f"{WIDGETS}{path.format(kind=kind)}")
+        for kind in ("provider", "authentication", "file-upload")
+        for method, path in [
+            ("GET", "/magic-link/{kind}"),
+            ("GET", "/magic-link/{kind}/{{magicLinkId}}"),
+            ("POST", "/magic-link/users/{{coreUserId}}/{kind}"),
+            ("DELETE", "/magic-link/{kind}/{{magicLinkId}}"),
+            ("POST", "/magic-link/{kind}"),
+        ]
+    ],
+    # Catalogs (beta)
+    ("GET", f"{BETA}/users/{{coreUserId}}/products"),
+    ("GET", f"{BETA}/users/products"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/products/search"),
+    ("GET", f"{BETA}/products/search"),
+    ("GET", f"{BETA}/users/{{coreUserId}}/varieties"),
+    ("GET", f"{BETA}/users/varieties"),
+    # Operations service (+ supplement: standardGeojson)
+    ("GET", f"{OPERATIONS}/operations"),
+    ("GET", f"{OPERATIONS}/operations/{{id}}"),
+    ("GET", f"{OPERATIONS}/operations/{{id}}/summary"),
+    ("GET", f"{OPERATIONS}/operations/{{id}}/images"),
+    ("GET", f"{OPERATIONS}/operations/{{id}}/units"),
+    ("GET", f"{OPERATIONS}/operations/{{id}}/standardGeojson"),
+    ("POST", f"{OPERATIONS}/operations/cropOperationByField"),
+    # Machine file conversion (+ supplement: status, downloads)
+    ("GET", f"{OPERATIONS}/files"),
+    ("GET", f"{OPERATIONS}/files/{{id}}"),
+    ("GET", f"{OPERATIONS}/files/{{id}}/summary"),
+    ("GET", f"{OPERATIONS}/files/{{id}}/images"),
+    ("GET", f"{OPERATIONS}/files/{{id}}/units"),
+    ("GET", f"{OPERATIONS}/files/{{id}}/status"),
+    ("GET", f"{OPERATIONS}/files/{{id}}/standardGeojson"),
+    ("GET", f"{OPERATIONS}/files/{{id}}/rawGeojson"),
+    ("GET", f"{OPERATIONS}/files/{{id}}/originalFile"),
+    ("POST", f"{OPERATIONS}/batch"),
+    ("GET", f"{OPERATIONS}/batch/{{id}}"),
+    ("GET", f"{OPERATIONS}/batch"),
+    ("GET", f"{OPERATIONS}/batch/{{id}}/status"),
+    ("PUT", f"{OPERATIONS}/batch/{{id}}/retry"),
+    ("POST", f"{OPERATIONS}/files/merge"),
+    # Webhooks (+ supplement: failed calls)
+    ("POST", f"{ALERTS}/webhooks"),
+    ("GET", f"{ALERTS}/webhooks/{{id}}"),
+    ("GET", f"{ALERTS}/webhooks"),
+    ("DELETE", f"{ALERTS}/webhooks/{{id}}"),
+    ("GET", f"{ALERTS}/webhooks/failed-calls"),
+]
+HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+def _shape(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory):
+    """The schema as `manage.py spectacular --validate --fail-on-warn --file ...` writes it, and what the command
+    reported (its output, or the exception it failed with)."""
+    target = tmp_path_factory.mktemp("schema") / "schema.yaml"
+    GENERATOR_STATS.reset()  # warnings of an earlier generation in this process (e.g. GET /api/schema/)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        # SchemaGenerationError on any warning or error, SchemaValidationError on an invalid document.
+        call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target), stdout=out, stderr=err)
+        failure = None
+    except (SchemaGenerationError, SchemaValidationError) as exc:
+        failure = exc
+        # Still write the document, so that the other tests show what else is wrong.
+        call_command("spectacular", "--file", str(target), stdout=io.StringIO(), stderr=io.StringIO())
+    return yaml.safe_load(target.read_text()), out.getvalue() + err.getvalue(), failure
+
+
+def test_the_schema_generates_without_any_warning_or_error(schema):
+    _, output, failure = schema
+    assert failure is None, output
+    assert "Warning" not in output and "Error" not in output, output
+
+
+def test_every_endpoint_of_the_spec_tables_is_in_the_schema(schema):
+    document, *_ = schema
+    documented = {
+        (method.upper(), _shape(path))
+        for path, operations in document["paths"].items()
+        for method in operations
+        if method in HTTP_METHODS
+    }
+    missing = [(method, path) for method, path in SPEC_ENDPOINTS if (method, _shape(path)) not in documented]
+    assert missing == []
+
+
+def test_every_operation_but_authenticate_declares_the_bearer_token(schema):
+    document, *_ = schema
+    schemes = document["components"]["securitySchemes"]
+    bearer = [
+        name
+        for name, scheme in schemes.items()
+        if scheme == {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    ]
+    assert len(bearer) == 1
+    assert "security" not in document  # no global requirement: each operation states its own
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if method not in HTTP_METHODS:
+                continue
+            if path == AUTH:  # `[{}]` or nothing: no scheme, anonymous access
+                assert all(requirement == {} for requirement in operation.get("security", [])), (method, path)
+            else:
+                assert operation.get("security") == [{bearer[0]: []}], (method, path)
+
+
+def test_core_user_configuration_operations_have_their_bodies(schema):
+    """They were left out ("unable to guess serializer") and shared operation ids with the owner's ones."""
+    document, *_ = schema
+    operations = document["paths"][f"{CONFIG}/configs/{{core_user_id}}"]
+    ids = [op["operationId"] for path in document["paths"].values() for op in path.values() if "operationId" in op]
+    assert len(ids) == len(set(ids))
+    for method in ("post", "patch"):
+        assert operations[method]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert set(operations["post"]["responses"]) == {"200", "201"}
+    assert set(operations["delete"]["responses"]) == {"204"}
+    response = operations["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    configuration = document["components"]["schemas"][response.rsplit("/", 1)[1]]
+    assert {"apiOwnerUsername", "coreUserId", "geoimagesColorRamp"} <= set(configuration["properties"])
+    ramp = configuration["properties"]["geoimagesColorRamp"]
+    assert ramp["type"] == "object" and ramp["required"] == ["0%", "100%", "nv"]
+    assert ramp["properties"]["nv"]["minItems"] == ramp["properties"]["nv"]["maxItems"] == 4
+    assert ramp["additionalProperties"]["minItems"] == ramp["additionalProperties"]["maxItems"] == 3
+
+
+def test_paged_lists_are_arrays_with_their_paging_headers(schema):
+    """`page`/`size` and the `X-Total-Count`/`Link` headers on the lists, and a page is an array of records
+    (it was documented as an array of arrays); an answer that is a plain array takes no paging parameters."""
+    document, *_ = schema
+    machines = document["paths"][f"{BETA}/users/{{coreUserId}}/machines"]["get"]
+    assert {"page", "size", "sort"} <= {p["name"] for p in machines["parameters"]}
+    ok = machines["responses"]["200"]
+    assert set(ok["headers"]) == {"X-Total-Count", "Link"}
+    page = document["components"]["schemas"][ok["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]]
+    assert page == {"type": "array", "items": {"$ref": "#/components/schemas/Machine"}}
+    images = document["paths"][f"{OPERATIONS}/files/{{id}}/images"]["get"]
+    assert [p["name"] for p in images["parameters"]] == ["id"]
+    assert images["responses"]["200"]["content"]["application/json"]["schema"]["type"] == "array"
