@@ -4,5 +4,5 @@ from .views import CoreUserConfigurationView, OwnerConfigurationView
 
 urlpatterns = [
     path("configs", OwnerConfigurationView.as_view(), name="config-owner"),
-    path("configs/<str:core_user_id>", CoreUserConfigurationView.as_view(), name="config-coreuser"),
+    path("configs/<str:coreUserId>", CoreUserConfigurationView.as_view(), name="config-coreuser"),
 ]

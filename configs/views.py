@@ -10,7 +10,7 @@ from . import services
 from .serializers import ConfigurationEntriesSerializer, ConfigurationSerializer, configuration_representation
 
 CORE_USER_ID = OpenApiParameter(
-    "core_user_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The core user's id (`coreUserId`)."
+    "coreUserId", OpenApiTypes.UUID, OpenApiParameter.PATH, description="The core user's id (`coreUserId`)."
 )
 
 
@@ -40,14 +40,14 @@ class OwnerConfigurationView(APIView):
 class CoreUserConfigurationView(APIView):
     """GET / POST / PATCH / DELETE /configs/{coreUserId}: a core user's configuration."""
 
-    def core_user(self, request, core_user_id):
-        return owned_core_user_or_404(request.user, core_user_id)
+    def core_user(self, request, coreUserId):
+        return owned_core_user_or_404(request.user, coreUserId)
 
     @extend_schema(
         operation_id="configs_core_user_retrieve", parameters=[CORE_USER_ID], responses=ConfigurationSerializer
     )
-    def get(self, request, core_user_id):
-        core_user = self.core_user(request, core_user_id)
+    def get(self, request, coreUserId):
+        core_user = self.core_user(request, coreUserId)
         entries = services.config_resolve(core_user=core_user)
         return Response(configuration_representation(owner=request.user, core_user=core_user, entries=entries))
 
@@ -59,8 +59,8 @@ class CoreUserConfigurationView(APIView):
         description="Sets the core user's own configuration (201 when it had none, 200 when it is replaced); "
         "entries not sent are inherited from the API owner's configuration.",
     )
-    def post(self, request, core_user_id):
-        core_user = self.core_user(request, core_user_id)
+    def post(self, request, coreUserId):
+        core_user = self.core_user(request, coreUserId)
         existed = services.config_user_has_own(core_user=core_user)
         entries = services.config_user_set(core_user=core_user, entries=_validated_entries(request), replace=True)
         body = configuration_representation(owner=request.user, core_user=core_user, entries=entries)
@@ -72,8 +72,8 @@ class CoreUserConfigurationView(APIView):
         request=ConfigurationEntriesSerializer,
         responses=ConfigurationSerializer,
     )
-    def patch(self, request, core_user_id):
-        core_user = self.core_user(request, core_user_id)
+    def patch(self, request, coreUserId):
+        core_user = self.core_user(request, coreUserId)
         entries = services.config_user_set(core_user=core_user, entries=_validated_entries(request), replace=False)
         return Response(configuration_representation(owner=request.user, core_user=core_user, entries=entries))
 
@@ -83,6 +83,6 @@ class CoreUserConfigurationView(APIView):
         responses={204: None},
         description="Deletes the core user's own configuration: it inherits every entry from the API owner's again.",
     )
-    def delete(self, request, core_user_id):
-        services.config_user_delete(core_user=self.core_user(request, core_user_id))
+    def delete(self, request, coreUserId):
+        services.config_user_delete(core_user=self.core_user(request, coreUserId))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -195,7 +195,7 @@ def test_every_operation_but_authenticate_declares_the_bearer_token(schema):
 def test_core_user_configuration_operations_have_their_bodies(schema):
     """They were left out ("unable to guess serializer") and shared operation ids with the owner's ones."""
     document, *_ = schema
-    operations = document["paths"][f"{CONFIG}/configs/{{core_user_id}}"]
+    operations = document["paths"][f"{CONFIG}/configs/{{coreUserId}}"]
     ids = [op["operationId"] for path in document["paths"].values() for op in path.values() if "operationId" in op]
     assert len(ids) == len(set(ids))
     for method in ("post", "patch"):
