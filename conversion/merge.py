@@ -20,8 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from conversion.readers.base import PointTable
-from conversion.readers.units import convert, to_canonical
+from conversion.readers.base import PointTable, reconcile_units
 
 # Per-point text columns that a table may instead give once for all its points (`crops`, `varieties`).
 _PER_POINT_LISTS = {"crop": "crops", "variety": "varieties"}
@@ -44,8 +43,8 @@ def tables_merge(tables: list[PointTable], *, name: str) -> PointTable:
     varieties = _union(t.varieties for t in tables)
     columns_per_table = [_with_per_point_lists(t, crops, varieties) for t in tables]
 
-    units, converted = _reconcile_units(tables, columns_per_table, "units", strict=True, warnings=warnings)
-    raw_units, raw_converted = _reconcile_units(
+    units, converted = reconcile_units(tables, columns_per_table, "units", strict=True, warnings=warnings)
+    raw_units, raw_converted = reconcile_units(
         tables, [t.raw_columns for t in tables], "raw_units", strict=False, warnings=warnings
     )
     columns = _concat(converted, lengths)
@@ -109,56 +108,6 @@ def _with_per_point_lists(table: PointTable, crops: list[str], varieties: list[s
         value = own[0] if len(own) == 1 else None
         columns[column] = np.full(len(table), value, dtype=object)
     return columns
-
-
-def _reconcile_units(
-    tables: list[PointTable],
-    columns_per_table: list[dict[str, np.ndarray]],
-    units_attribute: str,
-    *,
-    strict: bool,
-    warnings: list[str],
-) -> tuple[dict[str, str], list[dict[str, np.ndarray]]]:
-    """Units of the merged columns (first table naming one wins) and the columns converted to them.
-
-    A column whose unit differs from the chosen one is converted; when it cannot be, `strict` raises ValueError,
-    otherwise the column is left out of every table with a warning.
-    """
-    chosen: dict[str, str] = {}
-    for table in tables:
-        for key, unit in getattr(table, units_attribute).items():
-            if unit:
-                chosen.setdefault(key, unit)
-    out = [dict(columns) for columns in columns_per_table]
-    dropped: set[str] = set()
-    for table, columns in zip(tables, out, strict=True):
-        for key, unit in getattr(table, units_attribute).items():
-            target = chosen.get(key)
-            if key in dropped or not unit or target is None or unit == target or key not in columns:
-                continue
-            try:
-                factor = _factor(unit, target)
-            except ValueError:
-                if strict:
-                    raise ValueError(
-                        f"cannot merge column {key!r}: one table gives it in {target!r}, another in {unit!r}"
-                    ) from None
-                dropped.add(key)
-                warnings.append(f"raw column {key!r} left out of the merge: its units differ ({target!r}, {unit!r})")
-                continue
-            if factor != 1.0:
-                columns[key] = np.asarray(columns[key], dtype=np.float64) * factor
-    for columns in out:
-        for key in dropped:
-            columns.pop(key, None)
-    return {k: v for k, v in chosen.items() if k not in dropped}, out
-
-
-def _factor(unit: str, target: str) -> float:
-    """Factor taking values in `unit` to `target` (same kind); ValueError when they are of different kinds."""
-    if to_canonical(unit) is None or to_canonical(target) is None:
-        raise ValueError(f"unknown unit {unit!r} or {target!r}")
-    return convert(1.0, unit, target)
 
 
 def _concat(dicts: list[dict[str, np.ndarray]], lengths: list[int]) -> dict[str, np.ndarray]:

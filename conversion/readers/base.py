@@ -14,6 +14,8 @@ from typing import Literal
 
 import numpy as np
 
+from .units import convert, to_canonical
+
 DatasetFormat = Literal["ISOXML", "SHAPEFILE", "GEOJSON"]
 OperationType = Literal["harvested", "planted", "applied", "tillage", "other"]
 OPERATION_TYPES: tuple[str, ...] = ("harvested", "planted", "applied", "tillage", "other")
@@ -159,24 +161,91 @@ def registered_formats() -> list[str]:
 
 
 def concat_tables(tables: list[PointTable], *, name: str | None = None) -> PointTable:
-    """Join point tables of one operation (e.g. several time logs of one task) into one; missing columns fill NaN."""
+    """Join point tables of one operation (e.g. several time logs of one task) into one; missing columns fill NaN.
+
+    Units as `reconcile_units`: a column in two units of one kind is converted to the first table's unit; in units
+    of different kinds (a volume rate in one log, a mass rate in the next) it cannot be one column, so
+    `UnreadableDataset` says which. Raw columns in disagreeing units are left out with a warning.
+    """
     if len(tables) == 1:
         return tables[0]
     first = tables[0]
-    columns = _concat_columns([t.columns for t in tables], [len(t) for t in tables])
-    raw = _concat_columns([t.raw_columns for t in tables], [len(t) for t in tables])
+    lengths = [len(t) for t in tables]
+    warnings = [w for t in tables for w in t.warnings]
+    try:
+        units, columns = reconcile_units(tables, [t.columns for t in tables], "units", strict=True, warnings=warnings)
+    except ValueError as exc:
+        raise UnreadableDataset(f"{name or first.name}: its parts cannot be joined ({exc})") from None
+    raw_units, raw = reconcile_units(
+        tables, [t.raw_columns for t in tables], "raw_units", strict=False, warnings=warnings
+    )
+    source_units: dict[str, str] = {}
+    for table in tables:
+        for key, unit in table.source_units.items():
+            source_units.setdefault(key, unit)
     merged = replace(
         first,
         name=name or first.name,
-        columns=columns,
-        raw_columns=raw,
-        units={k: v for t in tables for k, v in t.units.items()},
-        source_units={k: v for t in tables for k, v in t.source_units.items()},
-        raw_units={k: v for t in tables for k, v in t.raw_units.items()},
-        warnings=[w for t in tables for w in t.warnings],
+        columns=_concat_columns(columns, lengths),
+        raw_columns=_concat_columns(raw, lengths),
+        units=units,
+        source_units=source_units,
+        raw_units=raw_units,
+        warnings=warnings,
     )
     merged.refresh_time_range()
     return merged
+
+
+def reconcile_units(
+    tables: list[PointTable],
+    columns_per_table: list[dict[str, np.ndarray]],
+    units_attribute: str,
+    *,
+    strict: bool,
+    warnings: list[str],
+) -> tuple[dict[str, str], list[dict[str, np.ndarray]]]:
+    """Units of the joined columns (first table naming one wins) and the columns converted to them: the one rule
+    for joining tables, used by `concat_tables` (time logs of one task) and `conversion.merge` (files).
+
+    A column whose unit differs from the chosen one is converted; when it cannot be (units of different kinds, e.g.
+    L/ha and kg/ha), `strict` raises ValueError, otherwise the column is left out of every table with a warning.
+    """
+    chosen: dict[str, str] = {}
+    for table in tables:
+        for key, unit in getattr(table, units_attribute).items():
+            if unit:
+                chosen.setdefault(key, unit)
+    out = [dict(columns) for columns in columns_per_table]
+    dropped: set[str] = set()
+    for table, columns in zip(tables, out, strict=True):
+        for key, unit in getattr(table, units_attribute).items():
+            target = chosen.get(key)
+            if key in dropped or not unit or target is None or unit == target or key not in columns:
+                continue
+            try:
+                factor = unit_factor(unit, target)
+            except ValueError:
+                if strict:
+                    raise ValueError(
+                        f"cannot merge column {key!r}: one table gives it in {target!r}, another in {unit!r}"
+                    ) from None
+                dropped.add(key)
+                warnings.append(f"raw column {key!r} left out of the join: its units differ ({target!r}, {unit!r})")
+                continue
+            if factor != 1.0:
+                columns[key] = np.asarray(columns[key], dtype=np.float64) * factor
+    for columns in out:
+        for key in dropped:
+            columns.pop(key, None)
+    return {k: v for k, v in chosen.items() if k not in dropped}, out
+
+
+def unit_factor(unit: str, target: str) -> float:
+    """Factor taking values in `unit` to `target` (same kind); ValueError when they are of different kinds."""
+    if to_canonical(unit) is None or to_canonical(target) is None:
+        raise ValueError(f"unknown unit {unit!r} or {target!r}")
+    return convert(1.0, unit, target)
 
 
 def _concat_columns(dicts: list[dict[str, np.ndarray]], lengths: list[int]) -> dict[str, np.ndarray]:

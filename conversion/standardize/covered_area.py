@@ -10,7 +10,7 @@ from shapely.geometry import MultiPolygon, mapping
 
 from conversion.readers.base import PointTable
 
-from .properties import EARTH_RADIUS_M
+from .properties import EARTH_RADIUS_M, section_steps
 
 DEFAULT_CELL_M = 10.0
 MAX_COVERAGE_CELLS = 4_000_000
@@ -82,9 +82,9 @@ def _machine_width(table: PointTable, ok: np.ndarray) -> float:
     if width is None:
         return DEFAULT_CELL_M
     w = np.asarray(width, dtype=float)[ok]
-    ts = table.columns.get("timestamp")
-    if "sectionId" in table.columns and ts is not None:
-        _, inverse = np.unique(np.asarray(ts)[ok], return_inverse=True)
+    steps = section_steps(table.columns)
+    if steps is not None:
+        _, inverse = np.unique(steps[ok], return_inverse=True)
         w = np.bincount(inverse, weights=np.nan_to_num(w))
     w = w[np.isfinite(w) & (w > 0)]
     return float(np.clip(np.median(w), 1.0, 50.0)) if len(w) else DEFAULT_CELL_M

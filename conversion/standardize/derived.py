@@ -1,7 +1,8 @@
 """Derived values: what a source lacks and the outputs need, computed from what it has.
 
 Distance, heading and speed from the track; area from distance and working width; dry yields from wet at the crop's
-standard moisture: dry = wet x (100 - M) / (100 - Ms) when M > Ms, else dry = wet; volumes from masses via the
+standard moisture: dry = wet x (100 - M) / (100 - Ms) when M > Ms, else dry = wet (a point without a moisture takes
+the file's area-weighted mean moisture; a file without any gets no dry values); volumes from masses via the
 standard bushel weight; per-point totals as rate x area.
 """
 
@@ -52,12 +53,31 @@ def _standard(name: str):
 
 
 def dry_from_wet(wet: np.ndarray, moisture: np.ndarray, standard_moisture: np.ndarray | float) -> np.ndarray:
-    """Dry value at standard moisture: wet x (100 - M) / (100 - Ms) where M > Ms, else the wet value itself."""
+    """Dry value at standard moisture: wet x (100 - M) / (100 - Ms) where M > Ms, else the wet value itself;
+    missing (NaN) where the moisture is missing: a point without one is not known to be dry."""
     wet = np.asarray(wet, dtype=float)
     m = np.asarray(moisture, dtype=float)
     ms = np.broadcast_to(np.asarray(standard_moisture, dtype=float), wet.shape)
-    shrink = np.where(m > ms, (100.0 - m) / (100.0 - ms), 1.0)
+    shrink = np.where(m > ms, (100.0 - m) / (100.0 - ms), np.where(np.isnan(m), np.nan, 1.0))
     return wet * shrink
+
+
+def moisture_filled(moisture: np.ndarray, area: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Moisture per point for dry values: a point without a value (or one outside (0, 100), which cleaning drops
+    anyway) takes the file's area-weighted mean of the points that have one (plain mean without areas). Returns
+    the values and how many points were filled; all NaN when no point has a moisture."""
+    m = np.asarray(moisture, dtype=float)
+    known = np.isfinite(m) & (m > 0) & (m < 100)
+    missing = ~np.isfinite(m)
+    if not known.any() or not missing.any():
+        return m, 0
+    mean = float(m[known].mean())
+    if area is not None:
+        w = np.asarray(area, dtype=float)
+        ok = known & np.isfinite(w) & (w > 0)
+        if ok.any():
+            mean = float(np.average(m[ok], weights=w[ok]))
+    return np.where(missing, mean, m), int(missing.sum())
 
 
 def track_distance_heading(table: PointTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,8 +118,8 @@ def derive(table: PointTable) -> PointTable:
     """A copy with derived values added where the source lacks them.
 
     distance/heading/speed from the track; `area` = distance x equipmentWidth; dry yields from wet via crop
-    standard moisture; volumes from masses via standard bushel weight (bushels as volume, 35.239 L); per-point
-    totals `wetMass`, `dryMass`, `wetVolume`, `dryVolume` = rate x area.
+    standard moisture and the points' moisture (`moisture_filled`); volumes from masses via standard bushel weight
+    (bushels as volume, 35.239 L); per-point totals `wetMass`, `dryMass`, `wetVolume`, `dryVolume` = rate x area.
     """
     cols = dict(table.columns)
     units = dict(table.units)
@@ -123,8 +143,11 @@ def derive(table: PointTable) -> PointTable:
     ms = point_standard_moisture(derived_table)
     bushel = point_bushel_weight_kg(derived_table)
     moisture = cols.get("harvestMoisture")
-    if "dryMassPerArea" not in cols and "wetMassPerArea" in cols and ms is not None:
-        m = moisture if moisture is not None else np.full(len(table), np.nan)
+    warnings = list(table.warnings)
+    if "dryMassPerArea" not in cols and "wetMassPerArea" in cols and ms is not None and moisture is not None:
+        m, filled = moisture_filled(moisture, cols.get("area"))
+        if filled:
+            warnings.append(f"{filled} points without a moisture: dry values at the file's mean moisture")
         put("dryMassPerArea", dry_from_wet(cols["wetMassPerArea"], m, ms))
     if bushel is not None:
         litres_per_kg = US_BUSHEL_L / bushel
@@ -142,4 +165,4 @@ def derive(table: PointTable) -> PointTable:
         ):
             if total not in cols and rate in cols:
                 put(total, cols[rate] * area_ha)
-    return replace(table, columns=cols, units=units, warnings=list(table.warnings))
+    return replace(table, columns=cols, units=units, warnings=warnings)

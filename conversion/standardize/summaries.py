@@ -11,20 +11,22 @@ from conversion.readers.base import PointTable
 from conversion.readers.units import IMPERIAL_OF, normalize_unit
 
 from .covered_area import coverage
-from .properties import DERIVED_UNITS, HA_M2, PROPERTY_ORDER, RATE_PROPERTIES
+from .properties import DERIVED_UNITS, HA_M2, PROPERTY_ORDER, RATE_PROPERTIES, section_steps
 
 _NON_SUMMARY = frozenset({"lon", "lat", "timestamp", "sectionId", "recordingStatus"})
 
 
 def units(table: PointTable, *, imperial: bool = False) -> dict[str, str]:
-    """Flat `{property: unit}` of the numeric properties present.
+    """Flat `{property: unit}` of the numeric properties some point has a value of.
 
     With `imperial`, properties whose source used imperial units are reported in them (the GeoJSON values stay
     metric; this map is for display on request).
     """
     out: dict[str, str] = {}
     for name in PROPERTY_ORDER:
-        if name in table.columns and np.asarray(table.columns[name]).dtype.kind == "f":
+        values = table.columns.get(name)
+        # A column no point has a value in (speed of points without times) is not a property of the file.
+        if values is not None and np.asarray(values).dtype.kind == "f" and np.isfinite(values).any():
             unit = table.units.get(name) or DERIVED_UNITS.get(name, "")
             if not unit:
                 continue
@@ -63,9 +65,10 @@ def totals(table: PointTable) -> dict[str, dict]:
         out["totalArea"] = {"value": float(np.nansum(area)), "unit": "m2"}
     if "distance" in cols:
         dist = np.asarray(cols["distance"], dtype=float)
-        if "sectionId" in cols and "timestamp" in cols:
+        steps = section_steps(cols)
+        if steps is not None:
             # One row per section per time step repeats the distance travelled; count each time step once.
-            _, first = np.unique(cols["timestamp"], return_index=True)
+            _, first = np.unique(steps, return_index=True)
             dist = dist[first]
         out["totalDistance"] = {"value": float(np.nansum(dist)), "unit": "m"}
     if area is None:

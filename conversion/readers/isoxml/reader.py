@@ -33,6 +33,29 @@ from .tlg import TimeLog, TimeLogError, read_time_log
 _TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
 
 
+def _task_name(task: Element) -> str:
+    return _clean(task.get("B")) or task.get("A", "task")
+
+
+def _task_names(tasks: list[Element]) -> list[str]:
+    """One name per task, unique within the data set, since each task becomes a file found by its name: the
+    designator (else the id); a designator already taken gets the task id appended ("Plant crop (TSK2)"), and
+    " (2)", " (3)"... after that if still taken. The first task keeps the plain name, so files converted before
+    this rule keep theirs."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for task in tasks:
+        name = _task_name(task)
+        if name in taken:
+            name = f"{name} ({task.get('A') or 'task'})"
+            base, n = name, 2
+            while name in taken:
+                name, n = f"{base} ({n})", n + 1
+        taken.add(name)
+        names.append(name)
+    return names
+
+
 @register
 class IsoxmlReader(Reader):
     """ISO 11783-10 task data with binary time logs."""
@@ -51,12 +74,12 @@ class IsoxmlReader(Reader):
         tables: list[PointTable] = []
         problems: list[str] = []
         tasks = [el for el in td.elements if el.tag == "TSK"]
-        for task in tasks:
+        for task, name in zip(tasks, _task_names(tasks), strict=True):
             try:
-                table = self.read_task(td, task)
+                table = self.read_task(td, task, name=name)
             except UnreadableDataset as exc:
                 problems.append(str(exc))
-                self.skipped.append((_clean(task.get("B")) or task.get("A", "task"), str(exc)))
+                self.skipped.append((name, str(exc)))
                 continue
             if table is not None:
                 table.warnings[:0] = td.warnings
@@ -72,12 +95,13 @@ class IsoxmlReader(Reader):
             reason += " (" + "; ".join(td.warnings[:5]) + ")"
         raise UnreadableDataset(reason)
 
-    def read_task(self, td: TaskData, task: Element) -> PointTable | None:
-        """The points of one task, or None when it has no time log; UnreadableDataset when no log can be read."""
+    def read_task(self, td: TaskData, task: Element, *, name: str | None = None) -> PointTable | None:
+        """The points of one task, or None when it has no time log; UnreadableDataset when no log can be read.
+        `name` names the table (default: the task's designator)."""
         tlg_refs = [t.get("A", "") for t in task.findall("TLG")]
         if not tlg_refs:
             return None
-        task_name = _clean(task.get("B")) or task.get("A", "task")
+        task_name = name or _task_name(task)
         warnings: list[str] = []
         read: list[TimeLog] = []
         for ref in tlg_refs:

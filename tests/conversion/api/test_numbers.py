@@ -1,0 +1,231 @@
+"""Numbers a user reads off converted files: every task kept, totals, units and dry values as the points say."""
+
+import io
+import json
+import re
+import struct
+import xml.etree.ElementTree as ET
+import zipfile
+from datetime import UTC, datetime
+
+import pytest
+
+from conversion.models import UNABLE_TO_READ, BatchDataset, DatasetStatus
+from conversion.services.datasets import dataset_convert
+from tests.conversion.readers.conftest import walk_tlg
+
+from .conftest import BATCH_URL, FILES_URL, upload, zip_entries
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _get(client, url):
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.content[:300])
+    return response
+
+
+def _batch(client, core_user, data: bytes, name="upload.zip") -> dict:
+    response = upload(client, core_user.pk, data, name=name)
+    assert response.status_code == 201, response.content
+    return _get(client, f"{BATCH_URL}/{response.json()['id']}").json()
+
+
+def _files(client, batch: dict) -> list[dict]:
+    return [_get(client, f"{FILES_URL}/{file_id}").json() for file_id in batch["files"]]
+
+
+def _utc(local: str, zone: str) -> str:
+    """`local` (TASKDATA time without zone) at `zone` (+hh:mm), as the API writes UTC times."""
+    stamp = datetime.fromisoformat(local[:23] + zone).astimezone(UTC)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@pytest.mark.embedded
+def test_isoxml_tasks_of_one_name_each_keep_their_own_file(api_client, core_user, load_from_stream, tmp_path):
+    # Given a task data set whose two tasks are both called "Plant crop", each with its own time log
+    data = (load_from_stream / "AllFieldsMoved_Or_Simplified_Out.zip").read_bytes()
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    root = ET.fromstring(archive.read("AllFieldsMoved_Or_Simplified_Out/TASKDATA.XML"))
+    tasks = root.findall("TSK")
+    assert [t.get("B") for t in tasks] == ["Plant crop", "Plant crop"]
+    # The task controller's zone, written on the product allocations' times (TIM has none)
+    [zone] = {m.group(0) for a in root.iter("ASP") if (m := re.search(r"[+-]\d\d:\d\d$", a.get("A")))}
+
+    # When it is uploaded
+    batch = _batch(api_client, core_user, data, name="AllFieldsMoved_Or_Simplified_Out.zip")
+
+    # Then each task is a file of its own, with its own log's points and its own time range
+    assert batch["status"] == "PROCESSED"
+    files = _files(api_client, batch)
+    assert [f["fileName"] for f in files] == [
+        "AllFieldsMoved_Or_Simplified_Out/Plant crop",
+        "AllFieldsMoved_Or_Simplified_Out/Plant crop (TSK2)",
+    ]
+    archive.extractall(tmp_path)
+    folder = tmp_path / "AllFieldsMoved_Or_Simplified_Out"
+    for file, task in zip(files, tasks, strict=True):
+        assert file["status"] == "processed"
+        tim = task.find("TIM")
+        # (the points kept after cleaning lie within the task's own TIM start and stop)
+        assert _utc(tim.get("A"), zone) <= file["startTime"] < file["endTime"] <= _utc(tim.get("B"), zone)
+        stem = task.find("TLG").get("A")
+        walk = walk_tlg(folder / f"{stem}.xml", folder / f"{stem}.bin")
+        summary = _get(api_client, f"{FILES_URL}/{file['id']}/summary").json()["properties"]
+        positioned = sum(1 for r in walk["records"] if (r["ptn"]["A"], r["ptn"]["B"]) != (0, 0))
+        assert summary["cleaning"]["pointsRead"] == positioned
+        assert file["pointCount"] == summary["pointCount"] > 2000
+
+    # And a run of the data set again (a worker that crashed before ending it) makes no file twice
+    dataset = BatchDataset.objects.get(batch_id=batch["id"])
+    BatchDataset.objects.filter(pk=dataset.pk).update(status=DatasetStatus.PROCESSING)
+    dataset_convert(dataset.pk)
+    again = _get(api_client, f"{BATCH_URL}/{batch['id']}").json()
+    assert again["files"] == batch["files"]
+    assert _files(api_client, again) == files
+
+
+def _geojson_zip(features: list[dict], name: str = "points.geojson") -> bytes:
+    collection = {"type": "FeatureCollection", "features": features}
+    return zip_entries({name: json.dumps(collection).encode()})
+
+
+def _point(lon: float, lat: float, **properties) -> dict:
+    return {"type": "Feature", "geometry": {"type": "Point", "coordinates": [lon, lat]}, "properties": properties}
+
+
+def _only_file(client, batch: dict) -> tuple[dict, dict]:
+    [file_id] = batch["files"]
+    summary = _get(client, f"{FILES_URL}/{file_id}/summary").json()["properties"]
+    standard = json.loads(b"".join(_get(client, f"{FILES_URL}/{file_id}/standardGeojson").streaming_content))
+    return summary, standard
+
+
+@pytest.mark.embedded
+def test_per_section_rows_without_times_count_each_step_once(api_client, core_user):
+    # Given a harvest logged per section (2 sections) at 10 steps of 10 m each, with no timestamps
+    features = [
+        _point(
+            -93.15 + step * 1e-4 + section * 3e-5,
+            41.66,
+            sectionId=section,
+            distance=10.0,
+            equipmentWidth=5.0,
+            wetMassPerArea=5000.0,
+            harvestMoisture=20.0,
+            crop="corn",
+        )
+        for step in range(10)
+        for section in (1, 2)
+    ]
+    # When uploaded
+    batch = _batch(api_client, core_user, _geojson_zip(features))
+    assert batch["status"] == "PROCESSED"
+    summary, _ = _only_file(api_client, batch)
+    # Then the machine travelled 10 x 10 m (each step's rows repeat its distance), and covered 20 rows x 10 m x 5 m
+    assert summary["totalDistance"] == {"value": 100.0, "unit": "m"}
+    assert summary["totalArea"] == {"value": 1000.0, "unit": "m2"}
+
+
+@pytest.mark.embedded
+def test_a_point_without_moisture_is_dried_at_the_files_mean_moisture(api_client, core_user):
+    # Given corn (standard moisture 15.5 %) whose third point logged no moisture; the others 20 % and 25 % over
+    # areas of 50 and 150 m2
+    start = datetime(2020, 9, 1, 10, tzinfo=UTC).timestamp()
+
+    def at(i: int) -> str:
+        return datetime.fromtimestamp(start + i, UTC).isoformat().replace("+00:00", "Z")
+
+    common = {"equipmentWidth": 10.0, "wetMassPerArea": 10_000.0, "crop": "corn"}
+    features = [
+        _point(-93.15, 41.66, timestamp=at(0), distance=5.0, harvestMoisture=20.0, **common),
+        _point(-93.1499, 41.66, timestamp=at(1), distance=15.0, harvestMoisture=25.0, **common),
+        _point(-93.1498, 41.66, timestamp=at(2), distance=10.0, **common),
+    ]
+    # When uploaded
+    batch = _batch(api_client, core_user, _geojson_zip(features))
+    assert batch["status"] == "PROCESSED"
+    summary, standard = _only_file(api_client, batch)
+    dry = [f["properties"]["dryMassPerArea"] for f in standard["features"]]
+    # Then the point without moisture is dried at the area-weighted mean moisture (23.75 %), not left wet
+    mean = (20.0 * 50 + 25.0 * 150) / 200
+    assert dry == pytest.approx([10_000 * 80 / 84.5, 10_000 * 75 / 84.5, 10_000 * (100 - mean) / 84.5])
+    assert "harvestMoisture" not in standard["features"][2]["properties"] or (
+        standard["features"][2]["properties"]["harvestMoisture"] is None
+    )
+    assert summary["totalDryMass"]["value"] == pytest.approx(
+        sum(d * a / 10_000 for d, a in zip(dry, (50, 150, 100), strict=True))
+    )
+
+
+@pytest.mark.embedded
+def test_harvest_without_any_moisture_has_no_dry_values(api_client, core_user):
+    features = [
+        _point(-93.15 + i * 1e-4, 41.66, distance=10.0, equipmentWidth=10.0, wetMassPerArea=8000.0, crop="corn")
+        for i in range(3)
+    ]
+    batch = _batch(api_client, core_user, _geojson_zip(features))
+    summary, standard = _only_file(api_client, batch)
+    units = _get(api_client, f"{FILES_URL}/{batch['files'][0]}/units").json()
+    assert "dryMassPerArea" not in units and "totalDryMass" not in summary
+    assert all(f["properties"].get("dryMassPerArea") is None for f in standard["features"])
+    assert summary["totalWetMass"]["value"] == pytest.approx(3 * 8000 * 100 / 10_000)
+
+
+@pytest.mark.embedded
+def test_units_and_images_name_only_properties_some_point_has(api_client, core_user, samples_dir):
+    # Given the ofpetrial yield shapefile, whose points have no time (so no speed can be derived)
+    folder = samples_dir / "ofpetrial-difm/inst/extdata"
+    data = zip_entries({p.name: p.read_bytes() for p in sorted(folder.glob("yield-simple1.*"))})
+    batch = _batch(api_client, core_user, data)
+    assert batch["status"] == "PROCESSED"
+    file_id = batch["files"][0]
+    _, standard = _only_file(api_client, batch)
+    with_values = {k for f in standard["features"] for k, v in f["properties"].items() if v is not None}
+    # Then the units map and the images name only properties with a value on some point
+    units = _get(api_client, f"{FILES_URL}/{file_id}/units").json()
+    assert "speed" not in units
+    assert set(units) <= with_values
+    images = _get(api_client, f"{FILES_URL}/{file_id}/images").json()
+    assert images and {i["property"] for i in images} <= with_values
+    assert "speed" not in {i["property"] for i in images}
+
+
+def _time_log(ddis: list[int], values: list[int], *, first_second: int) -> tuple[bytes, bytes]:
+    """A time log (header XML, binary) of 50 points 1 s and ~1.1 m apart, each logging `values` for the DLVs of
+    `ddis` on DET-1, laid out as ISO 11783-10 says (TIM A/PTN A/B in every record, then the DLV pairs)."""
+    dlvs = "".join(f'<DLV A="{ddi:04X}" B="" C="DET-1"/>' for ddi in ddis)
+    header = f'<?xml version="1.0" encoding="UTF-8"?><TIM A="" D="4"><PTN A="" B=""/>{dlvs}</TIM>'
+    day = (datetime(2024, 5, 2) - datetime(1980, 1, 1)).days
+    records = bytearray()
+    for i in range(50):
+        ms = (10 * 3600 + first_second + i) * 1000
+        records += struct.pack("<IHiiB", ms, day, int(52.0 * 1e7) + i * 100, int(8.0 * 1e7), len(values))
+        for index, value in enumerate(values):
+            records += struct.pack("<Bi", index, value)
+    return header.encode(), bytes(records)
+
+
+@pytest.mark.embedded
+def test_a_task_whose_logs_give_a_rate_in_volume_and_in_mass_fails_with_the_reason(api_client, core_user):
+    # Given one task logged first as 200 L/ha (DDI 0x0002, mm3/m2 x 0.01), then as 150 kg/ha (DDI 0x0007, mg/m2)
+    width, on = 0x0043, 0x008D
+    first = _time_log([0x0002, width, on], [2_000_000, 12_000, 1], first_second=0)
+    second = _time_log([0x0007, width, on], [15_000, 12_000, 1], first_second=100)
+    taskdata = (
+        '<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="3" '
+        'DataTransferOrigin="1"><TSK A="TSK1" B="spread" G="4"><TLG A="TLG00001" C="1"/><TLG A="TLG00002" C="1"/>'
+        "</TSK></ISO11783_TaskData>"
+    )
+    entries = {"TASKDATA/TASKDATA.XML": taskdata.encode()}
+    for n, (xml, binary) in enumerate((first, second), start=1):
+        entries[f"TASKDATA/TLG0000{n}.XML"], entries[f"TASKDATA/TLG0000{n}.BIN"] = xml, binary
+    # When uploaded
+    batch = _batch(api_client, core_user, zip_entries(entries))
+    # Then no file averages litres with kilograms: the task fails, saying which property and units disagree
+    assert batch["status"] == "FAILED"
+    assert batch["statusDetails"] == UNABLE_TO_READ
+    [failed] = _get(api_client, f"{BATCH_URL}/{batch['id']}/status").json()["failed"]
+    assert "appliedRate" in failed["message"] and "'L/ha'" in failed["message"] and "'kg/ha'" in failed["message"]
+    file = _get(api_client, f"{FILES_URL}/{failed['id']}").json()
+    assert file["status"] == "failed" and file["standardGeojson"] is None
