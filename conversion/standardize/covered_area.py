@@ -18,7 +18,8 @@ MAX_COVERAGE_CELLS = 4_000_000
 
 def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     """Covered area as a GeoJSON MultiPolygon: points binned into square cells about one machine width wide,
-    one-cell gaps closed, runs of cells merged per row, then unioned. Linear in the number of points.
+    one-cell gaps closed, runs of cells merged per row, then unioned. Linear in the number of points. Points
+    recorded Off or with a working width of 0 (every section off) cover nothing.
     """
     lon = np.asarray(table.columns.get("lon", np.empty(0)), dtype=float)
     lat = np.asarray(table.columns.get("lat", np.empty(0)), dtype=float)
@@ -26,6 +27,10 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     status = table.columns.get("recordingStatus")
     if status is not None:
         ok &= np.asarray(status, dtype=float) != 0
+    width = table.columns.get("equipmentWidth")
+    if width is not None:
+        # A point whose working width is 0 (every section off) covers nothing.
+        ok &= np.asarray(width, dtype=float) != 0
     lon, lat = lon[ok], lat[ok]
     if len(lon) == 0:
         return {"type": "MultiPolygon", "coordinates": []}

@@ -3,6 +3,7 @@
 One point table per task that has time logs. Which logged DLV feeds which standard property is decided by the
 device description: values of the implement that does the work win over the tractor's, and among several
 device elements logging the same DDI the one nearest the device root (the whole boom rather than one section).
+A log with a condensed work state gets each point's working width from the sections that are on (`sections.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from conversion.readers.base import (
 )
 
 from .parallel import AnyTimeLog, join_parallel
+from .sections import section_working_width
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
 from .tlg import TimeLog, TimeLogError, read_time_log
 
@@ -228,6 +230,16 @@ class IsoxmlReader(Reader):
             units["seedRate"] = units["seedRateTarget"]
             warnings.append(f"{log.name}: no actual seed rate logged; seedRate is the setpoint (DDI 000B)")
 
+        boom_width = columns.get("equipmentWidth")
+        width, note = section_working_width(
+            td, log, lambda det, index: self._rank(td, det, implement, index), boom_width
+        )
+        if note:
+            warnings.append(note)
+        if width is not None:
+            columns["equipmentWidth"] = width
+            units["equipmentWidth"] = "m"
+
         work = [s for s in log.header.dlvs if s.ddi == 0x008D]
         if work:
             best = min(work, key=lambda s: self._rank(td, s.det, implement, s.index))
@@ -289,7 +301,8 @@ class IsoxmlReader(Reader):
                 rank = self._rank(td, dlv.get("C", ""), implement, i)
                 if mapping.prop not in best or rank < best[mapping.prop][0]:
                     best[mapping.prop] = (rank, value * mapping.factor, mapping.unit)
-        # Counters logged in the time logs: each log's share is last - first.
+        # Counters logged in the time logs: each log's share is what the counter grew by, last - first; a counter
+        # that drops (reset, or CNH's boom area 8231 -> 3936 mid-log) restarts there, so its increases are summed.
         logged: dict[str, list] = defaultdict(list)
         for log in logs:
             per_log: dict[str, tuple[tuple[int, int, int], float, str]] = {}
@@ -303,7 +316,8 @@ class IsoxmlReader(Reader):
                     continue
                 rank = self._rank(td, spec.det, implement, spec.index)
                 if mapping.prop not in per_log or rank < per_log[mapping.prop][0]:
-                    per_log[mapping.prop] = (rank, float(values[-1] - values[0]) * mapping.factor, mapping.unit)
+                    grew = float(np.clip(np.diff(values), 0, None).sum())
+                    per_log[mapping.prop] = (rank, grew * mapping.factor, mapping.unit)
             for prop, (_rank, value, unit) in per_log.items():
                 logged[prop].append((value, unit))
         for prop, (_rank, value, unit) in best.items():

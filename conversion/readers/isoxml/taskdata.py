@@ -53,6 +53,8 @@ DEVICE_CLASS_NAMES: dict[int, str] = {
 }
 # Self-propelled classes are machines; the rest are implements pulled or carried by one.
 MACHINE_CLASSES = frozenset({0, 1, 7, 8, 9})
+# DET C: device element type 4 is a section (FORMATS.md 2.3).
+SECTION_ELEMENT = 4
 AGRICULTURE_INDUSTRY_GROUP = 2
 
 
@@ -123,13 +125,17 @@ class Device:
 
 @dataclass
 class DeviceElement:
-    """A DET: its device, type and depth below the device root (0 = the device itself)."""
+    """A DET: its device, type and depth below the device root (0 = the device itself), its element number, its
+    parent element (None at the root) and the device properties (DPT) it references, raw by DDI."""
 
     id: str
     device_id: str
     type: int
     designator: str
     depth: int
+    number: int = 0
+    parent_id: str | None = None
+    properties: dict[int, int] = field(default_factory=dict)
 
 
 class DataSetFiles:
@@ -203,6 +209,26 @@ class TaskData:
         """A file of the data set by case-insensitive name (`DataSetFiles.find`: a moved file is found too)."""
         return self.files.find(name)
 
+    def sections_below(self, det_id: str) -> list[DeviceElement]:
+        """The section elements (DET type 4) below `det_id` in its device, by element number: the sections its
+        condensed work state numbers. A section's own sub-elements are not sections of it."""
+        children: dict[str, list[DeviceElement]] = {}
+        for det in self.dets.values():
+            if det.parent_id is not None:
+                children.setdefault(det.parent_id, []).append(det)
+        found: list[DeviceElement] = []
+        todo, seen = list(children.get(det_id, [])), {det_id}
+        while todo:
+            det = todo.pop()
+            if det.id in seen:
+                continue
+            seen.add(det.id)
+            if det.type == SECTION_ELEMENT:
+                found.append(det)
+            else:
+                todo.extend(children.get(det.id, []))
+        return sorted(found, key=lambda d: d.number)
+
 
 def _parse_xml(path: Path) -> Element:
     try:
@@ -265,15 +291,45 @@ def load_taskdata(taskdata_xml: Path) -> TaskData:
         for det in el.findall("DET"):
             det_by_object[det.get("B", "")] = det
             parent_of[det.get("B", "")] = det.get("F", "0")
+        properties = _device_properties(el)
         for det in el.findall("DET"):
             depth, obj, seen = 0, det.get("B", ""), set()
             while obj in parent_of and parent_of[obj] in det_by_object and obj not in seen:
                 seen.add(obj)
                 obj = parent_of[obj]
                 depth += 1
-            det_type = int(det.get("C", "0")) if (det.get("C") or "").isdigit() else 0
-            dets[det.get("A", "")] = DeviceElement(det.get("A", ""), dev.id, det_type, det.get("D") or "", depth)
+            parent = det_by_object.get(parent_of.get(det.get("B", ""), ""))
+            parent_id = parent.get("A") if parent is not None and parent is not det else None
+            dets[det.get("A", "")] = DeviceElement(
+                det.get("A", ""),
+                dev.id,
+                _int(det.get("C")),
+                det.get("D") or "",
+                depth,
+                number=_int(det.get("E")),
+                parent_id=parent_id,
+                properties={
+                    ddi: value for dor in det.findall("DOR") for ddi, value in properties.get(dor.get("A", ""), ())
+                },
+            )
     return TaskData(folder, elements, by_id, devices, dets, files, warnings)
+
+
+def _device_properties(device: Element) -> dict[str, list[tuple[int, int]]]:
+    """The device's properties (DPT) by object id, as (DDI, raw value); malformed ones are left out."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for dpt in device.findall("DPT"):
+        try:
+            ddi, value = int(dpt.get("B", ""), 16), int(dpt.get("C", ""))
+        except ValueError:
+            continue
+        out.setdefault(dpt.get("A", ""), []).append((ddi, value))
+    return out
+
+
+def _int(text: str | None) -> int:
+    text = (text or "").strip()
+    return int(text) if text.isdigit() else 0
 
 
 _ID_TAGS = frozenset({"CTR", "FRM", "PFD", "CTP", "CVT", "PDT", "PGP", "DVC", "DET", "WKR", "TSK", "CPC", "VPN"})
