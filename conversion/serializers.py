@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from assets.models import Provider
 from platform_site.api.schema import document_extra_properties
-from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, TimestampField
+from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictUUIDField, TimestampField
 
 from .links import file_field_ids
 from .models import Batch, File
@@ -140,7 +140,7 @@ def file_context(files, context: dict) -> dict:
 class FileMergeSerializer(ApiSerializer):
     """`POST /files/merge` body."""
 
-    ids = serializers.ListField(child=serializers.UUIDField(), allow_empty=False, max_length=1000)
+    ids = serializers.ListField(child=StrictUUIDField(), allow_empty=False, max_length=1000)
 
 
 def images_data(images: list[dict], *, request, route: str, pk) -> list[dict]:

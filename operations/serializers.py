@@ -2,7 +2,13 @@
 
 from rest_framework import serializers
 
-from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictCharField, TimestampField
+from platform_site.api.serializers import (
+    ApiModelSerializer,
+    ApiSerializer,
+    StrictCharField,
+    StrictUUIDField,
+    TimestampField,
+)
 
 from .models import Operation
 
@@ -49,7 +55,7 @@ class OperationSerializer(ApiModelSerializer):
 class OperationCropSerializer(ApiSerializer):
     """`POST /operations/cropOperationByField` body: the operation and, optionally, the field."""
 
-    id = serializers.UUIDField()
+    id = StrictUUIDField()
     fieldId = StrictCharField(required=False, allow_null=True, max_length=255)
 
 

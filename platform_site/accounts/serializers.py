@@ -1,7 +1,13 @@
 from django.core.validators import EmailValidator
 from rest_framework import serializers
 
-from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictBooleanField, StrictCharField
+from platform_site.api.serializers import (
+    ApiModelSerializer,
+    ApiSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictUUIDField,
+)
 
 from .models import CoreUser
 
@@ -38,7 +44,7 @@ class CoreUserSerializer(ApiModelSerializer):
 class CoreUserReplaceSerializer(CoreUserSerializer):
     """PUT /users: the id travels in the body."""
 
-    id = serializers.UUIDField()
+    id = StrictUUIDField()
 
     class Meta(CoreUserSerializer.Meta):
         read_only_fields = []

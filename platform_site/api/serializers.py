@@ -59,6 +59,17 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(int(data))
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """Only a JSON string holding a UUID (DRF alone reads the number 1, and `true`, as UUIDs)."""
+
+    default_error_messages = {"invalid": "Must be a UUID string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class QueryIntegerField(serializers.IntegerField):
     """An integer query parameter written in ASCII digits (`12`; not `1_0`, `1.0` or other scripts' digits)."""
 

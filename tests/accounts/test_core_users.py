@@ -40,6 +40,7 @@ def test_put_replaces_the_whole_user_with_the_id_in_the_body(api_client, core_us
         "externalId": None,
     }
     assert_problem(api_client.put(URL, {"name": "no id"}, format="json"), 400, "validation")
+    assert_problem(api_client.put(URL, {"id": core_user.id.int, "name": "x"}, format="json"), 400, "validation")
     assert_problem(api_client.put(URL, {"id": str(uuid.uuid4()), "name": "x"}, format="json"), 404, "notFound")
 
 

@@ -101,6 +101,8 @@ def test_crop_validation(api_client, owner, core_user, operation):
     assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "nope"}, format="json"), 400)
     assert_problem(api_client.post(CROP_URL, {"fieldId": "whole"}, format="json"), 400, "validation")
     assert_problem(api_client.post(CROP_URL, {"id": "x"}, format="json"), 400, "validation")
+    assert_problem(api_client.post(CROP_URL, {"id": 1}, format="json"), 400, "validation")
+    assert_problem(api_client.post(CROP_URL, {"id": True}, format="json"), 400, "validation")
     assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk), "extra": 1}, format="json"), 400)
     missing = "00000000-0000-0000-0000-000000000000"
     assert_problem(api_client.post(CROP_URL, {"id": missing}, format="json"), 404, "notFound")

@@ -91,6 +91,8 @@ def test_merge_validation(api_client, owner, core_user):
         assert reason in body["detail"], (ids, body)
     assert_problem(api_client.post(MERGE_URL, {"ids": []}, format="json"), 400, "validation")
     assert_problem(api_client.post(MERGE_URL, {"ids": ["nope", str(harvest.pk)]}, format="json"), 400, "validation")
+    for not_strings in ([1, 2], [True, False], [str(harvest.pk), 3]):  # DRF alone reads numbers as UUIDs
+        assert_problem(api_client.post(MERGE_URL, {"ids": not_strings}, format="json"), 400, "validation")
     assert_problem(api_client.post(MERGE_URL, {}, format="json"), 400, "validation")
     unknown = "00000000-0000-0000-0000-000000000000"
     body = assert_problem(_merge(api_client, [harvest.pk, unknown]), 404, "notFound")
