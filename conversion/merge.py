@@ -10,6 +10,10 @@ scales (e.g. `m` and `mm`); those are converted to the first table's unit. Units
 merged and raise ValueError naming the column. Raw columns keep the source's values: a raw column whose units
 disagree is converted when possible and otherwise left out of the merged raw columns, with a warning.
 
+Each row remembers its source file in the internal column `SOURCE_COLUMN` (never written as a property), so that
+rows of different files sharing a timestamp stay apart where rows are grouped into time steps (a step's distance
+counted once, its section widths added up); a merged table merged again keeps its own sources apart.
+
 Recorded totals (the machine's own counters) are summed when every table records that total in the same unit;
 a total that only some tables record is dropped, since a partial sum would look like a whole.
 """
@@ -21,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from conversion.readers.base import PointTable, reconcile_units
+from conversion.standardize.properties import SOURCE_COLUMN
 
 # Per-point text columns that a table may instead give once for all its points (`crops`, `varieties`).
 _PER_POINT_LISTS = {"crop": "crops", "variety": "varieties"}
@@ -42,6 +47,7 @@ def tables_merge(tables: list[PointTable], *, name: str) -> PointTable:
     crops = _union(t.crops for t in tables)
     varieties = _union(t.varieties for t in tables)
     columns_per_table = [_with_per_point_lists(t, crops, varieties) for t in tables]
+    sources, source_count = _source_index(tables)
 
     units, converted = reconcile_units(tables, columns_per_table, "units", strict=True, warnings=warnings)
     raw_units, raw_converted = reconcile_units(
@@ -49,6 +55,8 @@ def tables_merge(tables: list[PointTable], *, name: str) -> PointTable:
     )
     columns = _concat(converted, lengths)
     raw_columns = _concat(raw_converted, lengths)
+    if source_count > 1:
+        columns[SOURCE_COLUMN] = sources
 
     n = sum(lengths)
     timestamps = columns.get("timestamp")
@@ -100,6 +108,7 @@ def _with_per_point_lists(table: PointTable, crops: list[str], varieties: list[s
     the standard moisture of its points (dry yields) with it.
     """
     columns = dict(table.columns)
+    columns.pop(SOURCE_COLUMN, None)  # replaced by the merged table's own (`_source_index`)
     for column, attribute in _PER_POINT_LISTS.items():
         merged_list = crops if attribute == "crops" else varieties
         own = getattr(table, attribute)
@@ -108,6 +117,23 @@ def _with_per_point_lists(table: PointTable, crops: list[str], varieties: list[s
         value = own[0] if len(own) == 1 else None
         columns[column] = np.full(len(table), value, dtype=object)
     return columns
+
+
+def _source_index(tables: list[PointTable]) -> tuple[np.ndarray, int]:
+    """Per row of the concatenated tables, the index of the source file it came from, and how many sources there are.
+    A table that is itself a merge keeps its own sources apart."""
+    parts: list[np.ndarray] = []
+    offset = 0
+    for table in tables:
+        own = table.columns.get(SOURCE_COLUMN)
+        if own is None or len(own) == 0:
+            index, count = np.zeros(len(table), dtype=np.int64), 1
+        else:
+            kinds, index = np.unique(np.asarray(own), return_inverse=True)
+            index, count = index.reshape(-1).astype(np.int64), len(kinds)
+        parts.append(offset + index)
+        offset += count
+    return np.concatenate(parts), offset
 
 
 def _concat(dicts: list[dict[str, np.ndarray]], lengths: list[int]) -> dict[str, np.ndarray]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from conversion.readers.base import PointTable
 
-from .properties import PROPERTY_ORDER
+from .properties import PROPERTY_ORDER, SOURCE_COLUMN
 
 # Features are formatted a chunk at a time with array arithmetic, never one Python object per point. A chunk is a
 # matrix with one row per point whose cells are 4-byte groups of text; every piece of a feature (the constant
@@ -301,7 +301,7 @@ def write_standard_geojson(table: PointTable, fileobj: IO, *, chunk: int = 20_00
 def write_raw_geojson(table: PointTable, fileobj: IO, *, chunk: int = 20_000) -> int:
     """Stream the points as read (before cleaning), with the source's own column names where it has them."""
     if not table.raw_columns:
-        names = [n for n in table.columns if n not in ("lon", "lat")]
+        names = [n for n in table.columns if n not in ("lon", "lat", SOURCE_COLUMN)]
         return _stream_features(fileobj, table.columns, names, {}, chunk)
     columns = dict(table.raw_columns)
     columns["lon"], columns["lat"] = table.columns["lon"], table.columns["lat"]

@@ -70,23 +70,36 @@ PRIMARY_RATES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Internal column of a merged table (`conversion.merge`): per row, the index of the source file it came from. Not a
+# property: outputs never write it (they pick their columns by name), it only keeps files apart where rows are
+# grouped (a time step never spans two files).
+SOURCE_COLUMN = "_source"
+
+
 def section_steps(columns: dict[str, np.ndarray]) -> np.ndarray | None:
     """For rows written per section (a `sectionId` column), the time step of each row as an integer index, so that
     what a step repeats on each of its rows (distance travelled) counts once and what it splits (width) adds up.
 
-    Rows of one timestamp are one step. Rows without a time are never merged on their missing time: they follow the
-    file's order, a new step starting where the section id stops increasing (1, 2, 1, 2 is two steps). None when the
-    rows are not per section.
+    Rows of one source file (`SOURCE_COLUMN` of a merged table; one file otherwise) and one timestamp are one step:
+    two files logging the same seconds (two machines, one log uploaded twice) are two steps, never one. Rows without
+    a time are never merged on their missing time: they follow the table's order, a new step starting where the
+    section id stops increasing (1, 2, 1, 2 is two steps) or the source file changes. None when the rows are not
+    per section.
     """
     if "sectionId" not in columns:
         return None
     sections = np.asarray(columns["sectionId"])
-    steps = np.zeros(len(sections), dtype=np.int64)
+    n = len(sections)
+    steps = np.zeros(n, dtype=np.int64)
+    source = columns.get(SOURCE_COLUMN)
+    sources = np.zeros(n, dtype=np.int64) if source is None else np.asarray(source, dtype=np.int64)
     ts = columns.get("timestamp")
-    timed = ~np.isnat(np.asarray(ts)) if ts is not None else np.zeros(len(sections), dtype=bool)
+    timed = ~np.isnat(np.asarray(ts)) if ts is not None else np.zeros(n, dtype=bool)
     first_untimed = 0
     if timed.any():
-        _, steps[timed] = np.unique(np.asarray(ts)[timed], return_inverse=True)
+        keys = np.column_stack((sources[timed], np.asarray(ts)[timed].view(np.int64)))
+        _, inverse = np.unique(keys, axis=0, return_inverse=True)
+        steps[timed] = inverse.reshape(-1)
         first_untimed = int(steps[timed].max()) + 1
     untimed = ~timed
     if untimed.any():
@@ -94,7 +107,8 @@ def section_steps(columns: dict[str, np.ndarray]) -> np.ndarray | None:
             ids = np.asarray(sections[untimed], dtype=float)
         except (TypeError, ValueError):
             ids = np.full(int(untimed.sum()), np.nan)  # ids that are not numbers: each row a step of its own
+        own = sources[untimed]
         new_step = np.ones(len(ids), dtype=bool)
-        new_step[1:] = ~(ids[1:] > ids[:-1])
+        new_step[1:] = ~(ids[1:] > ids[:-1]) | (own[1:] != own[:-1])
         steps[untimed] = first_untimed + np.cumsum(new_step) - 1
     return steps

@@ -6,6 +6,8 @@ import pytest
 from conversion import standardize
 from conversion.merge import tables_merge
 from conversion.readers import Dataset, MachineIdentity, PointTable, get_reader
+from conversion.standardize.covered_area import _machine_width
+from tests.operations.helpers import section_table
 
 DOTNET_TIMELOGS = "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
 
@@ -144,3 +146,37 @@ def test_merge_refuses_mixed_operation_types_and_nothing():
         tables_merge([_table("a", "2024-01-01", 1), _table("b", "2024-01-01", 1, operation_type="planted")], name="m")
     with pytest.raises(ValueError, match="no tables"):
         tables_merge([], name="m")
+
+
+@pytest.mark.embedded
+def test_time_steps_never_span_source_files():
+    # Given one per-section log twice, and a merge of that merge with the log once more
+    single = standardize.derive(section_table())
+    twice = tables_merge([single, single], name="twice")
+    thrice = tables_merge([twice, single], name="thrice")
+    for merged, copies in ((twice, 2), (thrice, 3)):
+        # Then the distance of each file's time steps counts, and the machine is as wide as one file's
+        expected = copies * standardize.totals(single)["totalDistance"]["value"]
+        assert standardize.totals(merged)["totalDistance"]["value"] == pytest.approx(expected)
+        assert _machine_width(merged, np.ones(len(merged), dtype=bool)) == _machine_width(
+            single, np.ones(len(single), dtype=bool)
+        )
+        assert standardize.coverage(merged) == standardize.coverage(single)
+    # And a single table keeps its figures (one step per second: 160 steps of 5 m, 12 m wide)
+    assert standardize.totals(tables_merge([single], name="one")) == standardize.totals(single)
+    assert standardize.totals(single)["totalDistance"]["value"] == pytest.approx(160 * 5.0)
+    assert _machine_width(single, np.ones(len(single), dtype=bool)) == 12.0
+
+
+@pytest.mark.embedded
+def test_rows_without_time_start_a_step_where_the_source_file_changes():
+    # Given two files of untimed per-section rows, the first ending on section 1, the second starting on section 2
+    def untimed(sections: list[int]) -> PointTable:
+        n = len(sections)
+        table = _table("u", "2024-09-01", n, columns={"sectionId": np.array(sections), "distance": np.full(n, 5.0)})
+        table.columns["timestamp"] = np.full(n, np.datetime64("NaT", "ms"))
+        return table
+
+    merged = tables_merge([untimed([1, 2, 1]), untimed([2, 3])], name="m")
+    # Then each file's rows form their own steps: (1, 2), (1) and (2, 3)
+    assert standardize.totals(merged)["totalDistance"]["value"] == 15.0

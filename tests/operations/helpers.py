@@ -80,3 +80,55 @@ def processed_file(core_user, table: PointTable, *, provider: str = "Other", ori
     )
     produced = outputs.produce(file, table, clean=False)
     return conversion.file_complete(file, produced)
+
+
+# A machine of three 4 m sections logging one row per section per second (John Deere style): passes 12 m apart.
+SECTION_WIDTH_M, SECTIONS, STEP_M = 4.0, 3, 5.0
+_M_PER_DEGREE_LAT = 111_195.0
+_M_PER_DEGREE_LON = _M_PER_DEGREE_LAT * np.cos(np.radians(LAT0))
+
+
+def section_table(*, start: str = "2024-09-01T10:00:00", steps: int = 40, passes: int = 4) -> PointTable:
+    """Per-section rows: each time step (one second) repeats its distance travelled (5 m) on each section's row and
+    splits the machine's 12 m width into three 4 m sections; `passes` passes of `steps` steps, 12 m apart."""
+    step = np.repeat(np.arange(steps * passes), SECTIONS)
+    section = np.tile(np.arange(SECTIONS), steps * passes)
+    along = (step % steps) * STEP_M
+    across = (step // steps) * SECTION_WIDTH_M * SECTIONS + (section - 1) * SECTION_WIDTH_M
+    n = len(step)
+    table = PointTable(
+        name="sections",
+        operation_type="harvested",
+        columns={
+            "timestamp": np.datetime64(start, "ms") + step.astype("timedelta64[s]"),
+            "lon": LON0 + along / _M_PER_DEGREE_LON,
+            "lat": LAT0 + across / _M_PER_DEGREE_LAT,
+            "distance": np.full(n, STEP_M),
+            "equipmentWidth": np.full(n, SECTION_WIDTH_M),
+            "area": np.full(n, STEP_M * SECTION_WIDTH_M),
+            "sectionId": section + 1,
+            "wetMassPerArea": np.full(n, 9000.0),
+        },
+        units={"distance": "m", "equipmentWidth": "m", "area": "m2", "wetMassPerArea": "kg/ha"},
+        crops=["corn"],
+        source_format="TEST",
+    )
+    table.refresh_time_range()
+    return table
+
+
+def section_box(*, steps: int = 40, passes: int = 4, margin_m: float = 40.0) -> MultiPolygon:
+    """A field boundary around `section_table`'s passes, `margin_m` wider on every side."""
+    west, east = -margin_m, (steps - 1) * STEP_M + margin_m
+    south = -SECTION_WIDTH_M - margin_m
+    north = (passes - 1) * SECTION_WIDTH_M * SECTIONS + SECTION_WIDTH_M + margin_m
+    return MultiPolygon(
+        [
+            box(
+                LON0 + west / _M_PER_DEGREE_LON,
+                LAT0 + south / _M_PER_DEGREE_LAT,
+                LON0 + east / _M_PER_DEGREE_LON,
+                LAT0 + north / _M_PER_DEGREE_LAT,
+            )
+        ]
+    )

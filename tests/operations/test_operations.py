@@ -13,7 +13,7 @@ from operations.services import operation_build, operation_file_group
 from tests.factories import CoreUserFactory
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
-from .helpers import LAT0, LON0, grid_box, grid_table, processed_file
+from .helpers import LAT0, LON0, grid_box, grid_table, processed_file, section_box, section_table
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -245,3 +245,22 @@ def test_coverage_is_the_percent_of_the_field_covered(core_user):
     assert link.field_id == field.pk
     assert 35 < link.coverage < 65
     assert np.isfinite(link.coverage)
+
+
+def test_coverage_of_files_logging_the_same_seconds_is_the_union_of_their_points(core_user):
+    # Given a field around one per-section log, and that log's coverage of it
+    field = field_create(core_user=core_user, geometry=section_box())
+    first = processed_file(core_user, section_table(start=_day(0)))
+    (alone,) = Operation.objects.get().field_links.all()
+    assert alone.field_id == field.pk and 0 < alone.coverage < 100
+    # When the same log is uploaded again (every row shares its timestamp with the first file's)
+    second = processed_file(core_user, section_table(start=_day(0)))
+    operation = Operation.objects.get()
+    assert operation.files.count() == 2
+    # Then the operation covers the same part of the field: the machine is no wider for being logged twice
+    (link,) = operation.field_links.all()
+    assert link.coverage == pytest.approx(alone.coverage)
+    # And its automerged file counts both files' distance
+    merged = File.objects.get(pk=operation.merged_file_id)
+    distance = [f.summary["properties"]["totalDistance"]["value"] for f in (first, second)]
+    assert merged.summary["properties"]["totalDistance"]["value"] == pytest.approx(sum(distance))

@@ -3,12 +3,13 @@
 import json
 
 import pytest
+from shapely.geometry import shape
 
 from conversion import merging, outputs
 from conversion.models import File, FileOrigin, FileStatus
 from operations.models import Operation
 from tests.factories import CoreUserFactory
-from tests.operations.helpers import grid_table, processed_file
+from tests.operations.helpers import SECTION_WIDTH_M, SECTIONS, grid_table, processed_file, section_table
 from tests.tenancy import assert_problem
 
 from .conftest import FILES_URL
@@ -50,6 +51,37 @@ def test_merge_returns_the_new_file_at_once_and_a_task_completes_it(api_client, 
     assert {i["property"] for i in api_client.get(f"{FILES_URL}/{body['id']}/images").json()} >= {"wetMassPerArea"}
     # A merged file is not grouped into an operation (its sources may be).
     assert not Operation.objects.filter(files__pk=merged.pk).exists()
+
+
+def test_merging_files_that_log_the_same_seconds_keeps_each_files_distance_and_width(api_client, core_user):
+    # Given one per-section log uploaded twice: every row of the second file shares its timestamp with the first's
+    first = processed_file(core_user, section_table())
+    second = processed_file(core_user, section_table())
+    single = first.summary["properties"]
+    # A single file counts each time step's distance once (160 steps of 5 m), its sections' widths added up
+    assert single["totalDistance"]["value"] == pytest.approx(160 * 5.0)
+    assert single["totalArea"]["value"] == pytest.approx(160 * SECTIONS * 5.0 * SECTION_WIDTH_M)
+
+    # When merged
+    body = _merge(api_client, [first.pk, second.pk]).json()
+    merged = File.objects.get(pk=body["id"])
+    assert merged.status == FileStatus.PROCESSED, merged.status_message
+
+    # Then distance adds up like area and mass: the files' time steps stay apart
+    props = merged.summary["properties"]
+    for key in ("totalDistance", "totalArea", "totalWetMass"):
+        assert props[key]["value"] == pytest.approx(2 * single[key]["value"]), key
+    # And the machine stays 12 m wide: the coverage of the same points is the single file's, not coarser cells'
+    assert shape(merged.summary["geometry"]).area == pytest.approx(shape(first.summary["geometry"]).area)
+    # And the files' origin is no property of the merged file's outputs
+    for url in (f"{FILES_URL}/{merged.pk}/standardGeojson", f"{FILES_URL}/{merged.pk}/rawGeojson"):
+        response = api_client.get(url)
+        assert response.status_code == 200, url
+        features = json.loads(b"".join(response.streaming_content))["features"]
+        assert len(features) == 2 * first.point_count
+        assert not any(k.startswith("_") for f in features for k in f["properties"]), url
+    units = [api_client.get(f"{FILES_URL}/{f.pk}/units").json() for f in (first, merged)]
+    assert units[0] == units[1]
 
 
 def test_merge_events(api_client, owner, core_user, webhook_receiver, subscribe, monkeypatch):
