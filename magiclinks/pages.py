@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from assets.models import Provider
 from platform_site.api.errors import DomainError
@@ -110,7 +110,7 @@ def _upload_context(token: str, **extra) -> dict:
     }
 
 
-@require_GET
+@require_safe
 def link_page(request, token: str):
     """The page of a link: provider buttons, or the upload form. Counts the visit."""
     try:
@@ -250,7 +250,7 @@ def _progress_or_404(token: str, batch_id):
     return link, services.link_batch_progress(link=link, batch_id=batch_id)
 
 
-@require_GET
+@require_safe
 def batch_page(request, token: str, batch_id):
     """Live status of an uploaded batch; refreshes itself (JavaScript polling, or a meta refresh without)."""
     try:
@@ -266,7 +266,7 @@ def batch_page(request, token: str, batch_id):
     return _page(request, "batch.html", context, link=link)
 
 
-@require_GET
+@require_safe
 def batch_status(request, token: str, batch_id):
     """The batch's progress as JSON, for the status page's polling."""
     try:

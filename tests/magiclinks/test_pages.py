@@ -304,6 +304,27 @@ def test_batch_pages_show_only_batches_uploaded_through_the_link(client, core_us
 
 
 @pytest.mark.embedded
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, core_user):
+    """HEAD (link checkers, chat previews) answers like GET without a body; a batch that failed without a file says
+    so, where "No files yet." promised files to come."""
+    import zipfile
+
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("notes.txt", "no machine data here")
+    location = client.post(f"{url}/upload", {"file": _zip_file(archive.getvalue())})["Location"]
+    status = client.get(f"{location}/status").json()
+    assert status["status"] == "FAILED" and status["files"] == [], status
+    page = client.get(location).content.decode()
+    assert "No file could be read from the upload." in page and "No files yet." not in page
+    for target in (url, location, f"{location}/status"):
+        head = client.head(target)
+        assert head.status_code == 200 and head.content == b"", target
+
+
+@pytest.mark.embedded
 def test_upload_errors_show_the_form_again(client, core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     not_zip = client.post(f"{url}/upload", {"file": _zip_file(b"hello, not a zip", "notes.txt")})

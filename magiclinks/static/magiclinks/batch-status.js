@@ -27,7 +27,7 @@
     while (body.firstChild) { body.removeChild(body.firstChild); }
     if (!batch.files.length) {
       var empty = document.createElement("tr");
-      var td = cell("No files yet.");
+      var td = cell(batch.status === "FAILED" ? "No file could be read from the upload." : "No files yet.");
       td.colSpan = 3;
       empty.appendChild(td);
       body.appendChild(empty);
