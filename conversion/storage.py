@@ -84,5 +84,20 @@ def delete_prefix(prefix: str) -> None:
         default_storage.delete(f"{prefix}/{entry}")
 
 
+def delete_tree(prefix: str) -> None:
+    """Delete every stored file under a storage folder, subfolders included (a file's outputs and images, a
+    batch's data set zips). Local storage also loses the emptied folders."""
+    try:
+        folders, names = default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return
+    for entry in names:
+        default_storage.delete(f"{prefix}/{entry}")
+    for folder in folders:
+        delete_tree(f"{prefix}/{folder}")
+    with contextlib.suppress(NotImplementedError, OSError):
+        Path(default_storage.path(prefix)).rmdir()
+
+
 def remove_work_dir(batch_id) -> None:
     shutil.rmtree(batch_work_dir(batch_id), ignore_errors=True)

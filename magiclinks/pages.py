@@ -233,6 +233,8 @@ def _link_upload_checked(request, link: MagicLink, token: str):
         return _upload_error(request, link, token, "Choose a .zip file to upload.", 400, provider)
     try:
         batch = services.link_upload(link=link, provider=provider, upload=upload)
+    except services.LinkUnavailable as exc:  # revoked, expired or its user deleted while the body streamed in
+        return _unavailable(request, exc)
     except DomainError as exc:
         return _upload_error(request, link, token, exc.detail, exc.status_code, provider)
     response = HttpResponseRedirect(reverse("magiclink-batch", args=[token, batch.pk]))

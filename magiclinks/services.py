@@ -23,7 +23,7 @@ from platform_site.accounts.services import (
     provider_credential_mark_unauthenticated,
     provider_credential_store,
 )
-from platform_site.api.errors import DomainError
+from platform_site.api.errors import DomainError, NotFoundError
 from webhooks.models import EventType
 from webhooks.services import event_emit
 from webhooks.urlsafety import UnsafeUrl, resolve_public, safe_session
@@ -376,10 +376,22 @@ def link_disconnect(*, link: MagicLink, provider: str) -> bool:
 
 @transaction.atomic
 def link_upload(*, link: MagicLink, provider: str, upload):
-    """Receive a zip through a file-upload link into the same batch pipeline as `POST /batch`."""
+    """Receive a zip through a file-upload link into the same batch pipeline as `POST /batch`. The link was
+    checked before the body streamed in; revoked or expired meanwhile, it is `LinkUnavailable` (410) now, and
+    its user deleted meanwhile, 404. The link is locked until commit, so a revocation waits for the upload."""
     from conversion.services import batch_receive
 
-    batch = batch_receive(core_user=link.core_user, provider=provider, upload=upload)
+    live = MagicLink.objects.select_for_update().filter(pk=link.pk).first()
+    if live is None:
+        raise LinkUnavailable(404, "unknown")
+    if live.deleted_at is not None:
+        raise LinkUnavailable(410, "revoked")
+    if live.expires_at <= timezone.now():
+        raise LinkUnavailable(410, "expired")
+    try:
+        batch = batch_receive(core_user=link.core_user, provider=provider, upload=upload)
+    except NotFoundError:
+        raise LinkUnavailable(404, "unknown") from None
     LinkUpload.objects.create(link=link, batch_id=batch.pk)
     return batch
 

@@ -12,6 +12,8 @@ from django.utils import timezone
 
 from assets.models import Provider
 from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_lock
+from platform_site.api.errors import NOT_FOUND, NotFoundError
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -60,6 +62,10 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
     batch.upload.save(f"{batch.id}.zip", upload, save=False)
     try:
         with transaction.atomic():
+            # The user was found before the body streamed in; deleted meanwhile, the upload is a 404 (and its
+            # stored zip is removed), not a foreign-key violation at commit. Locked, it cannot go until we commit.
+            if not core_user_lock(core_user.pk, no_key=True):
+                raise NotFoundError(NOT_FOUND)
             batch.save(force_insert=True)
             _enqueue(_tasks().batch_open, str(batch.id))
     except BaseException:

@@ -12,12 +12,13 @@ from .models import CoreUser, ProviderApplication, ProviderCredential
 USER_FIELDS = ("name", "email", "phone", "address", "external_id")
 
 
-def core_user_lock(core_user_id, *, no_key: bool = False) -> None:
+def core_user_lock(core_user_id, *, no_key: bool = False) -> bool:
     """Lock the core user's row until the transaction ends: the one point where the writes of one core user that
     must not interleave (merges, operation grouping and builds, asset pooling, field deletion) queue up; take it
     before any other row those writes lock. `no_key`: FOR NO KEY UPDATE, which does not block inserts of rows
-    that reference the user. A no-op on SQLite, whose writers are serial anyway."""
-    list(CoreUser.objects.select_for_update(no_key=no_key).filter(pk=core_user_id).values_list("pk"))
+    that reference the user (nor other such locks), but does block the user's deletion. Returns whether the user
+    is still there. The lock is a no-op on SQLite, whose writers are serial anyway."""
+    return bool(list(CoreUser.objects.select_for_update(no_key=no_key).filter(pk=core_user_id).values_list("pk")))
 
 
 class InvalidCredentials(DomainError):

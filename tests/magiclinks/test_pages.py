@@ -325,6 +325,30 @@ def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, cor
 
 
 @pytest.mark.embedded
+@pytest.mark.parametrize("meanwhile", ["revoked", "user deleted"])
+def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_nothing(client, core_user, meanwhile):
+    """The link is checked before the body streams in, and again (locked) before the batch is made: a revocation
+    or the user's deletion in between is the link's 410 / 404 page, no batch and no stored zip (was a batch for a
+    revoked link, or a 500)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from conversion.models import Batch
+    from platform_site.accounts.models import CoreUser
+
+    link, _url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    seen = MagicLink.objects.select_related("core_user").get(pk=link.pk)  # what the page resolved first
+    if meanwhile == "revoked":
+        services.magic_link_delete(link=link)  # DELETE .../magic-link/file-upload/{id}
+    else:
+        CoreUser.objects.filter(pk=core_user.pk).delete()
+    upload = SimpleUploadedFile("late.zip", b"PK\x05\x06" + bytes(18))
+    with pytest.raises(services.LinkUnavailable) as refused:
+        services.link_upload(link=seen, provider="Other", upload=upload)
+    assert refused.value.status == (410 if meanwhile == "revoked" else 404)
+    assert not Batch.objects.exists()
+
+
+@pytest.mark.embedded
 def test_upload_errors_show_the_form_again(client, core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     not_zip = client.post(f"{url}/upload", {"file": _zip_file(b"hello, not a zip", "notes.txt")})
