@@ -44,7 +44,7 @@ def file_images_render(file: File, table: PointTable, *, summary: dict, units: d
     Properties are the numeric ones the units map names (what the summary describes); cells outside the summary's
     coverage are transparent. Images stored by an earlier run of the file are removed first.
     """
-    storage.delete_prefix(images_prefix(file.pk))
+    storage.delete_tree(images_prefix(file.pk))
     config = config_resolve(core_user=file.core_user)
     if not config.get("operationsImageCreation", True):
         return [], _step("skipped", DISABLED_MESSAGE)
@@ -87,7 +87,7 @@ def file_images_render(file: File, table: PointTable, *, summary: dict, units: d
             )
     except Exception as exc:  # a bad configuration or an unexpected renderer error fails only this step
         log.warning("map images of file %s failed: %s", file.pk, exc, exc_info=not isinstance(exc, ValueError))
-        storage.delete_prefix(images_prefix(file.pk))
+        storage.delete_tree(images_prefix(file.pk))
         return [], _step("failed", f"Map images could not be drawn: {exc}")
     if not images:
         return [], _step("skipped", "No point has usable coordinates to draw.")

@@ -74,16 +74,6 @@ def store_zip_of(name: str, paths: list[Path], base: Path) -> str:
     return store_stream(name, write)[0]
 
 
-def delete_prefix(prefix: str) -> None:
-    """Delete every stored file directly under a storage folder (a file's outputs)."""
-    try:
-        _, names = default_storage.listdir(prefix)
-    except FileNotFoundError:
-        return
-    for entry in names:
-        default_storage.delete(f"{prefix}/{entry}")
-
-
 def delete_tree(prefix: str) -> None:
     """Delete every stored file under a storage folder, subfolders included (a file's outputs and images, a
     batch's data set zips). Local storage also loses the emptied folders."""
