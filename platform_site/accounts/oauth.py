@@ -72,8 +72,11 @@ def token_request(
 
 def _expires_at(expires_in) -> datetime | None:
     """When the access token expires: `expires_in` seconds from now, clamped to `EXPIRES_IN_MAX` (a provider's
-    1e300 or Infinity means "does not expire" for us, not a crash). Anything but a positive finite JSON number
-    (missing, a string, a boolean, NaN, zero, negative) is an unknown expiry: None."""
+    1e300 or Infinity means "does not expire" for us, not a crash). A string of digits is read as its number (some
+    providers, Azure AD v1 among them, send `"3599"`). Anything else but a positive JSON number (missing, other
+    strings, a boolean, NaN, zero, negative) is an unknown expiry: None."""
+    if isinstance(expires_in, str) and expires_in.strip().isascii() and expires_in.strip().isdigit():
+        expires_in = int(expires_in.strip()[:12])  # at most ~31,000 years: clamped below anyway
     if not isinstance(expires_in, (int, float)) or isinstance(expires_in, bool) or not expires_in > 0:
         return None
     return timezone.now() + timedelta(seconds=min(expires_in, EXPIRES_IN_MAX.total_seconds()) // 1)

@@ -102,7 +102,11 @@ def test_a_refresh_connects_only_to_the_address_that_was_checked(
         (-60, None),
         (0, None),
         (True, None),
-        ("3600", None),
+        ("3600", timedelta(seconds=3600)),  # some providers send a string of digits
+        (" 3599 ", timedelta(seconds=3599)),
+        ("9" * 5000, TEN_YEARS),
+        ("1e3", None),
+        ("-60", None),
         ("soon", None),
         (None, None),
         ([3600], None),
