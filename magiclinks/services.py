@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-import requests
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -266,7 +265,7 @@ def oauth_authorization_complete(
     if application is None:
         raise AuthorizationRefused(503, f"{provider} is not set up for this service any more.", link)
     try:
-        with provider_session(application.token_url) as session:
+        with safe_session(application.token_url) as session:  # checked again now, used as checked
             tokens = oauth.authorization_code_exchange(
                 application,
                 code=code,
@@ -299,12 +298,6 @@ def provider_url_check(url: str) -> None:
     resolve_public(url)
 
 
-def provider_session(url: str) -> requests.Session:
-    """A session for one token request to `url`: checked again now, and connecting only to the addresses just
-    checked (a DNS answer that changes after the check is never used)."""
-    return safe_session(url)
-
-
 @transaction.atomic
 def credentials_unauthenticated(*, core_user: CoreUser, provider: str, message: str) -> None:
     """Record that `provider` refused tokens for `core_user` and tell the API owner (webhook event)."""
@@ -328,7 +321,7 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
             raise oauth.TokenRequestFailed(f"No application is set up for {credential.provider}.")
         if not credential.refresh_token:
             raise oauth.TokenRequestFailed(f"{credential.provider} gave no refresh token.")
-        with provider_session(application.token_url) as session:
+        with safe_session(application.token_url) as session:  # checked again now, used as checked
             tokens = oauth.token_refresh(application, refresh_token=credential.refresh_token, session=session)
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=core_user, provider=credential.provider, message=str(exc))

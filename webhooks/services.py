@@ -160,32 +160,28 @@ def delivery_attempt(delivery_id) -> float | None:
     webhook = delivery.webhook
     status_code, response_text, error = None, "", ""
     started = time.monotonic()
-    session = None
     try:
         # Checked again at send time (DNS may have changed since registration), and the session connects only to
         # the addresses just checked, never to a second DNS answer.
-        session = safe_session(webhook.url)
-        response = session.post(
-            webhook.url,
-            data=body,
-            headers={
-                "Content-Type": "application/json",
-                SIGNATURE_HEADER: sign(webhook.secret, body),
-                "User-Agent": "agdata-platform-webhooks/1",
-            },
-            timeout=(settings.WEBHOOK_TIMEOUT_SECONDS, settings.WEBHOOK_TIMEOUT_SECONDS),
-            allow_redirects=False,
-            stream=True,
-        )
-        status_code = response.status_code
-        response_text = _read_limited(response)
+        with safe_session(webhook.url) as session:
+            response = session.post(
+                webhook.url,
+                data=body,
+                headers={
+                    "Content-Type": "application/json",
+                    SIGNATURE_HEADER: sign(webhook.secret, body),
+                    "User-Agent": "agdata-platform-webhooks/1",
+                },
+                timeout=(settings.WEBHOOK_TIMEOUT_SECONDS, settings.WEBHOOK_TIMEOUT_SECONDS),
+                allow_redirects=False,
+                stream=True,
+            )
+            status_code = response.status_code
+            response_text = _read_limited(response)  # streamed: read before the session closes
     except UnsafeUrl as exc:
         error = f"refused: {exc}"
     except requests.RequestException as exc:
         error = f"{type(exc).__name__}: {exc}"[:RESPONSE_KEEP_CHARS]
-    finally:
-        if session is not None:
-            session.close()
     duration_ms = int((time.monotonic() - started) * 1000)
     succeeded = status_code is not None and 200 <= status_code < 300
     return _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded)

@@ -59,9 +59,14 @@ def url_host(url: str) -> tuple[str, int | None]:
 def resolve_public(url: str) -> tuple[str, ...]:
     """The addresses the URL's host resolves to, each checked public; `UnsafeUrl` if one is not (or the URL is
     ambiguous, see `url_host`). With private URLs allowed nothing is resolved and `()` is returned."""
+    return _resolve(url)[1]
+
+
+def _resolve(url: str) -> tuple[str, tuple[str, ...]]:
+    """`url`'s host (`url_host`) and its checked public addresses (`resolve_public`)."""
     host, _ = url_host(url)
     if settings.WEBHOOK_ALLOW_PRIVATE_URLS:
-        return ()
+        return host, ()
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
@@ -74,17 +79,16 @@ def resolve_public(url: str) -> tuple[str, ...]:
         if not address.is_global or address.is_multicast:
             raise UnsafeUrl(f"The host '{host}' resolves to a non-public address ({address}).")
         addresses.append(str(address))
-    return tuple(dict.fromkeys(addresses))
+    return host, tuple(dict.fromkeys(addresses))
 
 
 def safe_session(url: str) -> requests.Session:
     """A requests session for calling `url`, after `resolve_public(url)`. Unless private URLs are allowed, its
     connections go only to `url`'s host and only to the addresses just checked (no second DNS lookup); a
     connection to any other host (a proxy from the environment, say) is refused. Close it after use."""
-    addresses = resolve_public(url)
+    host, addresses = _resolve(url)
     session = requests.Session()
     if addresses:
-        host, _ = url_host(url)
         adapter = _PinnedAdapter(host, addresses)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
