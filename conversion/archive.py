@@ -332,16 +332,11 @@ def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
             found.datasets.append(Dataset("ISOXML", path, here, _display_name(here, root_path, top_name)))
         dirnames.sort()
         for name in sorted(filenames):
-            lower = name.lower()
             path = here / name
-            suffix = Path(lower).suffix
-            if suffix == ".shp":
-                stem = lower[:-4]
-                if f"{stem}.dbf" in lower_files:
-                    found.datasets.append(Dataset("SHAPEFILE", path, here, Path(name).stem))
-            elif suffix in (".geojson", ".json") and not lower.endswith("-deere-metadata.json"):
-                if _is_point_collection(path):
-                    found.datasets.append(Dataset("GEOJSON", path, here, Path(name).stem))
+            suffix = Path(name.lower()).suffix
+            file_format = _file_dataset_format(path, lower_files)
+            if file_format is not None:
+                found.datasets.append(Dataset(file_format, path, here, Path(name).stem))
             elif suffix in _FILE_FORMATS and "taskdata.xml" not in lower_files:
                 fmt = _FILE_FORMATS[suffix]
                 if not any(u.format_name == fmt and u.path == here for u in found.unsupported):
@@ -415,12 +410,25 @@ def dataset_files(dataset: Dataset) -> list[Path]:
     lower_names = {p.name.lower() for p in files}
     others: set[Path] = set()
     for path in files:
-        lower = path.name.lower()
-        if lower.endswith(".shp") and f"{lower[:-4]}.dbf" in lower_names:
+        file_format = _file_dataset_format(path, lower_names)
+        if file_format == "SHAPEFILE":
             others.update(_shapefile_parts(path, files))
-        elif Path(lower).suffix in (".geojson", ".json") and _is_point_collection(path):
+        elif file_format == "GEOJSON":
             others.add(path)
     return [p for p in files if p not in others]
+
+
+def _file_dataset_format(path: Path, lower_names) -> str | None:
+    """The format of the data set a single file starts, by `detect`'s rule: a `.shp` with its `.dbf` beside it
+    (`lower_names`: the lower-case names of its folder), or a GeoJSON point collection (not a John Deere metadata
+    sidecar); None otherwise."""
+    lower = path.name.lower()
+    suffix = Path(lower).suffix
+    if suffix == ".shp":
+        return "SHAPEFILE" if f"{lower[:-4]}.dbf" in lower_names else None
+    if suffix in (".geojson", ".json") and not lower.endswith("-deere-metadata.json") and _is_point_collection(path):
+        return "GEOJSON"
+    return None
 
 
 def _shapefile_parts(shp: Path, files: list[Path]) -> list[Path]:
