@@ -63,9 +63,9 @@ def dry_from_wet(wet: np.ndarray, moisture: np.ndarray, standard_moisture: np.nd
 
 
 def moisture_filled(moisture: np.ndarray, area: np.ndarray | None) -> tuple[np.ndarray, int]:
-    """Moisture per point for dry values: a point without a value (or one outside (0, 100), which cleaning drops
-    anyway) takes the file's area-weighted mean of the points that have one (plain mean without areas). Returns
-    the values and how many points were filled; all NaN when no point has a moisture."""
+    """Moisture per point for dry values: a point without a value takes the file's area-weighted mean of the points
+    with one in (0, 100) (a plain mean without areas; values outside, which cleaning drops anyway, do not count).
+    Returns the values and how many points were filled; unchanged when no point has a usable moisture."""
     m = np.asarray(moisture, dtype=float)
     known = np.isfinite(m) & (m > 0) & (m < 100)
     missing = ~np.isfinite(m)

@@ -75,8 +75,8 @@ def _expires_at(expires_in) -> datetime | None:
     1e300 or Infinity means "does not expire" for us, not a crash). A string of digits is read as its number (some
     providers, Azure AD v1 among them, send `"3599"`). Anything else but a positive JSON number (missing, other
     strings, a boolean, NaN, zero, negative) is an unknown expiry: None."""
-    if isinstance(expires_in, str) and expires_in.strip().isascii() and expires_in.strip().isdigit():
-        expires_in = int(expires_in.strip()[:12])  # at most ~31,000 years: clamped below anyway
+    if isinstance(expires_in, str) and (digits := expires_in.strip()).isascii() and digits.isdigit():
+        expires_in = int(digits[:12])  # at most ~31,000 years: clamped below anyway
     if not isinstance(expires_in, (int, float)) or isinstance(expires_in, bool) or not expires_in > 0:
         return None
     return timezone.now() + timedelta(seconds=min(expires_in, EXPIRES_IN_MAX.total_seconds()) // 1)

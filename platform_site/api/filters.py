@@ -60,22 +60,27 @@ class UtcDateTimeFilter(django_filters.Filter):
         return super().filter(qs, value)
 
 
-class PlainFloatField(forms.FloatField):
+class _PlainNumber:
+    """A number field that reads only text matching `plain` (Python's own parser reads more)."""
+
+    plain: re.Pattern
+
+    def to_python(self, value):
+        if value not in self.empty_values and not self.plain.fullmatch(str(value).strip()):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+class PlainFloatField(_PlainNumber, forms.FloatField):
     """A finite double written in ASCII decimal (`12.5`, `-3`, `1e3`)."""
 
-    def to_python(self, value):
-        if value not in self.empty_values and not PLAIN_NUMBER.fullmatch(str(value).strip()):
-            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
-        return super().to_python(value)
+    plain = PLAIN_NUMBER
 
 
-class PlainIntegerField(forms.IntegerField):
+class PlainIntegerField(_PlainNumber, forms.IntegerField):
     """A whole number written in ASCII digits (`12`, `-3`; not `1.5`, `1e3` or `1_0`)."""
 
-    def to_python(self, value):
-        if value not in self.empty_values and not PLAIN_INTEGER.fullmatch(str(value).strip()):
-            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
-        return super().to_python(value)
+    plain = PLAIN_INTEGER
 
 
 class FloatFilter(django_filters.NumberFilter):

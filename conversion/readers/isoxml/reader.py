@@ -109,8 +109,8 @@ class IsoxmlReader(Reader):
         for ref in tlg_refs:
             xml_path, bin_path = td.find_file(f"{ref}.xml"), td.find_file(f"{ref}.bin")
             if xml_path is None or bin_path is None:
-                missing, name = ("header XML", f"{ref}.xml") if xml_path is None else ("binary", f"{ref}.bin")
-                warnings.append(f"{ref}: {missing} file missing{td.files.missing_note(name)}, log skipped")
+                missing, file_name = ("header XML", f"{ref}.xml") if xml_path is None else ("binary", f"{ref}.bin")
+                warnings.append(f"{ref}: {missing} file missing{td.files.missing_note(file_name)}, log skipped")
                 continue
             try:
                 read.append(read_time_log(xml_path, bin_path))
