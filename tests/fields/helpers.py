@@ -4,6 +4,9 @@ from pyproj import Transformer
 from shapely.geometry import shape
 from shapely.ops import transform
 
+from fields.geometry import parse_multipolygon
+from fields.services import field_create
+
 BASE = "/services/fields/api"
 
 
@@ -11,6 +14,17 @@ def rect(lon0: float, lat0: float, lon1: float, lat1: float) -> dict:
     """A GeoJSON MultiPolygon rectangle (counter-clockwise, closed)."""
     ring = [[lon0, lat0], [lon1, lat0], [lon1, lat1], [lon0, lat1], [lon0, lat0]]
     return {"type": "MultiPolygon", "coordinates": [[ring]]}
+
+
+def provider_field(core_user, geometry=None, **overrides):
+    """A field of ProviderA, made as provider sync makes one (`field_create`): its ACTIVE boundary "pb"."""
+    values = {
+        "provider_name": "ProviderA",
+        "provider_field_id": "pf",
+        "provider_boundary_id": "pb",
+        "provider_status": "ACTIVE",
+    } | overrides
+    return field_create(core_user=core_user, geometry=parse_multipolygon(geometry or square(1, 1)), **values)
 
 
 def square(lon: float, lat: float, size: float = 0.01) -> dict:

@@ -8,7 +8,7 @@ from fields.geometry import from_geos, parse_multipolygon
 from fields.models import Boundary, Field
 from fields.services import boundary_provider_sync, field_create
 from tests.concurrency import needs_postgresql, request_later, run_together
-from tests.fields.helpers import create_field, field_url, square
+from tests.fields.helpers import create_field, field_url, provider_field, square
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
@@ -142,17 +142,6 @@ def test_concurrent_boundary_changes_leave_one_active_boundary(owner, core_user,
 
 
 # --- provider statuses (the service provider sync calls) -----------------------------------------
-
-
-def provider_field(core_user, geometry=None):
-    return field_create(
-        core_user=core_user,
-        geometry=parse_multipolygon(geometry or square(1, 1)),
-        provider_name="ProviderA",
-        provider_field_id="pf",
-        provider_boundary_id="pb",
-        provider_status="ACTIVE",
-    )
 
 
 def statuses(field):

@@ -8,7 +8,16 @@ from fields.geometry import parse_multipolygon
 from fields.models import Boundary, Field, FieldFile
 from fields.services import field_create
 from tests.factories import CoreUserFactory
-from tests.fields.helpers import BASE, create_field, equal_area_hectares, field_url, fields_url, rect, square
+from tests.fields.helpers import (
+    BASE,
+    create_field,
+    equal_area_hectares,
+    field_url,
+    fields_url,
+    provider_field,
+    rect,
+    square,
+)
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
@@ -199,14 +208,7 @@ def test_delete_removes_the_field_and_its_boundaries(api_client, core_user):
 
 
 def test_provider_fields_cannot_be_changed_or_deleted(api_client, core_user):
-    field = field_create(
-        core_user=core_user,
-        geometry=parse_multipolygon(square(1, 1)),
-        provider_name="ProviderA",
-        provider_field_id="pa-1",
-        provider_boundary_id="pb-1",
-        provider_status="ACTIVE",
-    )
+    field = provider_field(core_user, provider_field_id="pa-1", provider_boundary_id="pb-1")
     url = field_url(core_user, field.pk)
     body = api_client.get(url).json()
     assert body["providerName"] == "ProviderA" and body["providerFieldId"] == "pa-1"

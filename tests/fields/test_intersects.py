@@ -9,7 +9,7 @@ from fields.geometry import parse_multipolygon
 from fields.models import Field
 from fields.services import boundary_provider_sync, field_create, field_files_attach, fields_overlapping
 from tests.factories import CoreUserFactory
-from tests.fields.helpers import BASE, create_field, field_url, fields_url, rect, square
+from tests.fields.helpers import BASE, create_field, field_url, fields_url, provider_field, rect, square
 from tests.tenancy import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
@@ -182,13 +182,7 @@ def test_intersect_needs_two_fields_of_the_user(api_client, core_user, owner):
 def test_intersect_leaves_out_fields_whose_current_boundary_is_inactive(api_client, core_user):
     """As intersects does: a provider field whose provider reports its boundary inactive has no ACTIVE one."""
     mine = create_field(api_client, core_user, square(1, 1))["id"]
-    provider = field_create(
-        core_user=core_user,
-        geometry=parse_multipolygon(square(1, 1)),
-        provider_name="ProviderA",
-        provider_boundary_id="pb",
-        provider_status="ACTIVE",
-    )
+    provider = provider_field(core_user, square(1, 1))
     url = f"{fields_url(core_user)}/intersect"
     assert api_client.post(url, [mine, provider.pk], format="json").status_code == 200
     boundary_provider_sync(field=provider, provider_boundary_id="pb", provider_status="INACTIVE")

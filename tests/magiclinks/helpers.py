@@ -3,6 +3,15 @@
 from platform_site.accounts.services import provider_application_create
 
 API = "/services/widgets/api"
+# A valid `POST .../provider-applications` body.
+APPLICATION_BODY = {
+    "provider": "ProviderA",
+    "clientId": "my-client",
+    "clientSecret": "top-secret-value",
+    "authorizeUrl": "https://auth.example.com/oauth/authorize",
+    "tokenUrl": "https://auth.example.com/oauth/token",
+    "scopes": ["files", "offline_access"],
+}
 KINDS = {"provider": "PROVIDER", "authentication": "AUTHENTICATION", "file-upload": "FILEUPLOAD"}
 
 

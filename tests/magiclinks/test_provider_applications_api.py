@@ -7,18 +7,11 @@ from django.db import connection
 from platform_site.accounts.models import ProviderApplication
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
-from .helpers import API
+from .helpers import API, APPLICATION_BODY
 
 URL = f"{API}/provider-applications"
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
-BODY = {
-    "provider": "ProviderA",
-    "clientId": "my-client",
-    "clientSecret": "top-secret-value",
-    "authorizeUrl": "https://auth.example.com/oauth/authorize",
-    "tokenUrl": "https://auth.example.com/oauth/token",
-    "scopes": ["files", "offline_access"],
-}
+BODY = APPLICATION_BODY
 
 
 @pytest.fixture(autouse=True)

@@ -15,17 +15,11 @@ from tests.tenancy import assert_problem
 from tests.webhooks.fake_dns import PUBLIC_ADDRESS, FakeDns
 from tests.webhooks.test_url_safety import HIDDEN_PRIVATE_URLS
 
-from .helpers import API
+from .helpers import API, APPLICATION_BODY
 from .test_pages import connect, make_link
 
 URL = f"{API}/provider-applications"
-BODY = {
-    "provider": "ProviderA",
-    "clientId": "my-client",
-    "clientSecret": "top-secret-value",
-    "authorizeUrl": "https://auth.example.com/oauth/authorize",
-    "tokenUrl": "https://auth.example.com/oauth/token",
-}
+BODY = APPLICATION_BODY
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 TEN_YEARS = timedelta(days=3650)  # the longest token lifetime we keep (decisions.md)
 
