@@ -1,13 +1,27 @@
 """A batch's or a file's stored bytes go with its record, however the record is deleted (a core user's deletion
 cascades to all of theirs): once the deletion commits, the upload, the data set zips, the work folder and the
-file's outputs and images are removed from storage. Nothing is removed if the deletion rolls back."""
+file's outputs and images are removed from storage. Nothing is removed if the deletion rolls back.
 
+What a task still running at that moment writes afterwards (or what a process that died between storing an upload
+and recording it left) is removed later by `stray_storage_sweep`, once it is older than
+CONVERSION_STUCK_AFTER_SECONDS: younger bytes may belong to a record not committed yet."""
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
+from django.utils import timezone
 
 from . import storage
 from .models import Batch, File
+
+_CHUNK = 500
 
 
 @receiver(post_delete, sender=Batch, dispatch_uid="conversion.batch_storage")
@@ -27,3 +41,84 @@ def _batch_deleted(sender, instance: Batch, **kwargs) -> None:
 def _file_deleted(sender, instance: File, **kwargs) -> None:
     prefix = storage.file_prefix(instance.pk)
     transaction.on_commit(lambda: storage.delete_tree(prefix))
+
+
+def stray_storage_sweep() -> dict[str, int]:
+    """Remove stored bytes whose record no longer exists and that nothing wrote for CONVERSION_STUCK_AFTER_SECONDS:
+    upload zips (`batches/<batch>.zip`), data set zips (`datasets/<batch>/`), a file's outputs and images
+    (`files/<file>/`) and a batch's work folder. Names that are not a record id are not ours: left alone."""
+    limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    removed = 0
+    _, uploads = _listdir("batches")
+    for name in _strays(Batch, uploads, key=lambda name: Path(name).stem[:36]):
+        if _stored_time(f"batches/{name}") < limit:
+            default_storage.delete(f"batches/{name}")
+            removed += 1
+    for model, folder in ((Batch, "datasets"), (File, "files")):
+        for name in _strays(model, _listdir(folder)[0]):
+            if _newest_stored(f"{folder}/{name}") < limit:
+                storage.delete_tree(f"{folder}/{name}")
+                removed += 1
+    work = storage.batch_work_root()
+    for name in _strays(Batch, [path.name for path in work.iterdir() if path.is_dir()] if work.is_dir() else []):
+        if _newest_local(work / name) < limit:
+            storage.remove_work_dir(name)
+            removed += 1
+    return {"removed": removed}
+
+
+def _listdir(prefix: str) -> tuple[list[str], list[str]]:
+    try:
+        return default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return [], []
+
+
+def _strays(model, names: list[str], key: Callable[[str], str] = lambda name: name) -> list[str]:
+    """The `names` whose id (`key(name)`, a UUID's canonical text) has no `model` record."""
+    ids = {name: _id(key(name)) for name in names}
+    wanted = [i for i in ids.values() if i]
+    found: set[str] = set()
+    for start in range(0, len(wanted), _CHUNK):
+        found.update(
+            str(pk) for pk in model.objects.filter(pk__in=wanted[start : start + _CHUNK]).values_list("pk", flat=True)
+        )
+    return [name for name, i in ids.items() if i and i not in found]
+
+
+def _id(name: str) -> str | None:
+    try:
+        return str(uuid.UUID(name)) if len(name) == 36 else None
+    except ValueError:
+        return None
+
+
+_LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def _stored_time(name: str) -> datetime:
+    """When a stored file was last written: long ago when it is gone, now when the storage cannot tell (kept)."""
+    try:
+        return default_storage.get_modified_time(name)
+    except NotImplementedError:
+        return timezone.now()
+    except OSError:
+        return _LONG_AGO
+
+
+def _newest_stored(prefix: str) -> datetime:
+    """When anything under a storage folder was last written (the folder's own time when it is empty)."""
+    folders, names = _listdir(prefix)
+    times = [_stored_time(f"{prefix}/{name}") for name in names]
+    times += [_newest_stored(f"{prefix}/{folder}") for folder in folders]
+    return max(times) if times else _stored_time(prefix)
+
+
+def _newest_local(path: Path) -> datetime:
+    stamps = []
+    for entry in (path, *path.rglob("*")):
+        try:
+            stamps.append(entry.stat().st_mtime)
+        except OSError:
+            continue
+    return datetime.fromtimestamp(max(stamps), tz=UTC) if stamps else _LONG_AGO

@@ -25,8 +25,12 @@ def work_dir() -> Path:
     return Path(settings.CONVERSION_WORK_DIR or Path(settings.MEDIA_ROOT) / ".work")
 
 
+def batch_work_root() -> Path:
+    return work_dir() / "batches"
+
+
 def batch_work_dir(batch_id) -> Path:
-    return work_dir() / "batches" / str(batch_id)
+    return batch_work_root() / str(batch_id)
 
 
 def file_prefix(file_id) -> str:

@@ -2,7 +2,7 @@
 
 from platform_site.celery import app
 
-from . import services
+from . import cleanup, services
 
 
 @app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -21,6 +21,12 @@ def dataset_convert(dataset_id: int) -> None:
 def conversion_sweep() -> dict:
     """Periodic: re-send or fail batches, data sets and files that stayed in flight too long."""
     return services.conversion_sweep()
+
+
+@app.task(ignore_result=True)
+def conversion_storage_sweep() -> dict:
+    """Periodic: remove stored bytes whose record is gone (written by a task still running at its deletion)."""
+    return cleanup.stray_storage_sweep()
 
 
 @app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)

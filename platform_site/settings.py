@@ -195,6 +195,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBIL
 CELERY_BEAT_SCHEDULE: dict = {
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
     "conversion-sweep": {"task": "conversion.tasks.conversion_sweep", "schedule": 300.0},
+    "conversion-storage-sweep": {"task": "conversion.tasks.conversion_storage_sweep", "schedule": 3600.0},
     "operations-sweep": {"task": "operations.tasks.operations_sweep", "schedule": 300.0},
     "credentials-refresh": {"task": "magiclinks.tasks.magiclinks_credentials_refresh_sweep", "schedule": 300.0},
 }

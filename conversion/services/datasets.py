@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import archive, outputs
-from ..models import INTERNAL_ERROR, UNABLE_TO_READ, BatchDataset, DatasetStatus, FileStatus
+from ..models import INTERNAL_ERROR, UNABLE_TO_READ, Batch, BatchDataset, DatasetStatus, FileStatus
 from ..readers import UnreadableDataset, get_reader
 from ..readers.base import Dataset
 from .batches import _batch_finish_if_done, ensure_extracted
@@ -66,11 +66,18 @@ def dataset_convert(dataset_id: int) -> None:
         _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
         return
     except Exception:
+        if not Batch.objects.filter(pk=batch.pk).exists():
+            # Deleted meanwhile (its core user was): nothing is left to convert for. What this run stored after
+            # the deletion's own cleanup is removed by the storage sweep.
+            log.info("data set %s: batch %s was deleted during its conversion", dataset.pk, batch.pk)
+            return
         log.exception("data set %s of batch %s failed", dataset.pk, batch.pk)
         _dataset_fail(dataset, INTERNAL_ERROR, INTERNAL_ERROR)
         return
     with transaction.atomic():
-        dataset = BatchDataset.objects.select_for_update().get(pk=dataset.pk)
+        dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        if dataset is None:  # deleted meanwhile
+            return
         # A data set with a part that failed stays FAILED, so that a retry runs it again (skipping what converted).
         dataset.status = DatasetStatus.FAILED if failures else DatasetStatus.DONE
         dataset.message = "; ".join(failures) or None
@@ -81,7 +88,9 @@ def dataset_convert(dataset_id: int) -> None:
 
 def _dataset_fail(dataset: BatchDataset, file_message: str, reason: str) -> None:
     with transaction.atomic():
-        dataset = BatchDataset.objects.select_for_update().get(pk=dataset.pk)
+        dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()
+        if dataset is None:  # deleted meanwhile (with its batch)
+            return
         dataset.status = DatasetStatus.FAILED
         dataset.message = reason
         dataset.finished_at = timezone.now()
