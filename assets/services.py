@@ -7,7 +7,6 @@ partial unique constraints on the normalised keys back that up in the database (
 an IntegrityError that is retried as a lookup).
 """
 
-import hashlib
 import re
 import unicodedata
 import uuid
@@ -23,6 +22,7 @@ from django.utils import timezone
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import DomainError, ProviderResourceReadOnly
+from platform_site.text import fit
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -43,26 +43,19 @@ SERIAL_KEY_LENGTH = 255
 VIN_KEY_LENGTH = 64
 
 
-def _fit(key: str, length: int) -> str:
-    """`key`, or when longer than its column, its start and a digest of the whole. Normalising can lengthen a
-    text that fits its own column: 'ß' upper-cases to 'SS', one Arabic ligature decomposes into 18 letters."""
-    if len(key) <= length:
-        return key
-    return f"{key[: length - 17]}~{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-
-
 def name_key(*parts: str | None, length: int = NAME_KEY_LENGTH) -> str:
     """Case-, accent-, punctuation- and whitespace-insensitive key of a name ("John Deere  8R!" and
-    "john deere 8r" are one), at most `length` characters."""
+    "john deere 8r" are one), at most `length` characters (normalising can lengthen a text that fits its own
+    column: 'ß' upper-cases to 'SS', one Arabic ligature decomposes into 18 letters)."""
     text = " ".join(p for p in parts if p)
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
-    return _fit(" ".join(re.sub(r"[\W_]+", " ", text).split()), length)
+    return fit(" ".join(re.sub(r"[\W_]+", " ", text).split()), length)
 
 
 def serial_key(value: str | None, length: int = SERIAL_KEY_LENGTH) -> str:
     """Serial numbers and VINs compare upper-case without spaces, dashes or dots (at most `length` characters)."""
-    return _fit(re.sub(r"[\s\-._/]+", "", value or "").upper(), length)
+    return fit(re.sub(r"[\s\-._/]+", "", value or "").upper(), length)
 
 
 def vin_key(value: str | None) -> str:

@@ -14,6 +14,7 @@ from assets.models import Provider
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import NOT_FOUND, NotFoundError
+from platform_site.text import fit
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -29,7 +30,7 @@ from ..models import (
     File,
     FileStatus,
 )
-from .files import _file_fail, _file_for
+from .files import NAME_LENGTH, _file_fail, _file_for
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def batch_open(batch_id: str) -> None:
                 format=ds.format,
                 path=ds.path.relative_to(root).as_posix(),
                 root=ds.root.relative_to(root).as_posix(),
-                name=ds.name[:255],
+                name=fit(ds.name, NAME_LENGTH),
             )
             _file_for(dataset, ds.format, ds.name)
             _enqueue(_tasks().dataset_convert, dataset.pk)
@@ -150,7 +151,7 @@ def batch_open(batch_id: str) -> None:
                 format=unsupported.format_name,
                 path=relative,
                 root=relative,
-                name=name[:255],
+                name=fit(name, NAME_LENGTH),
                 supported=False,
                 status=DatasetStatus.FAILED,
                 message=f"{unsupported.format_name} data has no open specification; it cannot be converted.",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
+from platform_site.text import fit
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -13,6 +14,7 @@ from .. import links, outputs
 from ..models import BatchDataset, File, FileOrigin, FileStatus
 from ..signals import file_processed
 
+NAME_LENGTH = File._meta.get_field("file_name").max_length
 FINISHED_EVENTS = {
     FileOrigin.UPLOADED: EventType.UPLOADED_FILE_PROCESSING_FINISHED,
     FileOrigin.MERGED: EventType.MERGED_FILE_PROCESSING_FINISHED,
@@ -32,7 +34,7 @@ def _new_file_fields(dataset: BatchDataset, file_format: str, name: str) -> dict
     return {
         "core_user_id": batch.core_user_id,
         "batch": batch,
-        "file_name": name[:255],
+        "file_name": fit(name, NAME_LENGTH),
         "file_format": file_format,
         "provider": batch.provider,
         "origin": FileOrigin.UPLOADED,
@@ -46,7 +48,7 @@ def _file_for(dataset: BatchDataset, file_format: str, name: str) -> File:
 
 
 def _part_name(dataset: BatchDataset, part_name: str | None, several: bool) -> str:
-    return (f"{dataset.name}/{part_name}" if several and part_name else dataset.name)[:255]
+    return fit(f"{dataset.name}/{part_name}" if several and part_name else dataset.name, NAME_LENGTH)
 
 
 def _file_named(dataset: BatchDataset, name: str) -> File:
@@ -57,7 +59,8 @@ def _file_named(dataset: BatchDataset, name: str) -> File:
         file = files.filter(file_name=name).first()
         if file is not None:
             return file
-        placeholder = files.filter(part=0, file_name=dataset.name[:255]).exclude(status=FileStatus.PROCESSED).first()
+        placeholder = files.filter(part=0, file_name=fit(dataset.name, NAME_LENGTH))
+        placeholder = placeholder.exclude(status=FileStatus.PROCESSED).first()
         if placeholder is not None:
             placeholder.file_name = name
             placeholder.save(update_fields=["file_name", "updated_time"])

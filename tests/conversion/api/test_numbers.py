@@ -85,6 +85,30 @@ def test_isoxml_tasks_of_one_name_each_keep_their_own_file(api_client, core_user
     assert _files(api_client, again) == files
 
 
+@pytest.mark.embedded
+def test_isoxml_tasks_whose_long_names_differ_only_after_255_characters_each_keep_their_file(
+    api_client, core_user, load_from_stream
+):
+    # Given the two tasks of a data set renamed with 300 characters alike, then "north" and "south"
+    source = zipfile.ZipFile(io.BytesIO((load_from_stream / "AllFieldsMoved_Or_Simplified_Out.zip").read_bytes()))
+    entries = {info.filename: source.read(info) for info in source.infolist() if not info.is_dir()}
+    root = ET.fromstring(entries["AllFieldsMoved_Or_Simplified_Out/TASKDATA.XML"])
+    for task, side in zip(root.findall("TSK"), ("north", "south"), strict=True):
+        task.set("B", "Plant crop " * 30 + side)
+    entries["AllFieldsMoved_Or_Simplified_Out/TASKDATA.XML"] = ET.tostring(root)
+
+    # When it is uploaded
+    batch = _batch(api_client, core_user, zip_entries(entries))
+
+    # Then both tasks are converted, each into a file of its own whose name fits the 255 characters of a name
+    files = _files(api_client, batch)
+    assert [f["status"] for f in files] == ["processed", "processed"]
+    names = [f["fileName"] for f in files]
+    assert len(set(names)) == 2 and all(len(n) <= 255 for n in names)
+    assert all(n.startswith("AllFieldsMoved_Or_Simplified_Out/Plant crop Plant crop") for n in names)
+    assert files[0]["startTime"] != files[1]["startTime"]
+
+
 def _geojson_zip(features: list[dict], name: str = "points.geojson") -> bytes:
     collection = {"type": "FeatureCollection", "features": features}
     return zip_entries({name: json.dumps(collection).encode()})
