@@ -249,6 +249,8 @@ def field_delete(*, field: Field) -> None:
         return
     field.refresh_from_db(fields=["merged_field"])
     merged = field.merged_field
+    if field.type == Field.Type.MERGED:
+        _sources_free(field)
     field.delete()
     if merged is not None:
         # Counted once the merged field is locked: a concurrent deletion of another source is then visible.
@@ -256,9 +258,15 @@ def field_delete(*, field: Field) -> None:
             return  # a concurrent deletion of another source removed it
         remaining = list(merged.sources.all())
         if len(remaining) < 2:
+            _sources_free(merged)
             merged.delete()
         else:
             _merged_refresh(merged=merged, sources_changed=True)
+
+
+def _sources_free(merged: Field) -> None:
+    """The sources of a MERGED field about to be deleted leave it: they changed, so their `updatedTime` moves."""
+    Field.objects.filter(merged_field=merged).update(merged_field=None, updated_at=timezone.now())
 
 
 @transaction.atomic

@@ -1,5 +1,7 @@
 """Auto-merge per the inherited configuration, and the events of fields."""
 
+import time
+
 import pytest
 from shapely.geometry import shape
 
@@ -92,6 +94,29 @@ def test_deleting_sources_shrinks_then_removes_the_merged_field(api_client, core
     api_client.delete(field_url(core_user, b["id"]))
     assert not Field.objects.filter(pk=merged_id).exists()
     assert merged_of(api_client, core_user, a["id"]) is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("deleted", ["merged", "other source"])
+def test_a_source_freed_by_the_deletion_of_its_merged_field_is_updated(api_client, core_user, owner, deleted):
+    """It no longer has `mergedFieldId`: it changed, so its `updatedTime` moves (a client syncing on it would
+    otherwise never learn that it left the merge)."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(api_client, core_user, A)
+    b = create_field(api_client, core_user, B)
+    merged_id = b["mergedFieldId"]
+    before = api_client.get(field_url(core_user, a["id"])).json()
+    assert before["mergedFieldId"] == merged_id
+    time.sleep(0.002)  # times are in milliseconds
+
+    response = api_client.delete(field_url(core_user, merged_id if deleted == "merged" else b["id"]))
+
+    assert response.status_code == 204 and not Field.objects.filter(pk=merged_id).exists()
+    after = api_client.get(field_url(core_user, a["id"])).json()
+    assert "mergedFieldId" not in after and after["updatedTime"] > before["updatedTime"]
+    if deleted == "merged":
+        freed = api_client.get(field_url(core_user, b["id"])).json()
+        assert "mergedFieldId" not in freed and freed["updatedTime"] > b["updatedTime"]
 
 
 def test_a_field_joining_or_leaving_without_changing_the_union_updates_the_merged_field(
