@@ -35,7 +35,7 @@ migrate: system-run install
 run: migrate
 	$(PY) manage.py ensuredemoowner
 	WEBHOOK_ALLOW_PRIVATE_URLS=$${WEBHOOK_ALLOW_PRIVATE_URLS:-true} DEBUG=$${DEBUG:-true} \
-		$(PY) manage.py serve 127.0.0.1:$(PORT)
+		PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://127.0.0.1:$(PORT)} $(PY) manage.py serve 127.0.0.1:$(PORT)
 
 # The whole suite on PostGIS + Redis, then the embedded subset on SpatiaLite.
 test: system-test install
