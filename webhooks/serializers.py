@@ -73,6 +73,7 @@ class FailedCallSerializer(serializers.ModelSerializer):
         }
         if attempt.error:
             body["connectionError"] = attempt.error
-        if attempt.will_retry and delivery.status == delivery.Status.PENDING:
+        # The retry of an earlier attempt was the attempt after it: only the latest says when the next one is.
+        if attempt.will_retry and delivery.status == delivery.Status.PENDING and attempt.number == delivery.attempts:
             body["nextAttemptAt"] = format_timestamp(delivery.next_attempt_at)
         return body

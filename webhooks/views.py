@@ -13,6 +13,8 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScop
     """Webhooks of the API owner: register, list, read, delete (no update: delete and create again)."""
 
     serializer_class = WebhookSerializer
+    # The spec's list answers "all webhooks": with at most one per event type, one default page holds them all.
+    page_size_default = 100
     sort_fields = {"id": "id", "name": "name", "createdTime": "created_at", "url": "url"}
     default_sort = ("created_at",)
 

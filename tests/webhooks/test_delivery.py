@@ -99,6 +99,23 @@ def test_a_receiver_that_never_answers_ends_in_failed_calls(
     assert all(c["status"] is None and "Timeout" in c["connectionError"] for c in calls)
 
 
+def test_only_the_latest_failed_attempt_says_when_the_next_one_is(
+    owner, core_user, subscribe, webhook_receiver, settings, api_client
+):
+    """The retry after attempt 1 was attempt 2: attempt 1 shows no `nextAttemptAt` (it showed attempt 3's time)."""
+    settings.WEBHOOK_RETRY_SCHEDULE = [0, 3600]
+    webhook_receiver.statuses = [500, 500]
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    webhooks_deliveries_sweep.delay()
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == (Delivery.Status.PENDING, 2)
+    calls = api_client.get(FAILED).json()
+    assert [(c["attempt"], c["willRetry"]) for c in calls] == [(2, True), (1, True)]
+    assert "nextAttemptAt" in calls[0] and "nextAttemptAt" not in calls[1]
+    assert calls[0]["nextAttemptAt"] > calls[0]["createdAt"]
+
+
 def test_redirects_are_not_followed(owner, core_user, subscribe, webhook_receiver, settings):
     settings.WEBHOOK_RETRY_SCHEDULE = []
     webhook_receiver.statuses = [302]

@@ -38,6 +38,19 @@ def test_two_webhooks_cannot_listen_to_the_same_event(api_client):
     assert len(api_client.get(URL).json()) == 2
 
 
+def test_the_list_holds_all_webhooks_without_paging_parameters(api_client):
+    """The spec's `GET /webhooks` answers "all webhooks": one per event type at most, so one page holds them all."""
+    from webhooks.models import EventType
+
+    events = [e for e in EventType.values if e != "newSatelliteImages"]
+    for event in events:
+        assert register(api_client, name=event, events=[event]).status_code == 201
+    response = api_client.get(URL)
+    assert len(response.json()) == len(events) == int(response["X-Total-Count"]) > 20
+    assert 'rel="next"' not in response.get("Link", "")
+    assert len(api_client.get(URL, {"size": 5}).json()) == 5, "paging still works when asked for"
+
+
 def test_event_aliases_are_stored_canonically_and_count_as_the_same_event(api_client):
     assert register(api_client, events=["newSatelliteImages"]).json()["events"] == ["newSatelliteImage"]
     assert_problem(register(api_client, events=["newSatelliteImage"]), 400, "eventRegisteredTwice")
