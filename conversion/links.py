@@ -15,6 +15,7 @@ from fields.models import FieldFile
 
 from .models import File
 from .readers.base import PointTable
+from .readers.units import convert
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,22 @@ def file_field_ids(file_ids: list) -> dict[str, list[str]]:
     return out
 
 
+def machine_file_totals(summary: dict | None) -> dict:
+    """A machine file's `distance` (the file's totalDistance) and `fuelConsumption` (the fuel the file records it
+    used), in the spec's units: feet and US gallons. Absent from the file, absent from the record."""
+    props = (summary or {}).get("properties") or {}
+    totals: dict = {}
+    distance = props.get("totalDistance")
+    if distance and distance.get("value") is not None:
+        totals.update(distance_value=convert(distance["value"], distance["unit"], "ft"), distance_unit="ft")
+    fuel = (props.get("recordedTotals") or {}).get("totalFuelConsumption")
+    if fuel and fuel.get("value") is not None:
+        totals.update(
+            fuel_consumption_value=convert(fuel["value"], fuel["unit"], "gal"), fuel_consumption_unit="US gal"
+        )
+    return totals
+
+
 def pool_assets(file: File, table: PointTable) -> list[str]:
     """Pool the machines and implements the file names (and its operators); returns the machine ids."""
     machine_ids: list[str] = []
@@ -82,6 +99,7 @@ def pool_assets(file: File, table: PointTable) -> list[str]:
                 provider=provider,
                 start_time=file.start_time,
                 end_time=file.end_time,
+                **machine_file_totals(file.summary),
             )
         except assets.AssetIdentityMissing:
             log.info("file %s names a %s without identity; not pooled", file.pk, identity.kind)

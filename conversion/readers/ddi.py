@@ -150,6 +150,7 @@ TOTALS: dict[int, StandardMapping] = {
     0x0050: StandardMapping("totalApplied", "L", 1.0),
     0x0051: StandardMapping("totalApplied", "kg", 1.0),
     0x0052: StandardMapping("totalPlanted", "seeds", 1.0),
+    0x0094: StandardMapping("totalFuelConsumption", "L", 0.001),
 }
 
 # Fallback for the operation type when no implement's device class says it (FORMATS.md 2.3).

@@ -54,7 +54,7 @@ def dataset_convert(dataset_id: int) -> None:
                 produced = outputs.produce(file, table, original_name=original)
             except UnreadableDataset as exc:
                 failures.append(str(exc))
-                file_fail(file, f"{UNABLE_TO_READ} ({exc})")
+                file_fail(file, f"{UNABLE_TO_READ} ({exc})", table.operation_type)
                 continue
             file_complete(file, produced)
         for name, reason in reader.skipped:

@@ -102,15 +102,22 @@ def _file_event_payload(file: File, message: str | None = None) -> dict:
     return payload
 
 
-def _file_fail(file: File, message: str) -> None:
-    """Inside a transaction: the file fails with `message` and its origin's failed event."""
+def _file_fail(file: File, message: str, operation_type: str | None = None) -> None:
+    """Inside a transaction: the file fails with `message` (and the `operation_type` its points were read as, if
+    known) and its origin's failed event."""
     file.status = FileStatus.FAILED
     file.status_message = message
-    file.save(update_fields=["status", "status_message", "updated_time"])
+    update_fields = ["status", "status_message", "updated_time"]
+    if operation_type:
+        file.operation_type = operation_type
+        update_fields.append("operation_type")
+    file.save(update_fields=update_fields)
     event_emit(type=FAILED_EVENTS[file.origin], core_user=file.core_user, payload=_file_event_payload(file, message))
 
 
-def file_fail(file: File, message: str) -> None:
+def file_fail(file: File, message: str, operation_type: str | None = None) -> None:
     """Fail one file (merge, crop...) in its own transaction."""
     with transaction.atomic():
-        _file_fail(File.objects.select_for_update().select_related("core_user").get(pk=file.pk), message)
+        _file_fail(
+            File.objects.select_for_update().select_related("core_user").get(pk=file.pk), message, operation_type
+        )

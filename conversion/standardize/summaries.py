@@ -56,6 +56,12 @@ def _iso(ts: np.datetime64 | None) -> str | None:
     return str(np.datetime_as_string(ts.astype("datetime64[ms]"), unit="ms")) + "Z"
 
 
+def _camel_case(name: str) -> str:
+    """`serial_number` -> `serialNumber`: the API's spelling of keys."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
 def totals(table: PointTable) -> dict[str, dict]:
     """Totals as `{value, unit}`: each is the sum over points of rate x point area (area itself for totalArea)."""
     cols = table.columns
@@ -133,6 +139,6 @@ def summary(table: PointTable) -> dict:
     props["crop"] = list(table.crops)
     props["varieties"] = list(table.varieties)
     props["products"] = list(table.products)
-    props["machinery"] = [{k: v for k, v in vars(m).items() if v is not None} for m in table.machines]
+    props["machinery"] = [{_camel_case(k): v for k, v in vars(m).items() if v is not None} for m in table.machines]
     props["pointCount"] = len(table)
     return {"type": "Feature", "geometry": coverage(table), "properties": props}

@@ -132,7 +132,7 @@ def test_summary_shape_units_and_area_weighted_average():
     assert ISO_MS_Z.match(props["startTime"]) and props["startTime"] == "2024-09-01T10:00:00.000Z"
     assert props["endTime"] == "2024-09-01T10:00:05.000Z"
     assert props["crop"] == ["corn"]
-    assert props["machinery"] == [{"kind": "machine", "name": "Combine 1", "serial_number": "123"}]
+    assert props["machinery"] == [{"kind": "machine", "name": "Combine 1", "serialNumber": "123"}]
     for key in ("totalArea", "totalDistance", "totalWetMass", "totalDryMass", "totalWetVolume", "totalDryVolume"):
         assert set(props[key]) == {"value", "unit"}, key
 

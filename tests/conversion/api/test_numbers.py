@@ -109,6 +109,72 @@ def test_isoxml_tasks_whose_long_names_differ_only_after_255_characters_each_kee
     assert files[0]["startTime"] != files[1]["startTime"]
 
 
+@pytest.mark.embedded
+def test_machine_files_carry_the_distance_and_fuel_of_their_file(api_client, core_user, valid_timelogs):
+    # Given a task data set whose tasks record their fuel used (TIM total DDI 0x0094, in ml)
+    root = ET.parse(valid_timelogs / "TASKDATA.XML").getroot()
+    # (a task paused and resumed has several TIMs; the task controller's totals run on, so the last one holds them)
+    fuel_ml = {
+        task.get("B").strip(): float(dlv.get("B"))
+        for task in root.findall("TSK")
+        for dlv in task.findall("TIM")[-1].findall("DLV")
+        if dlv.get("A") == "0094"
+    }
+    assert len(fuel_ml) > 10
+
+    # When it is uploaded
+    batch = _batch(api_client, core_user, zip_entries({p.name: p.read_bytes() for p in valid_timelogs.iterdir()}))
+
+    # Then each machine file says how far the machine went (the file's totalDistance, in feet) and the fuel it
+    # used (in US gallons), and the spec's distance filters find it
+    checked = 0
+    for file in _files(api_client, batch):
+        if file["status"] != "processed" or not file["machines"]:
+            continue
+        metres = _get(api_client, f"{FILES_URL}/{file['id']}/summary").json()["properties"]["totalDistance"]
+        assert metres["unit"] == "m" and metres["value"] > 0
+        task = file["fileName"].split("/", 1)[1]
+        for machine_id in file["machines"]:
+            url = f"/services/beta/api/users/{core_user.pk}/machines/{machine_id}/files"
+            (record,) = [r for r in _get(api_client, url).json() if r["coreFileId"] == file["id"]]
+            assert record["distance"]["unit"] == "ft"
+            assert record["distance"]["value"] == pytest.approx(metres["value"] / 0.3048)
+            assert record["fuelConsumption"] == {"value": pytest.approx(fuel_ml[task] / 3785.411784), "unit": "US gal"}
+            longer = _get(api_client, f"{url}?greaterThanDistanceValue={record['distance']['value'] - 1}").json()
+            shorter = _get(api_client, f"{url}?lessThanDistanceValue={record['distance']['value'] - 1}").json()
+            assert record["id"] in [r["id"] for r in longer] and record["id"] not in [r["id"] for r in shorter]
+            checked += 1
+    assert checked > 10
+
+
+@pytest.mark.embedded
+def test_summary_machinery_is_spelt_as_the_api(api_client, core_user, valid_timelogs):
+    batch = _batch(api_client, core_user, zip_entries({p.name: p.read_bytes() for p in valid_timelogs.iterdir()}))
+    file = next(f for f in _files(api_client, batch) if f["status"] == "processed")
+    machinery = _get(api_client, f"{FILES_URL}/{file['id']}/summary").json()["properties"]["machinery"]
+    assert machinery and all(re.fullmatch(r"[a-z]+([A-Z][a-z]+)*", key) for entry in machinery for key in entry)
+    assert any("serialNumber" in entry for entry in machinery)
+
+
+@pytest.mark.embedded
+def test_a_task_that_cleaning_empties_fails_with_its_operation_type(api_client, core_user, load_from_stream):
+    # Given a spreader's task data whose tasks are partly never switched on (every point is dropped by cleaning)
+    batch = _batch(api_client, core_user, (load_from_stream / "Another-single-ACP.zip").read_bytes())
+    files = _files(api_client, batch)
+    failed = [f for f in files if f["status"] == "failed" and "No point is left after cleaning" in f["statusDetails"]]
+    assert failed and any(f["status"] == "processed" for f in files)
+
+    # Then each such file still says what kind of operation it logged (read before the points were cleaned away:
+    # the seeding task planted, the spreading and spraying ones applied), so the operationType filter finds it
+    kinds = {f["fileName"]: f["operationType"] for f in failed}
+    assert all(
+        kind == ("planted" if "Seeding" in name or "Planting" in name else "applied") for name, kind in kinds.items()
+    )
+    for kind in set(kinds.values()):
+        listed = _get(api_client, f"{FILES_URL}?coreUserId={core_user.pk}&operationType={kind}&size=100").json()
+        assert {f["id"] for f in failed if f["operationType"] == kind} <= {f["id"] for f in listed["operations"]}
+
+
 def _geojson_zip(features: list[dict], name: str = "points.geojson") -> bytes:
     collection = {"type": "FeatureCollection", "features": features}
     return zip_entries({name: json.dumps(collection).encode()})

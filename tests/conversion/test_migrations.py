@@ -1,0 +1,40 @@
+"""Migrations of the conversion app that change data: run forwards over rows written in the older schema."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+BEFORE, AFTER = ("conversion", "0002_dataset_progress_at"), ("conversion", "0003_summary_machinery_keys")
+
+
+def migrate(target):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate([target])
+    return executor.loader.project_state([target]).apps
+
+
+def test_stored_summaries_get_the_apis_spelling_of_machinery_keys(core_user):
+    File = migrate(BEFORE).get_model("conversion", "File")
+    machine = {"kind": "machine", "name": "Fendt", "serial_number": "S-1", "category": "tractor"}
+    old = File.objects.create(
+        core_user_id=core_user.pk,
+        file_name="old",
+        file_format="ISOXML",
+        provider="Other",
+        summary={"type": "Feature", "properties": {"machinery": [machine], "pointCount": 3}},
+    )
+    without = File.objects.create(core_user_id=core_user.pk, file_name="none", file_format="ISOXML", provider="Other")
+
+    File = migrate(AFTER).get_model("conversion", "File")
+
+    assert File.objects.get(pk=old.pk).summary == {
+        "type": "Feature",
+        "properties": {
+            "machinery": [{"kind": "machine", "name": "Fendt", "serialNumber": "S-1", "category": "tractor"}],
+            "pointCount": 3,
+        },
+    }
+    assert File.objects.get(pk=without.pk).summary is None
