@@ -73,8 +73,9 @@ class BatchDataset(models.Model):
     batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="datasets")
     position = models.PositiveIntegerField()
     format = models.CharField(max_length=64)  # ISOXML, SHAPEFILE, GEOJSON or a proprietary format's name
-    path = models.CharField(max_length=1024)  # main file, relative to the extracted zip (posix)
-    root = models.CharField(max_length=1024)  # folder of the data set, relative to the extracted zip
+    # Relative to the extracted zip (posix); text, as a zip's folders may nest deeper than any fixed length.
+    path = models.TextField()  # main file
+    root = models.TextField()  # folder of the data set
     name = models.CharField(max_length=255)
     supported = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=DatasetStatus.choices, default=DatasetStatus.PENDING)

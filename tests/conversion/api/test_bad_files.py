@@ -96,6 +96,19 @@ def test_a_name_too_long_for_the_disk_fails_the_batch_with_a_reason(api_client, 
     assert not [r for r in caplog.records if r.exc_info]
 
 
+def test_a_data_set_deep_in_folders_is_converted(api_client, core_user, caplog):
+    """Six folders of 200 characters each: every name fits the disk, the path (1,200+ characters) is longer than
+    any column would hold unless the stored path is the whole path."""
+    deep = "/".join(f"{n}" + "d" * 199 for n in range(6))
+    data = zip_entries({f"{deep}/spray.geojson": _points(_good_coordinates(5))})
+    batch = _batch(api_client, core_user, data)
+    assert batch["status"] == "PROCESSED", batch
+    file = _file(api_client, batch["files"][0])
+    assert file["status"] == "processed" and len(file["fileName"]) <= 255
+    assert api_client.get(f"{FILES_URL}/{file['id']}/originalFile").status_code == 200
+    assert not [r for r in caplog.records if r.exc_info]
+
+
 @pytest.mark.parametrize(
     ("entries", "reason"),
     [
