@@ -16,10 +16,12 @@ class ReceivedRequest:
 @dataclass
 class Receiver:
     """`statuses`: the status codes to answer, one per request (the last repeats); `hang`: seconds to
-    sleep before answering (longer than the client timeout = a receiver that never answers)."""
+    sleep before answering (longer than the client timeout = a receiver that never answers); `answer`: the body
+    of every answer (default `answered <status>`)."""
 
     statuses: list[int] = field(default_factory=lambda: [200])
     hang: float = 0.0
+    answer: bytes | None = None
     received: list[ReceivedRequest] = field(default_factory=list)
     url: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -62,7 +64,7 @@ def start_receiver(receiver: Receiver) -> ThreadingHTTPServer:
             self.send_header("Content-Type", "text/plain")
             self.end_headers()
             try:
-                self.wfile.write(f"answered {status}".encode())
+                self.wfile.write(receiver.answer if receiver.answer is not None else f"answered {status}".encode())
             except OSError:
                 pass
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from platform_site.api.errors import DomainError
 from platform_site.api.serializers import format_timestamp
+from platform_site.text import storable
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
 from .urlsafety import UnsafeUrl, resolve_public, safe_session
@@ -194,7 +195,7 @@ def _read_limited(response) -> str:
         chunk = b""
     finally:
         response.close()
-    return chunk.decode("utf-8", "replace")[:RESPONSE_KEEP_CHARS]
+    return storable(chunk.decode("utf-8", "replace"))[:RESPONSE_KEEP_CHARS]
 
 
 @transaction.atomic
@@ -219,7 +220,7 @@ def _delivery_record(delivery, status_code, response_text, error, duration_ms, s
         number=delivery.attempts,
         status_code=status_code,
         response=response_text,
-        error=error,
+        error=storable(error) if error else error,
         duration_ms=duration_ms,
         succeeded=succeeded,
         will_retry=delay is not None,

@@ -116,6 +116,21 @@ def test_only_the_latest_failed_attempt_says_when_the_next_one_is(
     assert calls[0]["nextAttemptAt"] > calls[0]["createdAt"]
 
 
+def test_an_answer_with_nul_characters_is_recorded_without_them(
+    owner, core_user, subscribe, webhook_receiver, settings, api_client
+):
+    """PostgreSQL stores no NUL in text: the attempt was lost (and the event sent again every lease, forever)."""
+    settings.WEBHOOK_RETRY_SCHEDULE = []
+    webhook_receiver.statuses = [500]
+    webhook_receiver.answer = b'{"ok":\x00false}\x00'
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == (Delivery.Status.FAILED, 1)
+    [call] = api_client.get(FAILED).json()
+    assert (call["status"], call["response"]) == (500, '{"ok":false}')
+
+
 def test_redirects_are_not_followed(owner, core_user, subscribe, webhook_receiver, settings):
     settings.WEBHOOK_RETRY_SCHEDULE = []
     webhook_receiver.statuses = [302]
