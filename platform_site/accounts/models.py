@@ -15,7 +15,8 @@ class CoreUser(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="core_users")
     name = models.CharField(max_length=255, blank=True, default="")
-    email = models.CharField(max_length=254, blank=True, default="")
+    # 255: a user made through a magic link without an e-mail gets its externalId (up to 255) as e-mail (spec).
+    email = models.CharField(max_length=255, blank=True, default="")
     phone = models.CharField(max_length=64, blank=True, default="")
     address = models.CharField(max_length=512, blank=True, default="")
     external_id = models.CharField(max_length=255, null=True, blank=True)

@@ -196,6 +196,18 @@ def test_create_with_user_creation_finds_or_creates_by_external_id(api_client, o
         assert api_client.get(f"{API}/magic-link/provider/{second['id']}").json()["allowedProviders"] == ["ProviderB"]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_longest_external_id_is_also_the_users_email(api_client, apps, kind):
+    """An externalId of 255 characters (the most it may have) stands for the e-mail too (was a 500 on PostgreSQL,
+    whose e-mail column held 254)."""
+    external_id = "p" + "e" * 254
+    body = (body_for(kind) if kind != "provider" else {"allowedProviders": ["ProviderA"]}) | {"externalId": external_id}
+    response = api_client.post(f"{API}/magic-link/{kind}", body, format="json")
+    assert response.status_code == 201, response.content
+    user = CoreUser.objects.get(pk=response.json()["coreUserId"])
+    assert user.external_id == user.email == user.name == external_id
+
+
 def test_user_creation_uses_name_and_email_and_is_per_owner(api_client, other_client, owner, other_owner, apps):
     provider_app(other_owner, "ProviderA")
     body = {"externalId": "e-1", "name": "Ann Grower", "email": "ann@example.com"}
