@@ -10,6 +10,8 @@ import requests
 from django.conf import settings
 from django.utils import timezone
 
+from platform_site.text import storable
+
 from .models import ProviderApplication
 
 EXPIRES_IN_MAX = timedelta(days=3650)
@@ -57,15 +59,15 @@ def token_request(
         body = {}
     if response.status_code >= 300 or "error" in body:
         reason = body.get("error_description") or body.get("error") or f"HTTP {response.status_code}"
-        raise TokenRequestFailed(f"{application.provider} refused the token request: {str(reason)[:300]}")
+        raise TokenRequestFailed(f"{application.provider} refused the token request: {storable(str(reason))[:300]}")
     access_token = body.get("access_token")
     if not isinstance(access_token, str) or not access_token:
         raise TokenRequestFailed(f"{application.provider} answered without an access token.")
     return TokenSet(
         access_token=access_token,
         refresh_token=str(body.get("refresh_token") or ""),
-        token_type=str(body.get("token_type") or "")[:64],
-        scope=str(body.get("scope") or "")[:2000],
+        token_type=storable(str(body.get("token_type") or ""))[:64],
+        scope=storable(str(body.get("scope") or ""))[:2000],
         expires_at=_expires_at(body.get("expires_in")),
     )
 

@@ -21,7 +21,9 @@ class OAuthServer:
     client_id: str = "test-client"
     client_secret: str = "test-client-secret"
     fail_token: bool = False
+    fail_description: str = "The grant was revoked."
     expires_in: object = 3600
+    answer_extra: dict = field(default_factory=dict)  # keys that replace or add to a good token answer
     base_url: str = ""
     codes: dict[str, dict] = field(default_factory=dict)
     refresh_tokens: set[str] = field(default_factory=set)
@@ -47,7 +49,7 @@ class OAuthServer:
         if authorization != expected:
             return 401, {"error": "invalid_client"}
         if self.fail_token:
-            return 400, {"error": "invalid_grant", "error_description": "The grant was revoked."}
+            return 400, {"error": "invalid_grant", "error_description": self.fail_description}
         if form.get("grant_type") == "authorization_code":
             params = self.codes.pop(form.get("code", ""), None)
             if params is None or params.get("redirect_uri") != form.get("redirect_uri"):
@@ -69,7 +71,7 @@ class OAuthServer:
             "token_type": "Bearer",
             "expires_in": self.expires_in,
             "scope": "files offline_access",
-        }
+        } | self.answer_extra
 
 
 def start_oauth_server(server_state: OAuthServer) -> ThreadingHTTPServer:

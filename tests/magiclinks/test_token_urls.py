@@ -124,3 +124,26 @@ def test_any_expires_in_of_the_token_answer_connects(
         assert credential.expires_at is None
     else:
         assert before + expected - timedelta(seconds=1) <= credential.expires_at <= timezone.now() + expected
+
+
+def test_nul_characters_and_lone_surrogates_in_token_answers_are_not_stored(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    """PostgreSQL stores neither in text: the callback was a 500, for a good answer and for a refusal alike."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    oauth_server.answer_extra = {"token_type": "Bea\u0000rer", "scope": "files\u0000 \ud800offline_access"}
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, url)
+    assert response.status_code == 200, response.content[:300]
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    assert (credential.status, credential.token_type, credential.scope) == (
+        "AUTHENTICATED",
+        "Bearer",
+        "files offline_access",
+    )
+
+    oauth_server.fail_token, oauth_server.fail_description = True, "bad\u0000 grant \udfff"
+    response, _ = connect(client, url)
+    assert response.status_code == 502
+    credential.refresh_from_db()
+    assert credential.status == "UNAUTHENTICATED" and credential.status_message.endswith("bad grant ")
