@@ -2,9 +2,11 @@
 
 A view declares `sort_fields = {"camelCaseName": "model_field", ...}` and optionally
 `default_sort = ("model_field", ...)`. An unknown property is a 400. The primary key always ends
-the ordering so that pages are stable.
+the ordering so that pages are stable. Records without the sorted value come last in either direction, on
+both databases (PostgreSQL would put them first in descending order, SQLite first in ascending).
 """
 
+from django.db.models import F
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
 
@@ -27,6 +29,12 @@ def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
     return ordering
 
 
+def _nulls_last(term: str):
+    if term.startswith("-"):
+        return F(term[1:]).desc(nulls_last=True)
+    return F(term).asc(nulls_last=True)
+
+
 class SortFilter(BaseFilterBackend):
     """Applies `sort` to list endpoints of views that declare `sort_fields`."""
 
@@ -36,7 +44,7 @@ class SortFilter(BaseFilterBackend):
             return queryset
         ordering = parse_sort(request.query_params.getlist("sort"), allowed)
         ordering = ordering or list(getattr(view, "default_sort", ()))
-        return queryset.order_by(*ordering, "pk")
+        return queryset.order_by(*(_nulls_last(term) for term in ordering), "pk")
 
     def get_schema_operation_parameters(self, view):
         allowed = getattr(view, "sort_fields", None)

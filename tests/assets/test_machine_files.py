@@ -166,6 +166,16 @@ def test_every_machine_file_sort_value(api_client, core_user, machine, files, pr
         assert got == expected[::-1]
 
 
+@pytest.mark.parametrize("direction", ["asc", "desc"])
+def test_records_without_the_sorted_value_come_last_either_way(api_client, core_user, machine, files, direction):
+    """One rule on both databases (PostgreSQL puts NULL first in descending order, SQLite first in ascending)."""
+    undated = machine_file_make(machine, start_time=None, end_time=None)
+    listed = [r["id"] for r in api_client.get(url(core_user, machine), {"sort": f"startTime,{direction}"}).json()]
+    assert len(listed) == 4 and listed[-1] == str(undated.id)
+    if direction == "asc":  # the default order too
+        assert [r["id"] for r in api_client.get(url(core_user, machine)).json()][-1] == str(undated.id)
+
+
 def test_default_order_is_start_time_and_paging_works(api_client, core_user, machine, files):
     response = api_client.get(url(core_user, machine), {"size": 2})
     assert positions(response, files) == [2, 0]
