@@ -72,22 +72,23 @@ _KEYWORDS: tuple[tuple[str, str], ...] = (
     ("raps", "canola"),
     ("colza", "canola"),
 )
+# A JD crop id: ASCII digits (`str.isdigit` is true for "²", which `int` refuses), few enough for `int` to take.
+_CROP_ID = re.compile(r"[0-9]{1,9}")
 _PREFIXES = ("winter", "sommer", "summer", "spring", "fall", "hard", "soft", "red", "white")
 
 
-def normalize_crop_name(name: str | int | None) -> str | None:
+def normalize_crop_name(name: str | int | float | None) -> str | None:
     """Canonical crop name ("corn", "soybeans", ...) for a JD crop id, token or a free-text name.
 
-    Unknown crops keep their own (stripped) name so nothing is lost; None for empty input.
+    Unknown crops keep their own name (as `readers.values.text_value` takes it: cleaned, stripped, a number as its
+    digits) so nothing is lost; None for empty input and for values that are no name (NaN, booleans, objects).
     """
-    if name is None:
+    from conversion.readers.values import text_value  # the readers package imports this module
+
+    text = text_value(name)
+    if text is None:
         return None
-    if isinstance(name, int | float):
-        return JD_CROP_IDS.get(int(name), str(int(name)))
-    text = str(name).strip()
-    if not text:
-        return None
-    if text.isdigit():
+    if _CROP_ID.fullmatch(text):
         return JD_CROP_IDS.get(int(text), text)
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     words = [w for w in re.split(r"[^a-z]+", folded) if w]

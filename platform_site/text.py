@@ -3,13 +3,21 @@
 import hashlib
 import re
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# NUL and the other C0 controls but tab, LF and CR; the surrogate code points (in a Python str always lone: a valid
+# pair is one character).
+_UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 
 
 def storable(text: str) -> str:
-    """`text` without what a database cannot store: NUL (PostgreSQL refuses it in text and JSON) and lone
-    surrogates (no UTF-8 for them; JSON lets a remote server send `\\ud800`)."""
-    return _UNSTORABLE.sub("", text)
+    """`text` without what no database column should store: NUL (PostgreSQL refuses it in text and JSONB), the
+    other C0 controls but tab, LF and CR, and lone surrogates (no encoder writes them; JSON lets a remote server
+    send `\\ud800`). The one rule for text from outside: machine files, webhook receivers, OAuth providers."""
+    return _UNSTORABLE.sub("", text) if _UNSTORABLE.search(text) else text
+
+
+def needs_storable(text: str) -> bool:
+    """Whether `storable` would change `text`."""
+    return _UNSTORABLE.search(text) is not None
 
 
 def fit(text: str, length: int) -> str:

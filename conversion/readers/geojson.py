@@ -15,6 +15,7 @@ from conversion.crops import normalize_crop_name
 from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register, usable_positions
 from conversion.readers.shapefile.columns import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
 from conversion.readers.units import to_canonical
+from conversion.readers.values import text_value
 
 STANDARD_UNITS: dict[str, str] = {
     "area": "m2",
@@ -51,7 +52,7 @@ class GeojsonReader(Reader):
 
     format = "GEOJSON"
 
-    def read(self, dataset: Dataset) -> list[PointTable]:
+    def read_tables(self, dataset: Dataset) -> list[PointTable]:
         """One table for the collection; UnreadableDataset when it is not a FeatureCollection of points."""
         try:
             with open(dataset.path, encoding="utf-8-sig") as fh:
@@ -106,17 +107,16 @@ class GeojsonReader(Reader):
             raw[key] = np.asarray(values, dtype=object)
             nkey = _norm(key)
             if key == "operationType":
-                found = {v for v in values if v}
+                found = {v for v in values if isinstance(v, str) and v}
                 operation = found.pop() if len(found) == 1 else operation
                 continue
             if nkey in _TIME_KEYS and "timestamp" not in columns:
                 columns["timestamp"] = _times(values)
                 continue
             if nkey in _STRING_PROPS:
-                mapper = normalize_crop_name if nkey == "crop" else (lambda v: str(v).strip() or None)
-                columns[_STRING_PROPS[nkey]] = np.asarray(
-                    [mapper(v) if v not in (None, "") else None for v in values], dtype=object
-                )
+                # Names as `readers.values.text_value` takes them: a number is its digits, an object no name.
+                mapper = normalize_crop_name if nkey == "crop" else text_value
+                columns[_STRING_PROPS[nkey]] = np.asarray([mapper(v) for v in values], dtype=object)
                 continue
             if nkey == "recordingstatus":
                 columns["recordingStatus"] = np.asarray(
@@ -186,10 +186,14 @@ def _coordinate(value) -> float:
 
 
 def _floats(values: list) -> np.ndarray:
+    """The values as floats; NaN where one is not a number or an integer beyond float range (missing values)."""
     out = np.full(len(values), np.nan)
     for i, v in enumerate(values):
         if isinstance(v, int | float) and not isinstance(v, bool):
-            out[i] = v
+            try:
+                out[i] = v
+            except OverflowError:
+                continue
     return out
 
 

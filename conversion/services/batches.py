@@ -30,6 +30,7 @@ from ..models import (
     File,
     FileStatus,
 )
+from ..readers.values import clean_text
 from .files import NAME_LENGTH, _file_fail, _file_for
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,9 @@ def _batch_end(batch: Batch) -> None:
 
 
 def _batch_fail(batch: Batch, details: str, reason: str) -> None:
+    """The batch fails with `details` (one of the spec's texts) and `reason`, cleaned of what no database stores
+    (it may quote the upload)."""
+    reason = clean_text(reason)
     with transaction.atomic():
         batch = Batch.objects.select_for_update().select_related("core_user").get(pk=batch.pk)
         if batch.status != BatchStatus.RECEIVED:

@@ -11,6 +11,7 @@ from .. import archive, outputs
 from ..models import INTERNAL_ERROR, UNABLE_TO_READ, Batch, BatchDataset, DatasetStatus, FileStatus
 from ..readers import UnreadableDataset, get_reader
 from ..readers.base import Dataset
+from ..readers.values import clean_text
 from .batches import _batch_finish_if_done, ensure_extracted
 from .files import _file_fail, _file_named, _part_name, file_complete, file_fail
 
@@ -38,11 +39,11 @@ def dataset_convert(dataset_id: int) -> None:
         source = Dataset(dataset.format, root / dataset.path, root / dataset.root, dataset.name)
         reader = get_reader(dataset.format)
         tables = reader.read(source)
-        if not tables:
+        if not tables and not reader.failed:
             raise UnreadableDataset("The data set holds no logged points.")
         original = outputs.store_original(dataset, source, extra=reader.extra_files)
         failures = []
-        several = len(tables) + len(reader.skipped) > 1
+        several = len(tables) + len(reader.skipped) + len(reader.failed) > 1
         for table in tables:
             # A data set of several operations names each file after its own (the task, the time log).
             file = _file_named(dataset, _part_name(dataset, table.name, several))
@@ -51,17 +52,27 @@ def dataset_convert(dataset_id: int) -> None:
             # Still alive: a data set of many files may take longer than the sweep's limit as a whole.
             BatchDataset.objects.filter(pk=dataset.pk).update(progress_at=timezone.now())
             try:
-                produced = outputs.produce(file, table, original_name=original)
+                file_complete(file, outputs.produce(file, table, original_name=original))
             except UnreadableDataset as exc:
                 failures.append(str(exc))
                 file_fail(file, f"{UNABLE_TO_READ} ({exc})", table.operation_type)
-                continue
-            file_complete(file, produced)
+            except Exception:
+                if not Batch.objects.filter(pk=batch.pk).exists():
+                    raise  # deleted meanwhile: the handler below ends quietly
+                # One operation's unexpected error (a bug its data meets) fails its own file; the others convert.
+                log.exception("file %s (%s) of data set %s failed", file.pk, table.name, dataset.pk)
+                failures.append(INTERNAL_ERROR)
+                file_fail(file, INTERNAL_ERROR, table.operation_type)
         for name, reason in reader.skipped:
             failures.append(reason)
             file = _file_named(dataset, _part_name(dataset, name, several))
             if file.status != FileStatus.PROCESSED:
                 file_fail(file, f"{UNABLE_TO_READ} ({reason})")
+        for name in reader.failed:  # the reader logged their errors
+            failures.append(INTERNAL_ERROR)
+            file = _file_named(dataset, _part_name(dataset, name, several))
+            if file.status != FileStatus.PROCESSED:
+                file_fail(file, INTERNAL_ERROR)
     except (UnreadableDataset, archive.ArchiveError) as exc:
         _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
         return
@@ -80,13 +91,16 @@ def dataset_convert(dataset_id: int) -> None:
             return
         # A data set with a part that failed stays FAILED, so that a retry runs it again (skipping what converted).
         dataset.status = DatasetStatus.FAILED if failures else DatasetStatus.DONE
-        dataset.message = "; ".join(failures) or None
+        dataset.message = clean_text("; ".join(dict.fromkeys(failures))) or None
         dataset.finished_at = timezone.now()
         dataset.save(update_fields=["status", "message", "finished_at"])
         _batch_finish_if_done(dataset.batch_id)
 
 
 def _dataset_fail(dataset: BatchDataset, file_message: str, reason: str) -> None:
+    """The data set and its files not converted yet fail: the files with `file_message`, the data set with `reason`
+    (cleaned of what no database stores: a reason may quote the file)."""
+    reason = clean_text(reason)
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()
         if dataset is None:  # deleted meanwhile (with its batch)

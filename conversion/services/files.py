@@ -12,6 +12,7 @@ from webhooks.services import event_emit
 
 from .. import links, outputs
 from ..models import BatchDataset, File, FileOrigin, FileStatus
+from ..readers.values import clean_text
 from ..signals import file_processed
 
 NAME_LENGTH = File._meta.get_field("file_name").max_length
@@ -104,7 +105,9 @@ def _file_event_payload(file: File, message: str | None = None) -> dict:
 
 def _file_fail(file: File, message: str, operation_type: str | None = None) -> None:
     """Inside a transaction: the file fails with `message` (and the `operation_type` its points were read as, if
-    known) and its origin's failed event."""
+    known) and its origin's failed event. The message is cleaned of what no database stores (NUL...): it may quote
+    the file."""
+    message = clean_text(message)
     file.status = FileStatus.FAILED
     file.status_message = message
     update_fields = ["status", "status_message", "updated_time"]

@@ -76,7 +76,10 @@ def _groups(number: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
 
 def _float_field(values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
     """Cells of `repr(round(value, decimals))` per point, and which points have a finite value."""
-    rounded = np.round(values, decimals).astype(np.float64, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # numpy rounds through value x 10**decimals, which overflows for huge values; from 2**53 on a float is whole
+        # anyway, and Python's round leaves it as it is.
+        rounded = np.where(np.abs(values) < 2.0**53, np.round(values, decimals), values).astype(np.float64, copy=False)
     n = len(rounded)
     finite = np.isfinite(rounded)
     scale = 10.0**decimals

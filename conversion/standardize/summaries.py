@@ -5,6 +5,8 @@ Totals are rate x area summed over points, never a sum of rates.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from conversion.readers.base import PointTable
@@ -62,13 +64,43 @@ def _camel_case(name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+def _sum(values: np.ndarray) -> float | None:
+    """The sum of the values a point has (NaN: missing); None when it is beyond the float range. Values from files
+    are finite (`readers.base.table_values_clean`); an infinite one is a product that overflowed."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.nansum(np.asarray(values, dtype=float)))
+    return total if math.isfinite(total) else None
+
+
+def _mean(values: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """The (weighted) mean of finite values (weights finite and > 0). It lies between the least and the greatest
+    value, so it is a float even where their sum is not: then it is taken on values and weights scaled to at most 1."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(np.mean(values) if weights is None else np.average(values, weights=weights))
+        if math.isfinite(mean):
+            return mean
+        scale = float(np.abs(values).max())
+        if weights is None:
+            mean = scale * float(np.mean(values / scale))
+        else:
+            mean = scale * float(np.average(values / scale, weights=weights / float(weights.max())))
+    return float(np.clip(mean, values.min(), values.max()))  # a rounding past the greatest value would overflow
+
+
 def totals(table: PointTable) -> dict[str, dict]:
-    """Totals as `{value, unit}`: each is the sum over points of rate x point area (area itself for totalArea)."""
+    """Totals as `{value, unit}`: each is the sum over points of rate x point area (area itself for totalArea), over
+    the points whose value is finite. A total beyond the float range (JSON has no infinity) is left out."""
     cols = table.columns
     out: dict[str, dict] = {}
+
+    def put(name: str, values: np.ndarray, unit: str) -> None:
+        value = _sum(values)
+        if value is not None:
+            out[name] = {"value": value, "unit": unit}
+
     area = cols.get("area")
     if area is not None:
-        out["totalArea"] = {"value": float(np.nansum(area)), "unit": "m2"}
+        put("totalArea", area, "m2")
     if "distance" in cols:
         dist = np.asarray(cols["distance"], dtype=float)
         steps = section_steps(cols)
@@ -76,7 +108,7 @@ def totals(table: PointTable) -> dict[str, dict]:
             # One row per section per time step repeats the distance travelled; count each time step once.
             _, first = np.unique(steps, return_index=True)
             dist = dist[first]
-        out["totalDistance"] = {"value": float(np.nansum(dist)), "unit": "m"}
+        put("totalDistance", dist, "m")
     if area is None:
         return out
     area_ha = np.asarray(area, dtype=float) / HA_M2
@@ -93,8 +125,9 @@ def totals(table: PointTable) -> dict[str, dict]:
             continue
         rate_unit = table.units.get(rate) or DERIVED_UNITS.get(rate, "")
         unit = rate_unit.removesuffix("/ha") if rate_unit.endswith("/ha") else rate_unit
-        values = np.asarray(cols[rate], dtype=float) * area_ha
-        out[total] = {"value": float(np.nansum(values)), "unit": unit}
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.asarray(cols[rate], dtype=float) * area_ha
+        put(total, values, unit)
     return out
 
 
@@ -113,12 +146,12 @@ def summary(table: PointTable) -> dict:
         finite = np.isfinite(values)
         if not finite.any():
             continue
-        avg = float(values[finite].mean())
+        avg = _mean(values[finite])
         if name in RATE_PROPERTIES and area is not None:
             w = np.asarray(area, dtype=float)
             ok = finite & np.isfinite(w) & (w > 0)
             if ok.any():
-                avg = float(np.average(values[ok], weights=w[ok]))
+                avg = _mean(values[ok], w[ok])
         props[name] = {
             "avg": avg,
             "min": float(values[finite].min()),
@@ -126,8 +159,9 @@ def summary(table: PointTable) -> dict:
             "unit": table_units.get(name, ""),
         }
     props.update(totals(table))
-    if table.recorded_totals:
-        props["recordedTotals"] = {k: {"value": v, "unit": u} for k, (v, u) in table.recorded_totals.items()}
+    recorded = {k: {"value": v, "unit": u} for k, (v, u) in table.recorded_totals.items() if math.isfinite(v)}
+    if recorded:
+        props["recordedTotals"] = recorded
     props["operationType"] = table.operation_type
     ts = cols.get("timestamp")
     start = end = None

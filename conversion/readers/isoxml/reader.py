@@ -8,6 +8,8 @@ A log with a condensed work state gets each point's working width from the secti
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 from collections import defaultdict
 from xml.etree.ElementTree import Element
@@ -31,6 +33,8 @@ from .parallel import AnyTimeLog, join_parallel
 from .sections import section_working_width
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
 from .tlg import TimeLog, TimeLogError, read_time_log
+
+log = logging.getLogger(__name__)
 
 _TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
 
@@ -67,10 +71,12 @@ class IsoxmlReader(Reader):
     def __init__(self, *, include_raw: bool = True):
         self.include_raw = include_raw
         self.skipped = []
+        self.failed = []
         self.extra_files = []
 
-    def read(self, dataset: Dataset) -> list[PointTable]:
-        """One table per task with logged points; UnreadableDataset when no task has any."""
+    def read_tables(self, dataset: Dataset) -> list[PointTable]:
+        """One table per task with logged points; UnreadableDataset when no task has any. A task that meets an
+        unexpected error is logged and named in `failed`, and the other tasks are read."""
         td = load_taskdata(dataset.path)
         self.extra_files = td.files.moved  # filled as the tasks' logs are found
         tables: list[PointTable] = []
@@ -83,10 +89,14 @@ class IsoxmlReader(Reader):
                 problems.append(str(exc))
                 self.skipped.append((name, str(exc)))
                 continue
+            except Exception:
+                log.exception("task %s of %s could not be read", name, dataset.path)
+                self.failed.append(name)
+                continue
             if table is not None:
                 table.warnings[:0] = td.warnings
                 tables.append(table)
-        if tables:
+        if tables or self.failed:
             return tables
         if problems:
             raise UnreadableDataset("; ".join(problems))
@@ -296,7 +306,8 @@ class IsoxmlReader(Reader):
                 except ValueError:
                     continue
                 mapping = ddis.TOTALS.get(ddi)
-                if mapping is None:
+                # float() takes "NaN" and "1e999": such a total is none, and a counter logged may stand in for it.
+                if mapping is None or not math.isfinite(value * mapping.factor):
                     continue
                 rank = self._rank(td, dlv.get("C", ""), implement, i)
                 if mapping.prop not in best or rank < best[mapping.prop][0]:

@@ -10,6 +10,7 @@ and their device elements with their depth below the device root.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree.ElementTree import Element
@@ -328,10 +329,13 @@ def _device_properties(device: Element) -> dict[str, list[tuple[int, int]]]:
 
 
 def _int(text: str | None) -> int:
-    text = (text or "").strip()
-    return int(text) if text.isdigit() else 0
+    """A small whole number written in ASCII digits (an element type or number); 0 otherwise. `str.isdigit` is
+    true for "²" and for digits of other scripts, which `int` refuses or reads, and `int` refuses more than 4,300
+    digits."""
+    return int(text) if text is not None and _SMALL_NUMBER.fullmatch(text.strip()) else 0
 
 
+_SMALL_NUMBER = re.compile(r"[0-9]{1,9}")
 _ID_TAGS = frozenset({"CTR", "FRM", "PFD", "CTP", "CVT", "PDT", "PGP", "DVC", "DET", "WKR", "TSK", "CPC", "VPN"})
 
 

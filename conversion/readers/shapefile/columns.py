@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from conversion.readers.units import to_canonical
+from conversion.readers.values import text_value
 
 
 @dataclass(frozen=True)
@@ -69,13 +70,46 @@ def _meta_unit(meta_units: dict[str, str | None], name: str) -> str | None:
 
 
 def _jd_metadata(shp_path: Path) -> dict | None:
+    """The JD `-Deere-Metadata.json` sidecar of the shapefile; None when there is none or it is not a JSON object.
+    Its values are as the file wrote them: read names with `_meta_units` and `_meta_products`."""
     for candidate in shp_path.parent.iterdir():
         if candidate.name.lower() == f"{shp_path.stem}-deere-metadata.json".lower():
             try:
-                return json.loads(candidate.read_text(encoding="utf-8-sig"))
+                metadata = json.loads(candidate.read_text(encoding="utf-8-sig"))
             except (OSError, ValueError):
                 return None
+            return metadata if isinstance(metadata, dict) else None
     return None
+
+
+def _meta_dicts(value) -> list[dict]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _meta_units(metadata: dict | None) -> dict[str, str | None]:
+    """The metadata's unit of each column, by normalised column name. Names and units are text as
+    `readers.values.text_value` takes it (a number is its digits); an attribute without a name is left out."""
+    units: dict[str, str | None] = {}
+    for attribute in _meta_dicts((metadata or {}).get("DataAttributes")):
+        name = text_value(attribute.get("Name"))
+        if name:
+            units[_norm(name)] = text_value(attribute.get("Unit"))
+    return units
+
+
+def _meta_products(metadata: dict | None) -> list[str]:
+    """The products the metadata names: the product and its tank-mix components, without the carrier (water) and
+    the "Tank Mix" name itself. Names are text as `readers.values.text_value` takes it (a number is its digits,
+    anything else no name)."""
+    product = (metadata or {}).get("Product")
+    if not isinstance(product, dict):
+        return []
+    names: list[str] = []
+    for part in [product, *_meta_dicts(product.get("Components"))]:
+        name = text_value(part.get("ProductName")) or text_value(part.get("Name"))
+        if name and name != "Tank Mix" and name not in names and not part.get("Carrier"):
+            names.append(name)
+    return names
 
 
 def _match(by_norm: dict[str, str], names: tuple[str, ...], used: set[str], *, prefix: bool = False) -> str | None:

@@ -19,6 +19,7 @@ from conversion.readers.base import (
     usable_positions,
 )
 from conversion.readers.units import normalize_unit, to_canonical
+from conversion.readers.values import text_value
 
 from .columns import (
     COLUMN_RULES,
@@ -32,7 +33,9 @@ from .columns import (
     _jd_metadata,
     _map_strings,
     _match,
+    _meta_products,
     _meta_unit,
+    _meta_units,
     _norm,
     _operation,
     _parse_iso,
@@ -50,7 +53,7 @@ class ShapefileReader(Reader):
 
     format = "SHAPEFILE"
 
-    def read(self, dataset: Dataset) -> list[PointTable]:
+    def read_tables(self, dataset: Dataset) -> list[PointTable]:
         """One table per shapefile."""
         shp_path = dataset.path
         dbf_path = _sibling(shp_path, ".dbf")
@@ -80,7 +83,7 @@ class ShapefileReader(Reader):
         lon, lat = _to_wgs84(shp_path, prj, to_wgs84, lon, lat)
         warnings: list[str] = []
 
-        meta_units = {_norm(a.get("Name", "")): a.get("Unit") for a in (metadata or {}).get("DataAttributes", [])}
+        meta_units = _meta_units(metadata)
         columns: dict[str, np.ndarray] = {"lon": lon, "lat": lat}
         units: dict[str, str] = {}
         source_units: dict[str, str] = {}
@@ -161,25 +164,23 @@ class ShapefileReader(Reader):
             columns["crop"] = per_point
             crops = _uniques(per_point)
             used.add(crop_name)
-        if metadata and metadata.get("CropToken"):
-            token = normalize_crop_name(str(metadata["CropToken"]))
+        if metadata:
+            token = normalize_crop_name(metadata.get("CropToken"))
             if token and token not in crops:
                 crops.append(token)
         variety_name = _match(by_norm, VARIETY_NAMES, used)
         if variety_name is not None:
-            columns["variety"] = _map_strings(records[variety_name], lambda v: str(v).strip() or None)
+            columns["variety"] = _map_strings(records[variety_name], text_value)
             varieties = _uniques(columns["variety"])
             used.add(variety_name)
         product_name = _match(by_norm, PRODUCT_NAMES, used)
         if product_name is not None:
-            columns["products"] = _map_strings(records[product_name], lambda v: str(v).strip() or None)
+            columns["products"] = _map_strings(records[product_name], text_value)
             products = _uniques(columns["products"])
             used.add(product_name)
-        if metadata and isinstance(metadata.get("Product"), dict):
-            for part in [metadata["Product"], *metadata["Product"].get("Components", [])]:
-                name = (part.get("ProductName") or part.get("Name") or "").strip()
-                if name and name != "Tank Mix" and name not in products and not part.get("Carrier"):
-                    products.append(name)
+        for name in _meta_products(metadata):
+            if name not in products:
+                products.append(name)
         if area is not None:
             columns["area"] = area
             units["area"] = "m2"
