@@ -45,7 +45,10 @@ def _check_ring(ring: Any, where: str) -> list[tuple[float, float]]:
             raise InvalidGeometry(
                 f"{where}[{index}] must be a position [longitude, latitude] or [longitude, latitude, altitude]."
             )
-        lon, lat = float(position[0]), float(position[1])
+        try:  # an integer of 400 digits is a JSON number too, and no float holds it
+            lon, lat, *_ = (float(c) for c in position)
+        except OverflowError:
+            raise InvalidGeometry(f"{where}[{index}] is not a finite number.") from None
         if not (math.isfinite(lon) and math.isfinite(lat)):
             raise InvalidGeometry(f"{where}[{index}] is not a finite number.")
         if not -180.0 <= lon <= 180.0:

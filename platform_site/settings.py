@@ -139,6 +139,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     "DEFAULT_PARSER_CLASSES": ["platform_site.api.parsers.JSONParser"],
+    "DEFAULT_METADATA_CLASS": "platform_site.api.metadata.ApiMetadata",
     "EXCEPTION_HANDLER": "platform_site.api.errors.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

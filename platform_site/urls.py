@@ -13,7 +13,10 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
     path(
         "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
+        # GET only: its HTML renderer has no page for OPTIONS (a 500).
+        SpectacularSwaggerView.as_view(
+            url_name="schema", authentication_classes=[], permission_classes=[], http_method_names=["get", "head"]
+        ),
         name="swagger-ui",
     ),
     path("services/usermanagement/api/", include("platform_site.accounts.urls")),

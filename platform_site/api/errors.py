@@ -14,6 +14,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from platform_site.text import storable
+
 # The detail of every 404: a missing id and another owner's id answer alike.
 NOT_FOUND = "The resource was not found."
 
@@ -90,17 +92,20 @@ def problem_body(
     path: str,
     field_errors: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The problem document; `type` is a stable URN built from the errorKey."""
+    """The problem document; `type` is a stable URN built from the errorKey. Its text is `storable`: a message may
+    echo the request (an unknown key, a value no choice matches), and a lone surrogate in it failed the rendering."""
     body: dict[str, Any] = {
         "type": f"urn:problem:{error_key}",
         "title": HTTPStatus(status_code).phrase,
         "status": status_code,
-        "detail": detail,
-        "path": path,
+        "detail": storable(detail),
+        "path": storable(path),
         "errorKey": error_key,
     }
     if field_errors is not None:
-        body["fieldErrors"] = field_errors
+        body["fieldErrors"] = [
+            {k: storable(v) if isinstance(v, str) else v for k, v in error.items()} for error in field_errors
+        ]
     return body
 
 

@@ -1,14 +1,53 @@
 """Request body parsers."""
 
+import codecs
+import io
+
+from django.conf import settings
 from rest_framework import exceptions, parsers
+
+from .errors import DomainError
+
+# JSON is Unicode text (RFC 8259). Python also knows "charsets" that are no text encodings at all (zlib, bz2, rot13,
+# hex...): a body declared in one was unpacked without limit (zlib: 51 KB became 50 MB) or failed as a 500.
+UNICODE_CHARSETS = frozenset({"utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be", "ascii"})
+
+
+class RequestTooLarge(DomainError):
+    status_code = 413
+    error_key = "requestTooLarge"
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's JSON parser, with a body nested too deeply for Python's decoder (`[[[[...]]]]` thousands deep)
-    answered as malformed (400), like any other JSON it cannot read, instead of a RecursionError (500)."""
+    """DRF's JSON parser, with:
+    - a body in any charset but Unicode (UTF-8, UTF-16, UTF-32, or ASCII) refused (415);
+    - a body longer than DATA_UPLOAD_MAX_MEMORY_SIZE refused (413) without reading more of it than that: Django
+      applies the setting to forms only, and DRF reads JSON from the stream;
+    - a body nested too deeply for Python's decoder (`[[[[...]]]]` thousands deep) answered as malformed (400),
+      like any other JSON it cannot read, instead of a RecursionError (500)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
+        context = parser_context or {}
+        encoding = context.get("encoding") or settings.DEFAULT_CHARSET
         try:
-            return super().parse(stream, media_type, parser_context)
+            unicode = codecs.lookup(encoding).name in UNICODE_CHARSETS
+        except LookupError:
+            unicode = False
+        if not unicode:
+            raise exceptions.UnsupportedMediaType(
+                media_type, detail=f"A JSON body must be UTF-8 (or UTF-16, UTF-32) text, not charset {encoding!r}."
+            )
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None:
+            request = context.get("request")
+            declared = request.META.get("CONTENT_LENGTH", "") if request is not None else ""
+            if declared.isascii() and declared.isdigit() and int(declared) > limit:
+                raise RequestTooLarge(f"The request body is larger than {limit} bytes.")
+            body = stream.read(limit + 1)
+            if len(body) > limit:
+                raise RequestTooLarge(f"The request body is larger than {limit} bytes.")
+            stream = io.BytesIO(body)
+        try:
+            return super().parse(stream, media_type, {**context, "encoding": encoding})
         except RecursionError:
             raise exceptions.ParseError("JSON parse error - the body is nested too deeply.") from None

@@ -29,6 +29,12 @@ ODD_BODIES = [
     {"id": 2**70, "fieldIds": [2**70], "farmIds": [2**70], "intersectionThreshold": 2**70},
     {"geometry": {"type": "MultiPolygon", "coordinates": json.loads("[" * 900 + "]" * 900)}},
     {"geometry": {"type": "Polygon", "coordinates": [[["a", 0], [1, 0], [1, 1], ["a", 0]]]}},
+    # An integer no float holds, in a position (and as an altitude).
+    {"geometry": {"type": "Polygon", "coordinates": [[[10, 50], [10**400, 50], [10.01, 50.01], [10, 50]]]}},
+    {"geometry": {"type": "Polygon", "coordinates": [[[10, 50, 10**400], [10.01, 50], [10.01, 50.01], [10, 50]]]}},
+    # A lone surrogate that an error message echoes: as an unknown key, and as a value no choice matches.
+    {"\ud800": 1, "events": ["\ud800"], "provider": "\ud800", "allowedProviders": ["\ud800"]},
+    {"geoimagesShape": "\ud800", "geoimagesColorRamp": {"\ud800%": [0, 0, 0]}},
 ]
 # Bodies a JSON decoder refuses or reads as non-finite numbers.
 MALFORMED_BODIES = [
@@ -102,6 +108,42 @@ def test_json_nested_too_deeply_is_a_malformed_request(api_client, core_user):
     assert "nested too deeply" in body["detail"]
 
 
+def test_every_route_answers_options_without_a_server_error(api_client, core_user):
+    """DRF's OPTIONS metadata reads the object of a view that takes PUT: a KeyError where the id is not in the
+    path (`PUT /users`, `PUT .../boundary`)."""
+    for pattern, _methods in _routes():
+        url = _url(pattern, {"coreUserId": str(core_user.id)})
+        response = api_client.options(url)
+        assert response.status_code < 500, (url, response.status_code, response.content[:300])
+
+
+@pytest.mark.parametrize("charset", ["zlib", "rot13", "bz2", "unicode_escape", "hex", "latin-1", "cp1252"])
+def test_a_json_body_in_another_charset_than_unicode_is_415(api_client, charset):
+    """JSON is Unicode text (RFC 8259). Python also knows compressing 'charsets' (zlib: a 51 KB body unpacked to
+    50 MB, unauthenticated) and ones that failed as a 500."""
+    body = b'{"username": "a", "password": "b"}'
+    response = api_client.post("/api/authenticate", body, content_type=f"application/json; charset={charset}")
+    assert_problem(response, 415, "unsupportedMediaType")
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "UTF8", "utf-16"])
+def test_a_json_body_in_a_unicode_charset_is_read(api_client, charset):
+    body = '{"username": "nobody", "password": "wrong"}'.encode(charset.replace("UTF8", "utf-8"))
+    response = api_client.post("/api/authenticate", body, content_type=f"application/json; charset={charset}")
+    assert_problem(response, 401, "invalidCredentials")
+
+
+def test_a_json_body_over_the_request_size_limit_is_413(api_client, core_user, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    url = "/services/usermanagement/api/users"
+    body = b'{"name": "big", "email": "big@example.com"' + b" " * 1000 + b"}"
+    assert_problem(api_client.post(url, body, content_type="application/json"), 413, "requestTooLarge")
+    assert_problem(api_client.post("/api/authenticate", body, content_type="application/json"), 413, "requestTooLarge")
+    small = b'{"name": "small", "email": "small@example.com"}'
+    assert api_client.post(url, small, content_type="application/json").status_code == 201
+    assert [u["name"] for u in api_client.get(url).json()] == [core_user.name, "small"]
+
+
 def _body_routes(core_user) -> list[tuple[str, str]]:
     """(method, url) of every route that reads a JSON body, with an existing resource where it needs one."""
     out = []
@@ -120,7 +162,8 @@ def test_every_body_route_answers_odd_json_with_a_client_error_and_writes_nothin
     assert len(routes) > 25
     for method, url in routes:
         for body in ODD_BODIES:
-            response = getattr(api_client, method)(url, body, format="json")
+            # (sent as JSON text with every non-ASCII character escaped: a lone surrogate has no UTF-8)
+            response = getattr(api_client, method)(url, json.dumps(body), content_type="application/json")
             if response.status_code < 400:
                 # Only bodies a route reads none of, or ignores: nothing odd may have been stored.
                 assert "\x00" not in response.content.decode(errors="replace"), (method, url, body)
