@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
+from pyproj import CRS
+from pyproj.exceptions import CRSError
 from shapely.geometry import MultiPolygon, mapping, shape
 from shapely.validation import explain_validity
 
@@ -68,6 +70,26 @@ def _check_polygon(rings: Any, where: str) -> None:
         _check_ring(ring, f"{where}[{index}]")
 
 
+_WGS84 = CRS.from_epsg(4326)
+
+
+def _check_crs(crs: Any) -> None:
+    """Positions are WGS84 longitude/latitude (RFC 7946, which has no `crs`). A `crs` member of GeoJSON of 2008 is
+    accepted only when it names WGS84 (CRS84, EPSG:4326): other numbers are no degrees."""
+    if crs is None:
+        return
+    properties = crs.get("properties") if isinstance(crs, dict) else None
+    name = properties.get("name") if isinstance(properties, dict) and crs.get("type") == "name" else None
+    try:
+        wgs84 = isinstance(name, str) and CRS.from_user_input(name).equals(_WGS84, ignore_axis_order=True)
+    except CRSError:
+        wgs84 = False
+    if not wgs84:
+        raise InvalidGeometry(
+            "positions are WGS84 longitude/latitude (RFC 7946); a crs member may only name WGS84 (CRS84, EPSG:4326)."
+        )
+
+
 def parse_multipolygon(data: Any) -> MultiPolygon:
     """A validated shapely MultiPolygon from a GeoJSON `MultiPolygon` (or `Polygon`, promoted).
 
@@ -77,6 +99,7 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     invalid shape (self-intersection...). Positions may carry an altitude; it is dropped."""
     if not isinstance(data, dict):
         raise InvalidGeometry("must be a GeoJSON object with 'type' and 'coordinates'.")
+    _check_crs(data.get("crs"))
     kind, coordinates = data.get("type"), data.get("coordinates")
     if kind == "Polygon":
         _check_polygon(coordinates, "coordinates")

@@ -10,9 +10,12 @@ import json
 from datetime import datetime
 
 import numpy as np
+from pyproj import CRS
+from pyproj.exceptions import CRSError
 
 from conversion.crops import normalize_crop_name
 from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register, usable_positions
+from conversion.readers.crs import wgs84_transformer
 from conversion.readers.shapefile.columns import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
 from conversion.readers.units import to_canonical
 from conversion.readers.values import text_value
@@ -81,6 +84,9 @@ class GeojsonReader(Reader):
         if not lon:
             raise UnreadableDataset(f"{dataset.path.name}: the FeatureCollection holds no Point features")
         lon_array, lat_array = np.asarray(lon, float), np.asarray(lat, float)
+        to_wgs84 = _crs_transformer(dataset, doc.get("crs"))
+        if to_wgs84 is not None:
+            lon_array, lat_array = (np.asarray(a, float) for a in to_wgs84.transform(lon_array, lat_array))
         usable = usable_positions(lon_array, lat_array)
         if not usable.any():
             raise UnreadableDataset(
@@ -163,6 +169,24 @@ class GeojsonReader(Reader):
         )
         table.refresh_time_range()
         return table
+
+
+def _crs_transformer(dataset: Dataset, crs):
+    """To WGS84 from the coordinate system a `crs` member names (GeoJSON of 2008: `{"type": "name", "properties":
+    {"name": "EPSG:32632"}}`, or a URN); None without one (RFC 7946: WGS84 longitude/latitude)."""
+    if crs is None:
+        return None
+    properties = crs.get("properties") if isinstance(crs, dict) else None
+    name = properties.get("name") if isinstance(properties, dict) and crs.get("type") == "name" else None
+    if not isinstance(name, str):
+        raise UnreadableDataset(
+            f"{dataset.path.name}: its crs is not named (a named coordinate system can be read, or none for WGS84 "
+            "longitude/latitude)"
+        )
+    try:
+        return wgs84_transformer(CRS.from_user_input(name))
+    except CRSError:
+        raise UnreadableDataset(f"{dataset.path.name}: its crs {name[:100]!r} is not a coordinate system") from None
 
 
 def _guess_operation(columns: dict[str, np.ndarray]) -> str:

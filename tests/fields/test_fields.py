@@ -110,6 +110,16 @@ BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
         ({"type": "Polygon", "coordinates": [[[-180, -90], [180, -90], [180, 90], [-180, 90], [-180, -90]]]}, "360"),
         ({"type": "Polygon", "coordinates": [[[0, 0, 5], [1, 0, "x"], [1, 1, 5], [0, 0, 5]]]}, "position"),
         ({"type": "Polygon", "coordinates": [[[0, 0, 5, 1], [1, 0, 5, 1], [1, 1, 5, 1], [0, 0, 5, 1]]]}, "position"),
+        # A coordinate system other than WGS84 longitude/latitude (GeoJSON of 2008): its numbers are not degrees.
+        (
+            {
+                "type": "Polygon",
+                "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]],
+                "crs": {"type": "name", "properties": {"name": "EPSG:3857"}},
+            },
+            "crs",
+        ),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]], "crs": "EPSG:4326"}, "crs"),
     ],
 )
 def test_invalid_geometry_is_400_with_the_reason(api_client, core_user, geometry, reason):
@@ -118,6 +128,15 @@ def test_invalid_geometry_is_400_with_the_reason(api_client, core_user, geometry
     assert reason.lower() in body["detail"].lower(), body["detail"]
     assert body["fieldErrors"][0]["field"] == "geometry"
     assert Field.objects.count() == 0 and Boundary.objects.count() == 0
+
+
+@pytest.mark.parametrize("name", ["urn:ogc:def:crs:OGC:1.3:CRS84", "EPSG:4326", "urn:ogc:def:crs:EPSG::4326"])
+def test_a_crs_member_naming_wgs84_is_accepted(api_client, core_user, name):
+    geometry = square(10, 50) | {"crs": {"type": "name", "properties": {"name": name}}}
+    assert (
+        create_field(api_client, core_user, geometry=geometry)["geometry"]["coordinates"]
+        == (create_field(api_client, core_user, geometry=square(10, 50))["geometry"]["coordinates"])
+    )
 
 
 def test_an_altitude_in_positions_is_dropped(api_client, core_user):

@@ -16,6 +16,7 @@ from shapely import geometry as shp_geometry
 
 from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
+from conversion.readers.crs import wgs84_transformer
 from fields.geodesy import geodesic_area_m2
 
 
@@ -179,12 +180,7 @@ def _wgs84_transformer(shp_path: Path, prj: Path | None) -> Transformer | None:
         crs = CRS.from_wkt(prj.read_text(errors="replace"))
     except Exception as exc:  # pyproj raises CRSError, but a garbled file may raise others
         raise UnreadableDataset(f"{shp_path.name}: the .prj file is not a coordinate system ({exc})") from exc
-    wgs84 = CRS.from_epsg(4326)
-    if crs.is_geographic and crs.ellipsoid and crs.ellipsoid.name.replace(" ", "").upper() in ("WGS84", "WGS_1984"):
-        return None
-    if crs.equals(wgs84, ignore_axis_order=True):
-        return None
-    return Transformer.from_crs(crs, wgs84, always_xy=True)
+    return wgs84_transformer(crs)
 
 
 def _to_wgs84(

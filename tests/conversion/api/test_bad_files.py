@@ -167,6 +167,37 @@ def test_geojson_whose_features_are_not_a_list_fails_its_file_with_a_reason(api_
     _assert_user_failure(batch, "spray.geojson: the FeatureCollection's features are not a list")
 
 
+@pytest.mark.parametrize("name", ["EPSG:32632", "urn:ogc:def:crs:EPSG::32632"])
+def test_geojson_in_a_named_coordinate_system_is_reprojected(api_client, core_user, name):
+    """GeoJSON of 2008 (before RFC 7946) may name its coordinate system in a `crs` member: points in UTM zone 32N
+    were read as longitude/latitude, all off the globe. Positions stay x (easting) first, y second."""
+    from pyproj import Transformer
+
+    wgs84 = _good_coordinates(5)
+    to_utm = Transformer.from_crs("EPSG:4326", "EPSG:32632", always_xy=True)
+    utm = [list(to_utm.transform(lon, lat)) for lon, lat in wgs84]
+    doc = json.loads(_points(utm))
+    doc["crs"] = {"type": "name", "properties": {"name": name}}
+    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
+    assert batch["status"] == "PROCESSED", batch
+    got = [f["geometry"]["coordinates"] for f in _standard_geojson(api_client, batch["files"][0])["features"]]
+    assert got == [pytest.approx(xy, abs=1e-7) for xy in wgs84]
+
+
+@pytest.mark.parametrize(
+    ("crs", "reason"),
+    [
+        ({"type": "name", "properties": {"name": "EPSG:999999"}}, "spray.geojson: its crs 'EPSG:999999' is not a"),
+        ({"type": "link", "properties": {"href": "http://example.com/crs"}}, "spray.geojson: its crs is not named"),
+    ],
+)
+def test_geojson_in_an_unknown_coordinate_system_fails_with_a_reason(api_client, core_user, crs, reason):
+    doc = json.loads(_points(_good_coordinates(5)))
+    doc["crs"] = crs
+    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
+    _assert_user_failure(batch, reason)
+
+
 def _shapefile(coordinates: list[tuple[float, float]], *, prj: bool = True) -> dict[str, bytes]:
     shp, shx, dbf = io.BytesIO(), io.BytesIO(), io.BytesIO()
     with shapefile.Writer(shp=shp, shx=shx, dbf=dbf, shapeType=shapefile.POINT) as writer:
