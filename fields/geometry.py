@@ -73,18 +73,35 @@ def _check_polygon(rings: Any, where: str) -> None:
 _WGS84 = CRS.from_epsg(4326)
 
 
-def _check_crs(crs: Any) -> None:
-    """Positions are WGS84 longitude/latitude (RFC 7946, which has no `crs`). A `crs` member of GeoJSON of 2008 is
-    accepted only when it names WGS84 (CRS84, EPSG:4326): other numbers are no degrees."""
-    if crs is None:
-        return
-    properties = crs.get("properties") if isinstance(crs, dict) else None
-    name = properties.get("name") if isinstance(properties, dict) and crs.get("type") == "name" else None
+def geojson_crs(member: Any) -> CRS | None:
+    """The coordinate system a GeoJSON `crs` member names: GeoJSON 2008's `{"type": "name", "properties": {"name":
+    "EPSG:32632"}}` (or a URN), or the older `{"type": "EPSG", "properties": {"code": 32632}}`; None without one
+    (RFC 7946 has none: WGS84 longitude/latitude). ValueError when the member names no system pyproj knows."""
+    if member is None:
+        return None
+    properties = member.get("properties") if isinstance(member, dict) else None
+    kind = member.get("type") if isinstance(member, dict) else None
+    name = None
+    if isinstance(properties, dict) and kind == "name" and isinstance(properties.get("name"), str):
+        name = properties["name"]
+    elif isinstance(properties, dict) and kind == "EPSG" and isinstance(properties.get("code"), int | str):
+        name = f"EPSG:{properties['code']}"
+    if name is None:
+        raise ValueError("its crs is not named")
     try:
-        wgs84 = isinstance(name, str) and CRS.from_user_input(name).equals(_WGS84, ignore_axis_order=True)
+        return CRS.from_user_input(name)
     except CRSError:
-        wgs84 = False
-    if not wgs84:
+        raise ValueError(f"its crs {name[:100]!r} is not a coordinate system") from None
+
+
+def _check_crs(member: Any) -> None:
+    """Positions are WGS84 longitude/latitude (RFC 7946). A `crs` member is accepted only when it names WGS84
+    (CRS84, EPSG:4326): other numbers are no degrees."""
+    try:
+        crs = geojson_crs(member)
+    except ValueError:
+        crs = False
+    if crs is not None and (crs is False or not crs.equals(_WGS84, ignore_axis_order=True)):
         raise InvalidGeometry(
             "positions are WGS84 longitude/latitude (RFC 7946); a crs member may only name WGS84 (CRS84, EPSG:4326)."
         )

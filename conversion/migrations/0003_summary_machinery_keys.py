@@ -12,7 +12,9 @@ def _camel_case(name: str) -> str:
 def machinery_keys_camel_case(apps, schema_editor):
     File = apps.get_model("conversion", "File")
     changed = []
-    for file in File.objects.exclude(summary=None).only("pk", "summary").iterator(chunk_size=500):
+    # Only the rows that hold the old key are read (the database finds them; a summary may be large).
+    stale = File.objects.filter(summary__properties__machinery__icontains="serial_number")
+    for file in stale.only("pk", "summary").iterator(chunk_size=500):
         machinery = ((file.summary or {}).get("properties") or {}).get("machinery") or []
         if not any("_" in key for entry in machinery for key in entry):
             continue

@@ -10,8 +10,6 @@ import json
 from datetime import datetime
 
 import numpy as np
-from pyproj import CRS
-from pyproj.exceptions import CRSError
 
 from conversion.crops import normalize_crop_name
 from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register, usable_positions
@@ -19,6 +17,7 @@ from conversion.readers.crs import wgs84_transformer
 from conversion.readers.shapefile.columns import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
 from conversion.readers.units import to_canonical
 from conversion.readers.values import text_value
+from fields.geometry import geojson_crs
 
 STANDARD_UNITS: dict[str, str] = {
     "area": "m2",
@@ -171,22 +170,15 @@ class GeojsonReader(Reader):
         return table
 
 
-def _crs_transformer(dataset: Dataset, crs):
-    """To WGS84 from the coordinate system a `crs` member names (GeoJSON of 2008: `{"type": "name", "properties":
-    {"name": "EPSG:32632"}}`, or a URN); None without one (RFC 7946: WGS84 longitude/latitude)."""
-    if crs is None:
-        return None
-    properties = crs.get("properties") if isinstance(crs, dict) else None
-    name = properties.get("name") if isinstance(properties, dict) and crs.get("type") == "name" else None
-    if not isinstance(name, str):
-        raise UnreadableDataset(
-            f"{dataset.path.name}: its crs is not named (a named coordinate system can be read, or none for WGS84 "
-            "longitude/latitude)"
-        )
+def _crs_transformer(dataset: Dataset, member):
+    """To WGS84 from the coordinate system a `crs` member names (`fields.geometry.geojson_crs`); None without one."""
     try:
-        return wgs84_transformer(CRS.from_user_input(name))
-    except CRSError:
-        raise UnreadableDataset(f"{dataset.path.name}: its crs {name[:100]!r} is not a coordinate system") from None
+        crs = geojson_crs(member)
+    except ValueError as exc:
+        raise UnreadableDataset(
+            f"{dataset.path.name}: {exc} (a named coordinate system can be read, or none for WGS84 longitude/latitude)"
+        ) from None
+    return wgs84_transformer(crs) if crs is not None else None
 
 
 def _guess_operation(columns: dict[str, np.ndarray]) -> str:

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import archive, outputs
-from ..models import INTERNAL_ERROR, UNABLE_TO_READ, Batch, BatchDataset, DatasetStatus, FileStatus
+from ..models import INTERNAL_ERROR, UNABLE_TO_READ, Batch, BatchDataset, DatasetStatus, File, FileStatus
 from ..readers import UnreadableDataset, get_reader
 from ..readers.base import Dataset
 from ..readers.values import clean_text
@@ -59,6 +59,10 @@ def dataset_convert(dataset_id: int) -> None:
             except Exception:
                 if not Batch.objects.filter(pk=batch.pk).exists():
                     raise  # deleted meanwhile: the handler below ends quietly
+                if File.objects.filter(pk=file.pk, status=FileStatus.PROCESSED).exists():
+                    # Committed: what failed came after (sending its follow-up tasks); the file stays converted.
+                    log.exception("file %s of data set %s: an error after it was processed", file.pk, dataset.pk)
+                    continue
                 # One operation's unexpected error (a bug its data meets) fails its own file; the others convert.
                 log.exception("file %s (%s) of data set %s failed", file.pk, table.name, dataset.pk)
                 failures.append(INTERNAL_ERROR)

@@ -63,9 +63,15 @@ def token_request(
     access_token = body.get("access_token")
     if not isinstance(access_token, str) or not access_token:
         raise TokenRequestFailed(f"{application.provider} answered without an access token.")
+    refresh_token = str(body.get("refresh_token") or "")
+    try:
+        (access_token + refresh_token).encode()
+    except UnicodeEncodeError:
+        # A token is used as sent, never changed: one holding a lone surrogate (no UTF-8 for it) cannot be kept.
+        raise TokenRequestFailed(f"{application.provider} answered a token that is not text.") from None
     return TokenSet(
         access_token=access_token,
-        refresh_token=str(body.get("refresh_token") or ""),
+        refresh_token=refresh_token,
         token_type=storable(str(body.get("token_type") or ""))[:64],
         scope=storable(str(body.get("scope") or ""))[:2000],
         expires_at=_expires_at(body.get("expires_in")),

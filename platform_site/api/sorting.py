@@ -6,6 +6,7 @@ the ordering so that pages are stable. Records without the sorted value come las
 both databases (PostgreSQL would put them first in descending order, SQLite first in ascending).
 """
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db.models import F
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
@@ -29,10 +30,18 @@ def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
     return ordering
 
 
-def _nulls_last(term: str):
-    if term.startswith("-"):
-        return F(term[1:]).desc(nulls_last=True)
-    return F(term).asc(nulls_last=True)
+def _nulls_last(model, term: str):
+    """`term` with NULLs last when its field can hold NULL. Only then: `DESC NULLS LAST` on a NOT NULL column keeps
+    PostgreSQL from reading a page off the column's index backwards (a full scan: 0.1 ms became 250 ms for the
+    first page of a million files)."""
+    name = term.removeprefix("-")
+    try:
+        nullable = "__" not in name and model._meta.get_field(name).null
+    except FieldDoesNotExist:
+        nullable = False
+    if not nullable:
+        return term
+    return F(name).desc(nulls_last=True) if term.startswith("-") else F(name).asc(nulls_last=True)
 
 
 class SortFilter(BaseFilterBackend):
@@ -44,7 +53,7 @@ class SortFilter(BaseFilterBackend):
             return queryset
         ordering = parse_sort(request.query_params.getlist("sort"), allowed)
         ordering = ordering or list(getattr(view, "default_sort", ()))
-        return queryset.order_by(*(_nulls_last(term) for term in ordering), "pk")
+        return queryset.order_by(*(_nulls_last(queryset.model, term) for term in ordering), "pk")
 
     def get_schema_operation_parameters(self, view):
         allowed = getattr(view, "sort_fields", None)

@@ -27,6 +27,10 @@ def test_stored_summaries_get_the_apis_spelling_of_machinery_keys(core_user):
         summary={"type": "Feature", "properties": {"machinery": [machine], "pointCount": 3}},
     )
     without = File.objects.create(core_user_id=core_user.pk, file_name="none", file_format="ISOXML", provider="Other")
+    current = {"type": "Feature", "properties": {"machinery": [{"kind": "machine", "serialNumber": "S-2"}]}}
+    new = File.objects.create(
+        core_user_id=core_user.pk, file_name="new", file_format="ISOXML", provider="Other", summary=current
+    )
 
     File = migrate(AFTER).get_model("conversion", "File")
 
@@ -38,3 +42,4 @@ def test_stored_summaries_get_the_apis_spelling_of_machinery_keys(core_user):
         },
     }
     assert File.objects.get(pk=without.pk).summary is None
+    assert File.objects.get(pk=new.pk).summary == current

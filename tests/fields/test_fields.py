@@ -130,9 +130,17 @@ def test_invalid_geometry_is_400_with_the_reason(api_client, core_user, geometry
     assert Field.objects.count() == 0 and Boundary.objects.count() == 0
 
 
-@pytest.mark.parametrize("name", ["urn:ogc:def:crs:OGC:1.3:CRS84", "EPSG:4326", "urn:ogc:def:crs:EPSG::4326"])
-def test_a_crs_member_naming_wgs84_is_accepted(api_client, core_user, name):
-    geometry = square(10, 50) | {"crs": {"type": "name", "properties": {"name": name}}}
+@pytest.mark.parametrize(
+    "crs",
+    [
+        {"type": "name", "properties": {"name": "urn:ogc:def:crs:OGC:1.3:CRS84"}},
+        {"type": "name", "properties": {"name": "EPSG:4326"}},
+        {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::4326"}},
+        {"type": "EPSG", "properties": {"code": 4326}},
+    ],
+)
+def test_a_crs_member_naming_wgs84_is_accepted(api_client, core_user, crs):
+    geometry = square(10, 50) | {"crs": crs}
     assert (
         create_field(api_client, core_user, geometry=geometry)["geometry"]["coordinates"]
         == (create_field(api_client, core_user, geometry=square(10, 50))["geometry"]["coordinates"])

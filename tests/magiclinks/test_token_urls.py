@@ -147,3 +147,17 @@ def test_nul_characters_and_lone_surrogates_in_token_answers_are_not_stored(
     assert response.status_code == 502
     credential.refresh_from_db()
     assert credential.status == "UNAUTHENTICATED" and credential.status_message.endswith("bad grant ")
+
+
+@pytest.mark.parametrize("key", ["access_token", "refresh_token"])
+def test_a_token_holding_a_lone_surrogate_is_a_failed_connection(
+    client, core_user, oauth_server, oauth_app, settings, key
+):
+    """A token is kept as sent; one with no UTF-8 cannot be (its encryption was a 500)."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    oauth_server.answer_extra = {key: "tok\ud800en"}
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, url)
+    assert response.status_code == 502
+    assert "answered a token that is not text" in response.content.decode()
+    assert not ProviderCredential.objects.filter(core_user=core_user, status="AUTHENTICATED").exists()

@@ -167,8 +167,15 @@ def test_geojson_whose_features_are_not_a_list_fails_its_file_with_a_reason(api_
     _assert_user_failure(batch, "spray.geojson: the FeatureCollection's features are not a list")
 
 
-@pytest.mark.parametrize("name", ["EPSG:32632", "urn:ogc:def:crs:EPSG::32632"])
-def test_geojson_in_a_named_coordinate_system_is_reprojected(api_client, core_user, name):
+@pytest.mark.parametrize(
+    "crs",
+    [
+        {"type": "name", "properties": {"name": "EPSG:32632"}},
+        {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32632"}},
+        {"type": "EPSG", "properties": {"code": 32632}},  # before GeoJSON 2008
+    ],
+)
+def test_geojson_in_a_named_coordinate_system_is_reprojected(api_client, core_user, crs):
     """GeoJSON of 2008 (before RFC 7946) may name its coordinate system in a `crs` member: points in UTM zone 32N
     were read as longitude/latitude, all off the globe. Positions stay x (easting) first, y second."""
     from pyproj import Transformer
@@ -177,7 +184,7 @@ def test_geojson_in_a_named_coordinate_system_is_reprojected(api_client, core_us
     to_utm = Transformer.from_crs("EPSG:4326", "EPSG:32632", always_xy=True)
     utm = [list(to_utm.transform(lon, lat)) for lon, lat in wgs84]
     doc = json.loads(_points(utm))
-    doc["crs"] = {"type": "name", "properties": {"name": name}}
+    doc["crs"] = crs
     batch = _batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
     assert batch["status"] == "PROCESSED", batch
     got = [f["geometry"]["coordinates"] for f in _standard_geojson(api_client, batch["files"][0])["features"]]

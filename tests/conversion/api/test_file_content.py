@@ -277,6 +277,24 @@ def test_isoxml_task_totals_that_are_not_finite_are_left_out(api_client, core_us
 # --- one bad task (4): fails its own file, the others convert ---------------------------------------------------------
 
 
+def test_an_error_after_a_file_was_processed_leaves_it_processed(api_client, core_user, monkeypatch, caplog):
+    """Sending the file's follow-up tasks after its commit can fail (the broker briefly unreachable): the file is
+    converted and stays so; no failed event follows its finished one."""
+    from operations import tasks as operation_tasks
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(operation_tasks.operation_file_group, "delay", broker_down)
+    with caplog.at_level(logging.ERROR, logger="conversion"):
+        batch = _batch(api_client, core_user, zip_entries({"a.geojson": _geojson(20, seedRate=80000.0, area=10.0)}))
+    [file] = _files(api_client, batch)
+    assert file["status"] == "processed", file
+    assert batch["status"] == "PROCESSED"
+    assert BatchDataset.objects.get(batch_id=batch["id"]).status == DatasetStatus.DONE
+    assert [r for r in caplog.records if r.exc_info and "broker unreachable" in str(r.exc_info[1])]
+
+
 def test_an_internal_error_in_one_task_fails_only_its_file(api_client, core_user, valid_timelogs, monkeypatch, caplog):
     # Given a task data set of 19 tasks, one of which meets an unexpected error while its outputs are made
     root = ET.parse(valid_timelogs / "TASKDATA.XML").getroot()
