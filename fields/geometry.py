@@ -13,13 +13,12 @@ import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
 from pyproj import CRS
-from pyproj.exceptions import CRSError
 from shapely.geometry import MultiPolygon, mapping, shape
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
 
-from .geodesy import as_multipolygon, geodesic_area_m2
+from .geodesy import as_multipolygon, geodesic_area_m2, geojson_crs
 
 # Ratios are compared with this tolerance (in percent points) so that an exact 50 % is not lost to rounding.
 RATIO_TOLERANCE = 1e-7
@@ -71,27 +70,6 @@ def _check_polygon(rings: Any, where: str) -> None:
 
 
 _WGS84 = CRS.from_epsg(4326)
-
-
-def geojson_crs(member: Any) -> CRS | None:
-    """The coordinate system a GeoJSON `crs` member names: GeoJSON 2008's `{"type": "name", "properties": {"name":
-    "EPSG:32632"}}` (or a URN), or the older `{"type": "EPSG", "properties": {"code": 32632}}`; None without one
-    (RFC 7946 has none: WGS84 longitude/latitude). ValueError when the member names no system pyproj knows."""
-    if member is None:
-        return None
-    properties = member.get("properties") if isinstance(member, dict) else None
-    kind = member.get("type") if isinstance(member, dict) else None
-    name = None
-    if isinstance(properties, dict) and kind == "name" and isinstance(properties.get("name"), str):
-        name = properties["name"]
-    elif isinstance(properties, dict) and kind == "EPSG" and isinstance(properties.get("code"), int | str):
-        name = f"EPSG:{properties['code']}"
-    if name is None:
-        raise ValueError("its crs is not named")
-    try:
-        return CRS.from_user_input(name)
-    except CRSError:
-        raise ValueError(f"its crs {name[:100]!r} is not a coordinate system") from None
 
 
 def _check_crs(member: Any) -> None:

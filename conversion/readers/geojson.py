@@ -17,7 +17,7 @@ from conversion.readers.crs import wgs84_transformer
 from conversion.readers.shapefile.columns import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
 from conversion.readers.units import to_canonical
 from conversion.readers.values import text_value
-from fields.geometry import geojson_crs
+from fields.geodesy import geojson_crs
 
 STANDARD_UNITS: dict[str, str] = {
     "area": "m2",
@@ -171,7 +171,7 @@ class GeojsonReader(Reader):
 
 
 def _crs_transformer(dataset: Dataset, member):
-    """To WGS84 from the coordinate system a `crs` member names (`fields.geometry.geojson_crs`); None without one."""
+    """To WGS84 from the coordinate system a `crs` member names (`fields.geodesy.geojson_crs`); None without one."""
     try:
         crs = geojson_crs(member)
     except ValueError as exc:
