@@ -49,13 +49,13 @@ def stray_storage_sweep() -> dict[str, int]:
     (`files/<file>/`) and a batch's work folder. Names that are not a record id are not ours: left alone."""
     limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     removed = 0
-    _, uploads = _listdir("batches")
+    _, uploads = storage.listdir("batches")
     for name in _strays(Batch, uploads, key=lambda name: Path(name).stem[:36]):
         if _stored_time(f"batches/{name}") < limit:
             default_storage.delete(f"batches/{name}")
             removed += 1
     for model, folder in ((Batch, "datasets"), (File, "files")):
-        for name in _strays(model, _listdir(folder)[0]):
+        for name in _strays(model, storage.listdir(folder)[0]):
             if _newest_stored(f"{folder}/{name}") < limit:
                 storage.delete_tree(f"{folder}/{name}")
                 removed += 1
@@ -65,13 +65,6 @@ def stray_storage_sweep() -> dict[str, int]:
             storage.remove_work_dir(name)
             removed += 1
     return {"removed": removed}
-
-
-def _listdir(prefix: str) -> tuple[list[str], list[str]]:
-    try:
-        return default_storage.listdir(prefix)
-    except FileNotFoundError:
-        return [], []
 
 
 def _strays(model, names: list[str], key: Callable[[str], str] = lambda name: name) -> list[str]:
@@ -108,7 +101,7 @@ def _stored_time(name: str) -> datetime:
 
 def _newest_stored(prefix: str) -> datetime:
     """When anything under a storage folder was last written (the folder's own time when it is empty)."""
-    folders, names = _listdir(prefix)
+    folders, names = storage.listdir(prefix)
     times = [_stored_time(f"{prefix}/{name}") for name in names]
     times += [_newest_stored(f"{prefix}/{folder}") for folder in folders]
     return max(times) if times else _stored_time(prefix)

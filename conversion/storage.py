@@ -78,13 +78,18 @@ def store_zip_of(name: str, paths: list[Path], base: Path) -> str:
     return store_stream(name, write)[0]
 
 
+def listdir(prefix: str) -> tuple[list[str], list[str]]:
+    """The folders and files in a storage folder; none when it does not exist."""
+    try:
+        return default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return [], []
+
+
 def delete_tree(prefix: str) -> None:
     """Delete every stored file under a storage folder, subfolders included (a file's outputs and images, a
     batch's data set zips). Local storage also loses the emptied folders."""
-    try:
-        folders, names = default_storage.listdir(prefix)
-    except FileNotFoundError:
-        return
+    folders, names = listdir(prefix)
     for entry in names:
         default_storage.delete(f"{prefix}/{entry}")
     for folder in folders:

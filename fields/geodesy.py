@@ -13,6 +13,7 @@ from pyproj.exceptions import CRSError
 from shapely.geometry import MultiPolygon, Polygon
 
 GEOD = Geod(ellps="WGS84")
+WGS84 = CRS.from_epsg(4326)
 SQUARE_METRES_PER_HECTARE = 10_000.0
 
 

@@ -12,13 +12,12 @@ from typing import Any
 import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
-from pyproj import CRS
 from shapely.geometry import MultiPolygon, mapping, shape
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
 
-from .geodesy import as_multipolygon, geodesic_area_m2, geojson_crs
+from .geodesy import WGS84, as_multipolygon, geodesic_area_m2, geojson_crs
 
 # Ratios are compared with this tolerance (in percent points) so that an exact 50 % is not lost to rounding.
 RATIO_TOLERANCE = 1e-7
@@ -69,17 +68,16 @@ def _check_polygon(rings: Any, where: str) -> None:
         _check_ring(ring, f"{where}[{index}]")
 
 
-_WGS84 = CRS.from_epsg(4326)
-
-
 def _check_crs(member: Any) -> None:
     """Positions are WGS84 longitude/latitude (RFC 7946). A `crs` member is accepted only when it names WGS84
     (CRS84, EPSG:4326): other numbers are no degrees."""
+    if member is None:
+        return
     try:
-        crs = geojson_crs(member)
-    except ValueError:
-        crs = False
-    if crs is not None and (crs is False or not crs.equals(_WGS84, ignore_axis_order=True)):
+        wgs84 = geojson_crs(member).equals(WGS84, ignore_axis_order=True)
+    except ValueError:  # names no coordinate system
+        wgs84 = False
+    if not wgs84:
         raise InvalidGeometry(
             "positions are WGS84 longitude/latitude (RFC 7946); a crs member may only name WGS84 (CRS84, EPSG:4326)."
         )

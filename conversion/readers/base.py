@@ -15,8 +15,10 @@ from typing import Literal
 
 import numpy as np
 
+from platform_site.text import needs_storable, storable
+
 from .units import convert, to_canonical
-from .values import clean_text, needs_cleaning, text_value
+from .values import text_value
 
 DatasetFormat = Literal["ISOXML", "SHAPEFILE", "GEOJSON"]
 OperationType = Literal["harvested", "planted", "applied", "tillage", "other"]
@@ -142,8 +144,8 @@ class Reader(abc.ABC):
         stores, non-finite numbers as missing values (`table_values_clean`); the names and reasons of skipped and
         failed parts likewise."""
         tables = [table_values_clean(table) for table in self.read_tables(dataset)]
-        self.skipped = [(clean_text(name), clean_text(reason)) for name, reason in self.skipped]
-        self.failed = [clean_text(name) for name in self.failed]
+        self.skipped = [(storable(name), storable(reason)) for name, reason in self.skipped]
+        self.failed = [storable(name) for name in self.failed]
         return tables
 
     @abc.abstractmethod
@@ -186,16 +188,16 @@ def table_values_clean(table: PointTable) -> PointTable:
     machines, warnings, unit names, column names and text values, raw ones included); values of the standard
     numeric columns that are not finite are missing (NaN), like a value the file does not give. Raw numeric columns
     keep what the file wrote: the raw GeoJSON leaves non-finite values out anyway."""
-    table.name = clean_text(table.name)
+    table.name = storable(table.name)
     for attribute in ("crops", "varieties", "products", "operators"):
         setattr(table, attribute, _texts(getattr(table, attribute)))
     table.machines = [
         replace(m, **{k: text_value(v) for k, v in vars(m).items() if k != "kind" and v is not None})
         for m in table.machines
     ]
-    table.warnings = [clean_text(w) for w in table.warnings]
+    table.warnings = [storable(w) for w in table.warnings]
     for attribute in ("units", "source_units", "raw_units"):
-        units = {clean_text(k): text_value(v) or "" for k, v in getattr(table, attribute).items()}
+        units = {storable(k): text_value(v) or "" for k, v in getattr(table, attribute).items()}
         setattr(table, attribute, units)
     table.recorded_totals = {k: (v, u) for k, (v, u) in table.recorded_totals.items() if math.isfinite(v)}
     table.columns = _clean_columns(table.columns, standard=True)
@@ -215,7 +217,7 @@ def _texts(values: list) -> list[str]:
 def _clean_columns(columns: dict[str, np.ndarray], *, standard: bool) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for name, values in columns.items():
-        key = clean_text(name)
+        key = storable(name)
         while key in out or (key != name and key in columns):
             key += "_"
         if values.dtype.kind == "f" and standard:
@@ -235,11 +237,11 @@ def _clean_objects(values: np.ndarray, *, standard: bool) -> np.ndarray:
     writes of it. The column itself when nothing changes."""
     items = values.tolist()
     try:
-        unchanged = not needs_cleaning("".join(items))  # a column of text only, the usual one
+        unchanged = not needs_storable("".join(items))  # a column of text only, the usual one
     except TypeError:
         texts = [v for v in items if type(v) is str]
         odd = any(type(v) is not str and not isinstance(v, _NUMBER_TYPES) for v in items)
-        unchanged = not odd and not needs_cleaning("".join(texts))
+        unchanged = not odd and not needs_storable("".join(texts))
     if unchanged:
         return values
     cache: dict[str, str | None] = {}
@@ -252,7 +254,7 @@ def _clean_objects(values: np.ndarray, *, standard: bool) -> np.ndarray:
         else:
             text = value if type(value) is str else str(value)
             if text not in cache:
-                cache[text] = text_value(text) if standard else clean_text(text)
+                cache[text] = text_value(text) if standard else storable(text)
             out[i] = cache[text]
     return out
 

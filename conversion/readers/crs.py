@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyproj import CRS, Transformer
 
-WGS84 = CRS.from_epsg(4326)
+from fields.geodesy import WGS84
 
 
 def wgs84_transformer(crs: CRS) -> Transformer | None:

@@ -5,20 +5,17 @@ Text: NUL and the other C0 control characters (tab, line feed and carriage retur
 fails any encoding, so a name holding one would fail the whole data set. Numbers: values that are not finite
 (NaN, infinities, `1e999`) are missing values; JSON, and so every summary, has no such numbers.
 
-`Reader.read` applies `table_values_clean` to every table a reader returns, and the conversion services clean every
-failure message with `clean_text` before storing it (a reason may quote a file). Readers use `text_value` where a
-file gives a value that should be text (a name in JSON metadata may be a number, an object...).
+The text rule is `platform_site.text.storable`, the one rule for text from outside. `Reader.read` applies
+`table_values_clean` to every table a reader returns, and the conversion services clean every failure message with
+`storable` before storing it (a reason may quote a file). Readers use `text_value` where a file gives a value that
+should be text (a name in JSON metadata may be a number, an object...).
 """
 
 from __future__ import annotations
 
 import math
 
-from platform_site.text import needs_storable, storable
-
-# The one rule for text from outside (platform_site.text), under the names the readers use.
-clean_text = storable
-needs_cleaning = needs_storable
+from platform_site.text import storable
 
 
 def text_value(value) -> str | None:
@@ -26,7 +23,7 @@ def text_value(value) -> str | None:
     digits (`5`, `7.0` -> "7", `2.5`); None for an empty string and for anything else (booleans, objects, lists,
     NaN): such a value names nothing."""
     if isinstance(value, str):
-        return clean_text(value).strip() or None
+        return storable(value).strip() or None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if isinstance(value, float):

@@ -14,7 +14,7 @@ from assets.models import Provider
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import NOT_FOUND, NotFoundError
-from platform_site.text import fit
+from platform_site.text import fit, storable
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -30,7 +30,6 @@ from ..models import (
     File,
     FileStatus,
 )
-from ..readers.values import clean_text
 from .files import NAME_LENGTH, _file_fail, _file_for
 
 log = logging.getLogger(__name__)
@@ -206,7 +205,7 @@ def _batch_end(batch: Batch) -> None:
 def _batch_fail(batch: Batch, details: str, reason: str) -> None:
     """The batch fails with `details` (one of the spec's texts) and `reason`, cleaned of what no database stores
     (it may quote the upload)."""
-    reason = clean_text(reason)
+    reason = storable(reason)
     with transaction.atomic():
         batch = Batch.objects.select_for_update().select_related("core_user").get(pk=batch.pk)
         if batch.status != BatchStatus.RECEIVED:

@@ -7,11 +7,12 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from platform_site.text import storable
+
 from .. import archive, outputs
 from ..models import INTERNAL_ERROR, UNABLE_TO_READ, Batch, BatchDataset, DatasetStatus, File, FileStatus
 from ..readers import UnreadableDataset, get_reader
 from ..readers.base import Dataset
-from ..readers.values import clean_text
 from .batches import _batch_finish_if_done, ensure_extracted
 from .files import _file_fail, _file_named, _part_name, file_complete, file_fail
 
@@ -67,16 +68,14 @@ def dataset_convert(dataset_id: int) -> None:
                 log.exception("file %s (%s) of data set %s failed", file.pk, table.name, dataset.pk)
                 failures.append(INTERNAL_ERROR)
                 file_fail(file, INTERNAL_ERROR, table.operation_type)
-        for name, reason in reader.skipped:
-            failures.append(reason)
+        # Parts the reader could not read (with a reason) or met a bug in (it logged the error): each fails its file.
+        unread = [(name, reason, f"{UNABLE_TO_READ} ({reason})") for name, reason in reader.skipped]
+        unread += [(name, INTERNAL_ERROR, INTERNAL_ERROR) for name in reader.failed]
+        for name, failure, message in unread:
+            failures.append(failure)
             file = _file_named(dataset, _part_name(dataset, name, several))
             if file.status != FileStatus.PROCESSED:
-                file_fail(file, f"{UNABLE_TO_READ} ({reason})")
-        for name in reader.failed:  # the reader logged their errors
-            failures.append(INTERNAL_ERROR)
-            file = _file_named(dataset, _part_name(dataset, name, several))
-            if file.status != FileStatus.PROCESSED:
-                file_fail(file, INTERNAL_ERROR)
+                file_fail(file, message)
     except (UnreadableDataset, archive.ArchiveError) as exc:
         _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
         return
@@ -95,7 +94,7 @@ def dataset_convert(dataset_id: int) -> None:
             return
         # A data set with a part that failed stays FAILED, so that a retry runs it again (skipping what converted).
         dataset.status = DatasetStatus.FAILED if failures else DatasetStatus.DONE
-        dataset.message = clean_text("; ".join(dict.fromkeys(failures))) or None
+        dataset.message = storable("; ".join(dict.fromkeys(failures))) or None
         dataset.finished_at = timezone.now()
         dataset.save(update_fields=["status", "message", "finished_at"])
         _batch_finish_if_done(dataset.batch_id)
@@ -104,7 +103,7 @@ def dataset_convert(dataset_id: int) -> None:
 def _dataset_fail(dataset: BatchDataset, file_message: str, reason: str) -> None:
     """The data set and its files not converted yet fail: the files with `file_message`, the data set with `reason`
     (cleaned of what no database stores: a reason may quote the file)."""
-    reason = clean_text(reason)
+    reason = storable(reason)
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()
         if dataset is None:  # deleted meanwhile (with its batch)

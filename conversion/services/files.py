@@ -6,13 +6,12 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
-from platform_site.text import fit
+from platform_site.text import fit, storable
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
 from .. import links, outputs
 from ..models import BatchDataset, File, FileOrigin, FileStatus
-from ..readers.values import clean_text
 from ..signals import file_processed
 
 NAME_LENGTH = File._meta.get_field("file_name").max_length
@@ -107,7 +106,7 @@ def _file_fail(file: File, message: str, operation_type: str | None = None) -> N
     """Inside a transaction: the file fails with `message` (and the `operation_type` its points were read as, if
     known) and its origin's failed event. The message is cleaned of what no database stores (NUL...): it may quote
     the file."""
-    message = clean_text(message)
+    message = storable(message)
     file.status = FileStatus.FAILED
     file.status_message = message
     update_fields = ["status", "status_message", "updated_time"]

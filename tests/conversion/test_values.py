@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conversion.readers.base import MachineIdentity, PointTable, table_values_clean
-from conversion.readers.values import clean_text, text_value
+from conversion.readers.values import text_value
+from platform_site.text import storable
 
 pytestmark = pytest.mark.embedded
 
@@ -24,8 +25,8 @@ pytestmark = pytest.mark.embedded
         ("Gülle 😀", "Gülle 😀"),
     ],
 )
-def test_clean_text_removes_what_no_database_stores(text, cleaned):
-    assert clean_text(text) == cleaned
+def test_storable_removes_what_no_database_stores(text, cleaned):
+    assert storable(text) == cleaned
     cleaned.encode("utf-8")  # (what PostgreSQL and SQLite are sent)
 
 
