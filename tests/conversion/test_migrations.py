@@ -1,19 +1,12 @@
 """Migrations of the conversion app that change data: run forwards over rows written in the older schema."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migrating import migrate
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 BEFORE, AFTER = ("conversion", "0002_dataset_progress_at"), ("conversion", "0003_summary_machinery_keys")
-
-
-def migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate([target])
-    return executor.loader.project_state([target]).apps
 
 
 def test_stored_summaries_get_the_apis_spelling_of_machinery_keys(core_user):

@@ -2,19 +2,13 @@
 
 import pytest
 from django.contrib.gis.geos import MultiPolygon, Polygon
-from django.db import IntegrityError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
+from django.db import IntegrityError, transaction
+
+from tests.migrating import migrate
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 BEFORE, AFTER = ("fields", "0001_initial"), ("fields", "0002_boundary_one_active_per_field")
-
-
-def migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate([target])
-    return executor.loader.project_state([target]).apps
 
 
 def test_one_active_boundary_migration_keeps_the_current_boundary_active(core_user):

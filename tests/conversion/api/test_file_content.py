@@ -307,27 +307,14 @@ def test_an_internal_error_in_one_task_fails_only_its_file(api_client, core_user
         return real_produce(file, table, **kwargs)
 
     monkeypatch.setattr(outputs, "produce", produce)
-    entries = {f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()}
 
-    # When it is uploaded
-    with caplog.at_level(logging.ERROR, logger="conversion"):
-        batch = _batch(api_client, core_user, zip_entries(entries))
+    # When it is uploaded, then the other 18 tasks convert and the broken one fails with the internal-error text
+    batch = _upload_with_one_task_broken(api_client, core_user, valid_timelogs, caplog, broken)
 
-    # Then the other 18 tasks convert and the broken one fails with the internal-error text, its traceback logged
-    assert batch["status"] == "PROCESSED", batch
-    status = _get(api_client, f"{BATCH_URL}/{batch['id']}/status")
-    assert len(status["converted"]) == 18
-    [failed] = status["failed"]
-    assert failed["message"] == INTERNAL_ERROR
-    assert _get(api_client, f"{FILES_URL}/{failed['id']}")["fileName"] == f"iso/{broken}"
-    assert [r for r in caplog.records if r.exc_info and "a bug met by this task's data" in str(r.exc_info[1])]
     # and the data set stays failed, so a retry runs the broken task again (and only it)
     assert BatchDataset.objects.get(batch_id=batch["id"]).status == DatasetStatus.FAILED
     monkeypatch.setattr(outputs, "produce", real_produce)
-    response = api_client.put(f"{BATCH_URL}/{batch['id']}/retry")
-    assert response.status_code == 200, response.content
-    status = _get(api_client, f"{BATCH_URL}/{batch['id']}/status")
-    assert len(status["converted"]) == 19 and status["failed"] == []
+    _retry_converts_all(api_client, batch)
 
 
 def test_an_internal_error_reading_one_task_fails_only_its_file(
@@ -344,23 +331,34 @@ def test_an_internal_error_reading_one_task_fails_only_its_file(
         return real_operators(td, element)
 
     monkeypatch.setattr(isoxml_reader, "_operators", operators)
-    entries = {f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()}
 
-    # When it is uploaded
+    # When it is uploaded, then the other 18 tasks convert and that one fails with the internal-error text
+    batch = _upload_with_one_task_broken(api_client, core_user, valid_timelogs, caplog, task.get("B").strip())
+
+    # and a retry converts it
+    monkeypatch.setattr(isoxml_reader, "_operators", real_operators)
+    _retry_converts_all(api_client, batch)
+
+
+def _upload_with_one_task_broken(api_client, core_user, valid_timelogs, caplog, broken: str) -> dict:
+    """Upload the 19 tasks of ValidTimeLogs while the task named `broken` meets "a bug met by this task's data":
+    the other 18 convert, that one's file fails with the internal-error text and the traceback is logged."""
+    entries = {f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()}
     with caplog.at_level(logging.ERROR, logger="conversion"):
         batch = _batch(api_client, core_user, zip_entries(entries))
-
-    # Then the other 18 tasks convert and that one fails with the internal-error text, its traceback logged
     assert batch["status"] == "PROCESSED", batch
     status = _get(api_client, f"{BATCH_URL}/{batch['id']}/status")
     assert len(status["converted"]) == 18
     [failed] = status["failed"]
     assert failed["message"] == INTERNAL_ERROR
-    assert _get(api_client, f"{FILES_URL}/{failed['id']}")["fileName"] == f"iso/{task.get('B').strip()}"
+    assert _get(api_client, f"{FILES_URL}/{failed['id']}")["fileName"] == f"iso/{broken}"
     assert [r for r in caplog.records if r.exc_info and "a bug met by this task's data" in str(r.exc_info[1])]
-    # and a retry converts it
-    monkeypatch.setattr(isoxml_reader, "_operators", real_operators)
-    assert api_client.put(f"{BATCH_URL}/{batch['id']}/retry").status_code == 200
+    return batch
+
+
+def _retry_converts_all(api_client, batch: dict) -> None:
+    response = api_client.put(f"{BATCH_URL}/{batch['id']}/retry")
+    assert response.status_code == 200, response.content
     status = _get(api_client, f"{BATCH_URL}/{batch['id']}/status")
     assert len(status["converted"]) == 19 and status["failed"] == []
 
