@@ -16,13 +16,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "platform_site.settings")
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
 from django.http import HttpResponse  # noqa: E402
 from django.urls import include, path  # noqa: E402
 from django.views.decorators.csrf import csrf_exempt  # noqa: E402
 from rest_framework.response import Response  # noqa: E402
 
 from platform_site.api.viewsets import CoreUserScopedViewSet  # noqa: E402
+from platform_site.wsgi import Handler  # noqa: E402
 
 
 class FloorViewSet(CoreUserScopedViewSet):
@@ -44,7 +44,7 @@ urlpatterns = [
 ]
 
 
-class _Handler(WSGIHandler):
+class _Handler(Handler):
     def __call__(self, environ, start_response):
         if environ["PATH_INFO"] == "/floor/wsgi":
             environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))

@@ -1,8 +1,46 @@
-"""WSGI entry point (gunicorn platform_site.wsgi)."""
+"""WSGI entry point (gunicorn platform_site.wsgi; `manage.py serve` and `runserver` through WSGI_APPLICATION)."""
 
 import os
 
-from django.core.wsgi import get_wsgi_application
+import django
+from django.core.handlers.wsgi import WSGIHandler, WSGIRequest, get_bytes_from_wsgi
+from django.http import QueryDict
+from django.utils.functional import cached_property
+from django.utils.http import parse_header_parameters
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "platform_site.settings")
-application = get_wsgi_application()
+
+
+def _text_encoding(name: str) -> bool:
+    try:
+        b"x".decode(name, "replace")  # (an empty input is decoded before the codec is even checked)
+    except (LookupError, ValueError):  # unknown, not a text encoding (zlib, rot13...), or holding a NUL
+        return False
+    return True
+
+
+class Request(WSGIRequest):
+    """Django's request, with two changes:
+    - the query string is read as UTF-8 (as URLs are; RFC 3986), whatever charset the body declares: Django read it
+      in the body's charset, so `charset=zlib` (or any other codec that is no text encoding) on any request with a
+      query string was a 500 before any middleware, and `charset=utf-16` made the parameters unreadable;
+    - the body's charset is taken only when it names a text encoding (Django took any codec, and let a name holding
+      a NUL raise ValueError out of this constructor: a 500). The JSON parser refuses any but Unicode (415)."""
+
+    def _set_content_type_params(self, meta):
+        self.content_type, self.content_params = parse_header_parameters(meta.get("CONTENT_TYPE", ""))
+        charset = self.content_params.get("charset")
+        if charset is not None and _text_encoding(charset):
+            self.encoding = charset
+
+    @cached_property
+    def GET(self):
+        return QueryDict(get_bytes_from_wsgi(self.environ, "QUERY_STRING", ""), encoding="utf-8")
+
+
+class Handler(WSGIHandler):
+    request_class = Request
+
+
+django.setup(set_prefix=False)
+application = Handler()

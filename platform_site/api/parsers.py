@@ -20,7 +20,8 @@ class RequestTooLarge(DomainError):
 
 class JSONParser(parsers.JSONParser):
     """DRF's JSON parser, with:
-    - a body in any charset but Unicode (UTF-8, UTF-16, UTF-32, or ASCII) refused (415);
+    - a body declared in any charset but Unicode (UTF-8, UTF-16, UTF-32, or ASCII) refused (415), an unknown one
+      too;
     - a body longer than DATA_UPLOAD_MAX_MEMORY_SIZE refused (413) without reading more of it than that: Django
       applies the setting to forms only, and DRF reads JSON from the stream;
     - a body nested too deeply for Python's decoder (`[[[[...]]]]` thousands deep) answered as malformed (400),
@@ -28,10 +29,13 @@ class JSONParser(parsers.JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         context = parser_context or {}
-        encoding = context.get("encoding") or settings.DEFAULT_CHARSET
+        request = context.get("request")
+        # Django drops a charset it does not know (the request's encoding stays None): the declared one decides.
+        declared = getattr(request, "content_params", {}).get("charset") if request is not None else None
+        encoding = declared or context.get("encoding") or settings.DEFAULT_CHARSET
         try:
             unicode = codecs.lookup(encoding).name in UNICODE_CHARSETS
-        except LookupError:
+        except (LookupError, ValueError):  # ValueError: a name with a NUL in it
             unicode = False
         if not unicode:
             raise exceptions.UnsupportedMediaType(
@@ -39,9 +43,8 @@ class JSONParser(parsers.JSONParser):
             )
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if limit is not None:
-            request = context.get("request")
-            declared = request.META.get("CONTENT_LENGTH", "") if request is not None else ""
-            if declared.isascii() and declared.isdigit() and int(declared) > limit:
+            length = request.META.get("CONTENT_LENGTH", "") if request is not None else ""
+            if length.isascii() and length.isdigit() and int(length) > limit:
                 raise RequestTooLarge(f"The request body is larger than {limit} bytes.")
             body = stream.read(limit + 1)
             if len(body) > limit:

@@ -2,6 +2,7 @@
 problem, never a 500. The route list is read from the URL configuration, so a new route is covered
 without being named here."""
 
+import io
 import json
 import re
 from urllib.parse import quote
@@ -117,13 +118,79 @@ def test_every_route_answers_options_without_a_server_error(api_client, core_use
         assert response.status_code < 500, (url, response.status_code, response.content[:300])
 
 
-@pytest.mark.parametrize("charset", ["zlib", "rot13", "bz2", "unicode_escape", "hex", "latin-1", "cp1252"])
+@pytest.mark.parametrize("charset", ["zlib", "rot13", "bz2", "unicode_escape", "hex", "latin-1", "cp1252", "no-such"])
 def test_a_json_body_in_another_charset_than_unicode_is_415(api_client, charset):
     """JSON is Unicode text (RFC 8259). Python also knows compressing 'charsets' (zlib: a 51 KB body unpacked to
     50 MB, unauthenticated) and ones that failed as a 500."""
     body = b'{"username": "a", "password": "b"}'
     response = api_client.post("/api/authenticate", body, content_type=f"application/json; charset={charset}")
     assert_problem(response, 415, "unsupportedMediaType")
+
+
+def _wsgi(method: str, path: str, *, query: str = "", content_type: str = "", body: bytes = b"", token: str = ""):
+    """A request to the WSGI application gunicorn and `manage.py serve` call (Django's test client builds its own
+    request objects): (status code, headers, body)."""
+    from platform_site.wsgi import application
+
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "CONTENT_TYPE": content_type,
+        "CONTENT_LENGTH": str(len(body)),
+    } | ({"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {})
+    answer = {}
+    chunks = application(environ, lambda status, headers: answer.update(status=status, headers=dict(headers)))
+    return int(answer["status"].split()[0]), answer["headers"], b"".join(chunks)
+
+
+@pytest.mark.parametrize("charset", ["\x00", "utf-8\x00"])
+def test_a_charset_with_a_nul_is_415(db, charset):
+    """Python's codec lookup raises ValueError for such a name, which Django let out of the request's constructor:
+    a 500 before any middleware."""
+    status, headers, body = _wsgi(
+        "POST", "/api/authenticate", content_type=f"application/json; charset={charset}", body=b'{"username": "a"}'
+    )
+    assert (status, headers["Content-Type"]) == (415, "application/problem+json")
+    assert json.loads(body)["errorKey"] == "unsupportedMediaType"
+
+
+@pytest.mark.parametrize("charset", ["zlib", "rot13", "utf-16", "\x00"])
+def test_the_query_string_is_read_whatever_charset_the_body_declares(owner, core_user, charset):
+    """Django read the query string in the body's charset: with a codec that is no text encoding, any request with
+    a query string was a 500; with UTF-16 its parameters were unreadable."""
+    from platform_site.api.authentication import token_issue
+    from tests.factories import CoreUserFactory
+
+    CoreUserFactory(owner=owner)
+    status, headers, body = _wsgi(
+        "GET",
+        "/services/usermanagement/api/users",
+        query="size=1&sort=name,asc",  # (an even length: UTF-16 reads it as other text)
+        content_type=f"application/json; charset={charset}",
+        token=token_issue(owner),
+    )
+    assert (status, headers["X-Total-Count"], len(json.loads(body))) == (200, "2", 1)
+
+
+def test_an_upload_declaring_a_codec_that_is_no_text_encoding_is_read(owner, core_user):
+    """The same 500 on the upload routes, whose query string names the core user."""
+    from platform_site.api.authentication import token_issue
+
+    part = b'--abc\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nnot a zip\r\n--abc--\r\n'
+    status, _headers, body = _wsgi(
+        "POST",
+        "/services/operations/api/batch",
+        query=f"coreUserId={core_user.id}&provider=Other",
+        content_type="multipart/form-data; boundary=abc; charset=zlib",
+        body=part,
+        token=token_issue(owner),
+    )
+    assert (status, json.loads(body)["errorKey"]) == (400, "invalidArchive")
 
 
 @pytest.mark.parametrize("charset", ["utf-8", "UTF8", "utf-16"])
