@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from fields.models import Field, FieldFile
 from platform_site.api.errors import DomainError
+from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload, ZipDownload
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404, owned_core_user_or_404
 
 from . import merging, outputs, services
@@ -90,9 +91,15 @@ class FileListMixin:
         return FileSerializer(page, many=True, context=context).data
 
 
-class FileViewSet(FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """`/files`: the owner's files, each with its outputs."""
 
+    download_renderers = {
+        "image": PNGDownload,
+        "standard_geojson": GeoJSONDownload,
+        "raw_geojson": GeoJSONDownload,
+        "original_file": ZipDownload,
+    }
     serializer_class = FileSerializer
     filterset_class = FileFilterSet
     sort_fields = FILE_SORT_FIELDS

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from conversion.models import File, FileStatus
 from conversion.serializers import GEOJSON_DOWNLOAD, SUMMARY_SCHEMA, UNITS_SCHEMA, ImageSerializer, images_data
 from conversion.views import stored_download, stored_image
+from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload
 from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
 
 from . import services
@@ -29,11 +30,12 @@ OPERATION_SORT_FIELDS = {
 }
 
 
-class OperationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
+class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """Operations of the owner's core users, each with its files and the fields it covers."""
 
     serializer_class = OperationSerializer
     filterset_class = OperationFilterSet
+    download_renderers = {"image": PNGDownload, "standard_geojson": GeoJSONDownload}
     sort_fields = OPERATION_SORT_FIELDS
     default_sort = ("-start_time",)
 

@@ -1,0 +1,69 @@
+"""Downloads answer a client that asks for the media type they serve (`Accept: image/png`, as generated clients and
+browsers send), not only one that accepts anything: DRF negotiated against JSON alone and answered 406."""
+
+import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from fields.services import field_create
+from operations.models import Operation
+from tests.operations.helpers import grid_box, grid_table, processed_file
+from tests.tenancy import assert_problem
+
+from .conftest import FILES_URL, zip_entries
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]  # operations are built on commit
+
+OPS_URL = "/services/operations/api/operations"
+BROWSER_IMAGE = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+
+
+@pytest.fixture
+def file(core_user):
+    field_create(core_user=core_user, geometry=grid_box(), name="North")
+    file = processed_file(core_user, grid_table())
+    # The original of an uploaded file (a synthetic file has none).
+    file.original_name = default_storage.save(f"originals/{file.pk}.zip", ContentFile(zip_entries({"a.txt": b"a"})))
+    file.save(update_fields=["original_name"])
+    return file
+
+
+def _downloads(file) -> list[tuple[str, str, bytes]]:
+    """(url, media type, first bytes) of every download of the file and of its operation."""
+    operation = Operation.objects.get(files=file)
+    return [
+        (f"{FILES_URL}/{file.pk}/standardGeojson", "application/geo+json", b"{"),
+        (f"{FILES_URL}/{file.pk}/rawGeojson", "application/geo+json", b"{"),
+        (f"{FILES_URL}/{file.pk}/originalFile", "application/zip", b"PK"),
+        (f"{FILES_URL}/{file.pk}/images/wetMassPerArea.png", "image/png", b"\x89PNG"),
+        (f"{OPS_URL}/{operation.pk}/standardGeojson", "application/geo+json", b"{"),
+        (f"{OPS_URL}/{operation.pk}/images/wetMassPerArea.png", "image/png", b"\x89PNG"),
+    ]
+
+
+def test_each_download_answers_its_own_media_type_and_any(api_client, file):
+    for url, media_type, head in _downloads(file):
+        accepts = [media_type, f"{media_type.split('/')[0]}/*", "*/*", None]
+        if media_type == "image/png":
+            accepts.append(BROWSER_IMAGE)
+        for accept in accepts:
+            response = api_client.get(url, **({"HTTP_ACCEPT": accept} if accept else {}))
+            assert response.status_code == 200, (url, accept, response.content[:200])
+            assert response["Content-Type"] == media_type
+            assert b"".join(response.streaming_content).startswith(head)
+
+
+def test_a_missing_download_is_a_problem_whatever_the_client_accepts(api_client, file):
+    for url, media_type in (
+        (f"{FILES_URL}/{file.pk}/images/nothing.png", "image/png"),
+        (f"{FILES_URL}/unknown/standardGeojson", "application/geo+json"),
+        (f"{FILES_URL}/unknown/originalFile", "application/zip"),
+    ):
+        assert_problem(api_client.get(url, HTTP_ACCEPT=media_type), 404, "notFound")
+
+
+def test_a_media_type_no_download_serves_is_406(api_client, file):
+    for url, _media_type, _head in _downloads(file):
+        assert_problem(api_client.get(url, HTTP_ACCEPT="text/csv"), 406, "notAcceptable")
+    # JSON endpoints do not take a download's media type.
+    assert_problem(api_client.get(f"{FILES_URL}/{file.pk}", HTTP_ACCEPT="image/png"), 406, "notAcceptable")
