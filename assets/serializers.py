@@ -17,12 +17,12 @@ class MachineSerializer(ApiModelSerializer):
     """A machine as listed and read."""
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
-    providerMachineId = serializers.CharField(source="provider_machine_id", read_only=True)
-    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True)
+    providerMachineId = serializers.CharField(source="provider_machine_id", read_only=True, allow_null=True)
+    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
     originType = serializers.CharField(source="origin_type", read_only=True)
     createdTime = TimestampField(source="created_time", read_only=True)
-    serialNumber = serializers.CharField(source="serial_number", read_only=True)
-    modelYear = serializers.IntegerField(source="model_year", read_only=True)
+    serialNumber = serializers.CharField(source="serial_number", read_only=True, allow_null=True)
+    modelYear = serializers.IntegerField(source="model_year", read_only=True, allow_null=True)
 
     class Meta:
         model = Machine
@@ -84,8 +84,8 @@ class MachineFileSerializer(ApiModelSerializer):
     machineId = serializers.UUIDField(source="machine_id", read_only=True)
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     originType = serializers.CharField(source="origin_type", read_only=True)
-    startTime = TimestampField(source="start_time", read_only=True)
-    endTime = TimestampField(source="end_time", read_only=True)
+    startTime = TimestampField(source="start_time", read_only=True, allow_null=True)
+    endTime = TimestampField(source="end_time", read_only=True, allow_null=True)
     createdTime = TimestampField(source="created_time", read_only=True)
     distance = serializers.SerializerMethodField()
     fuelConsumption = serializers.SerializerMethodField()
@@ -121,10 +121,10 @@ class ImplementSerializer(ApiModelSerializer):
     """An implement: all strings, as the spec lists them."""
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
-    providerImplementId = serializers.CharField(source="provider_implement_id", read_only=True)
-    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True)
+    providerImplementId = serializers.CharField(source="provider_implement_id", read_only=True, allow_null=True)
+    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
     originType = serializers.CharField(source="origin_type", read_only=True)
-    serialNumber = serializers.CharField(source="serial_number", read_only=True)
+    serialNumber = serializers.CharField(source="serial_number", read_only=True, allow_null=True)
     createdTime = TimestampField(source="created_time", read_only=True)
     updatedTime = TimestampField(source="updated_time", read_only=True)
 
@@ -152,8 +152,8 @@ class OperatorSerializer(ApiModelSerializer):
     """An operator: id, name, provider, providerOperatorId, providerOrganizationId, originType,
     license, updatedTime, status."""
 
-    providerOperatorId = serializers.CharField(source="provider_operator_id", read_only=True)
-    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True)
+    providerOperatorId = serializers.CharField(source="provider_operator_id", read_only=True, allow_null=True)
+    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
     originType = serializers.CharField(source="origin_type", read_only=True)
     updatedTime = TimestampField(source="updated_time", read_only=True)
 

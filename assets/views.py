@@ -62,6 +62,13 @@ class MachineViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserS
 
     queryset = Machine.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = MachineSerializer
+    problem_responses = dict.fromkeys(
+        ("partial_update", "destroy"),
+        {
+            403: "The machine came from a provider or from files: only USER_CREATED ones change "
+            "(`providerResourceReadOnly`)."
+        },
+    )
     filterset_class = MachineFilterSet
     sort_fields = MACHINE_SORT_FIELDS
     default_sort = ("created_time",)

@@ -4,6 +4,7 @@ varieties, the owner-wide unique names with file counts, and the product search.
 from django.db.models import Count, Prefetch, Subquery
 from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins
 from rest_framework.exceptions import ValidationError
@@ -32,6 +33,12 @@ RECORD_SORT_FIELDS = {
     "updatedTime": "updated_time",
 }
 SUMMARY_SORT_FIELDS = {"normalizedName": "normalized_name", "fileCount": "file_count"}
+SUMMARY_SORT = OpenApiParameter(
+    "sort",
+    str,
+    many=True,
+    description="prop[,asc|desc], repeatable. Properties: " + ", ".join(sorted(SUMMARY_SORT_FIELDS)),
+)
 
 
 class ProductViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
@@ -74,6 +81,14 @@ class ProductSearchViewSet(CoreUserScopedViewSet):
         return Response(ProductSerializer(products[: query.validated_data["maxResults"]], many=True).data)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("coreUserId", OpenApiTypes.UUID, required=True, description="The core user to search."),
+            OpenApiParameter("maxResults", int, description="1 to 20, default 20"),
+        ]
+    )
+)
 class ProductSearchByQueryViewSet(ProductSearchViewSet):
     """GET /products/search?coreUserId=...: the same search, for the spec's `/beta/products/search`
     spelling, with the core user in the query string."""
@@ -131,7 +146,7 @@ class _OwnerSummaryViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
         return self.get_paginated_response(self.get_serializer(self.decorate(page), many=True).data)
 
 
-@extend_schema_view(list=extend_schema(operation_id="beta_products_summary_list"))
+@extend_schema_view(list=extend_schema(operation_id="beta_products_summary_list", parameters=[SUMMARY_SORT]))
 class OwnerProductViewSet(_OwnerSummaryViewSet):
     """GET /users/products?coreFileId=&normalizedName=: unique products of the owner's core users."""
 
@@ -140,7 +155,7 @@ class OwnerProductViewSet(_OwnerSummaryViewSet):
     filterset_class = OwnerProductFilterSet
 
 
-@extend_schema_view(list=extend_schema(operation_id="beta_varieties_summary_list"))
+@extend_schema_view(list=extend_schema(operation_id="beta_varieties_summary_list", parameters=[SUMMARY_SORT]))
 class OwnerVarietyViewSet(_OwnerSummaryViewSet):
     """GET /users/varieties: the owner's existing varieties, with crops and related file count."""
 

@@ -9,7 +9,7 @@ from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictUUIDField, TimestampField
 
 from .links import file_field_ids
-from .models import Batch, File
+from .models import Batch, File, OperationType
 
 UPLOAD_PROVIDERS = Provider.values
 
@@ -67,19 +67,24 @@ class FileSerializer(ApiModelSerializer):
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     apiOwnerUsername = serializers.CharField(source="core_user.owner.username", read_only=True)
-    batchId = serializers.UUIDField(source="batch_id", read_only=True)
+    # Null on merged files (no batch), on files of no provider, and until a file is processed (or when it failed).
+    batchId = serializers.UUIDField(source="batch_id", read_only=True, allow_null=True)
     fileName = serializers.CharField(source="file_name", read_only=True)
     fileFormat = serializers.CharField(source="file_format", read_only=True)
-    providerFileId = serializers.CharField(source="provider_file_id", read_only=True)
-    organizationId = serializers.CharField(source="provider_organization_id", read_only=True)
-    operationType = serializers.CharField(source="operation_type", read_only=True)
+    providerFileId = serializers.CharField(source="provider_file_id", read_only=True, allow_null=True)
+    organizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
+    operationType = serializers.ChoiceField(
+        choices=OperationType.choices, source="operation_type", read_only=True, allow_null=True
+    )
     createdTime = TimestampField(source="created_time", read_only=True)
     updatedTime = TimestampField(source="updated_time", read_only=True)
-    startTime = TimestampField(source="start_time", read_only=True)
-    endTime = TimestampField(source="end_time", read_only=True)
-    sizeInBytes = serializers.IntegerField(source="size_in_bytes", read_only=True)
-    pointCount = serializers.IntegerField(source="point_count", read_only=True)
-    machines = serializers.ListField(source="machine_ids", read_only=True)
+    startTime = TimestampField(source="start_time", read_only=True, allow_null=True)
+    endTime = TimestampField(source="end_time", read_only=True, allow_null=True)
+    sizeInBytes = serializers.IntegerField(source="size_in_bytes", read_only=True, allow_null=True)
+    pointCount = serializers.IntegerField(source="point_count", read_only=True, allow_null=True)
+    machines = serializers.ListField(source="machine_ids", child=serializers.UUIDField(), read_only=True)
+    crops = serializers.ListField(child=serializers.CharField(), read_only=True)
+    varieties = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = File
@@ -177,13 +182,15 @@ document_extra_properties(
 document_extra_properties(
     FileSerializer,
     {
-        "fields": {"type": "array", "items": {"type": "string", "format": "uuid"}, "description": "Fields it covers."},
+        # Field ids are the client's own strings when it chose them (POST /fields `id`), not always UUIDs.
+        "fields": {"type": "array", "items": {"type": "string"}, "description": "Ids of the fields it covers."},
         "sources": {"type": "array", "items": {"type": "string", "format": "uuid"}, "description": "Merged files."},
         "statusDetails": {"type": "string", "description": "Why the file failed (only then)."},
         "originalFile": DOWNLOAD_LINK,
         "rawGeojson": DOWNLOAD_LINK,
         "standardGeojson": DOWNLOAD_LINK,
     },
+    required=("fields", "sources", "originalFile", "rawGeojson", "standardGeojson"),
 )
 
 

@@ -3,9 +3,10 @@
 from collections.abc import Mapping
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import (
     ApiModelSerializer,
     ApiSerializer,
@@ -80,10 +81,19 @@ def geometry_representation(boundary: Boundary | None) -> dict | None:
     return to_geojson(from_geos(boundary.geometry)) if boundary is not None else None
 
 
+class AreaSerializer(ApiSerializer):
+    """`{value, unit}`: a geodesic area in hectares."""
+
+    value = serializers.FloatField()
+    unit = serializers.CharField()
+
+
 class BoundarySerializer(ApiModelSerializer):
     """A boundary: immutable geometry and area, status and provider status."""
 
-    providerStatus = serializers.CharField(source="provider_status", read_only=True)
+    providerStatus = serializers.ChoiceField(
+        choices=Boundary.ProviderStatus.choices, source="provider_status", read_only=True, allow_null=True
+    )
     area = serializers.SerializerMethodField()
     geometry = serializers.SerializerMethodField()
     createdTime = TimestampField(source="created_at", read_only=True)
@@ -93,18 +103,13 @@ class BoundarySerializer(ApiModelSerializer):
         fields = ["id", "status", "providerStatus", "geometry", "area", "createdTime"]
         read_only_fields = fields
 
+    @extend_schema_field(AreaSerializer)
     def get_area(self, boundary) -> dict:
         return area_representation(boundary)
 
+    @extend_schema_field(MULTIPOLYGON_SCHEMA)
     def get_geometry(self, boundary) -> dict:
         return geometry_representation(boundary)
-
-
-class AreaSerializer(ApiSerializer):
-    """`{value, unit}`: a geodesic area in hectares."""
-
-    value = serializers.FloatField()
-    unit = serializers.CharField()
 
 
 def field_representation(row: Mapping[str, Any]) -> dict:
@@ -146,6 +151,7 @@ def field_representation(row: Mapping[str, Any]) -> dict:
     return data
 
 
+@extend_schema_serializer(deprecate_fields=["area", "geometry"])  # the spec's deprecated keys: use the boundaries
 class FieldSerializer(ApiModelSerializer):
     """A field with its active boundary's area and geometry (deprecated keys, still served), the ids of
     its boundaries and files; `mergedFieldId` / `sources` and provider keys only when they apply.
@@ -157,14 +163,14 @@ class FieldSerializer(ApiModelSerializer):
     geometry = GeoJSONMultiPolygonField(read_only=True, allow_null=True)
     boundaries = serializers.ListField(child=serializers.CharField(), read_only=True)
     providerName = serializers.CharField(source="provider_name", read_only=True)
-    providerId = serializers.IntegerField(source="provider_id", read_only=True)
-    providerFieldId = serializers.CharField(source="provider_field_id", read_only=True)
-    providerFieldName = serializers.CharField(source="provider_field_name", read_only=True)
-    providerBoundaryId = serializers.CharField(source="provider_boundary_id", read_only=True)
-    organizationId = serializers.CharField(source="organization_id", read_only=True)
+    providerId = serializers.IntegerField(source="provider_id", read_only=True, allow_null=True)
+    providerFieldId = serializers.CharField(source="provider_field_id", read_only=True, allow_null=True)
+    providerFieldName = serializers.CharField(source="provider_field_name", read_only=True, allow_null=True)
+    providerBoundaryId = serializers.CharField(source="provider_boundary_id", read_only=True, allow_null=True)
+    organizationId = serializers.CharField(source="organization_id", read_only=True, allow_null=True)
     createdTime = TimestampField(source="created_at", read_only=True)
     updatedTime = TimestampField(source="updated_at", read_only=True)
-    farmId = serializers.IntegerField(source="farm_id", read_only=True)
+    farmId = serializers.IntegerField(source="farm_id", read_only=True, allow_null=True)
     mergedFieldId = serializers.CharField(source="merged_field_id", read_only=True)
     sources = serializers.ListField(child=serializers.CharField(), read_only=True)
     files = serializers.ListField(child=serializers.CharField(), read_only=True)
@@ -272,12 +278,12 @@ class FieldIdsField(serializers.ListField):
 class FarmSerializer(ApiModelSerializer):
     """A farm (long id) with the ids of its fields."""
 
-    providerId = serializers.IntegerField(source="provider_id", read_only=True)
-    providerName = serializers.CharField(source="provider_name", read_only=True)
-    providerFarmName = serializers.CharField(source="provider_farm_name", read_only=True)
-    providerFarmId = serializers.UUIDField(source="provider_farm_id", read_only=True)
+    providerId = serializers.IntegerField(source="provider_id", read_only=True, allow_null=True)
+    providerName = serializers.CharField(source="provider_name", read_only=True, allow_null=True)
+    providerFarmName = serializers.CharField(source="provider_farm_name", read_only=True, allow_null=True)
+    providerFarmId = serializers.UUIDField(source="provider_farm_id", read_only=True, allow_null=True)
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
-    growerId = serializers.IntegerField(source="grower_id", read_only=True)
+    growerId = serializers.IntegerField(source="grower_id", read_only=True, allow_null=True)
     fieldIds = serializers.SerializerMethodField()
 
     class Meta:
@@ -310,11 +316,11 @@ class GrowerSerializer(ApiModelSerializer):
     """A grower (long id) with the ids of its farms; `name` only when there is one."""
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
-    providerName = serializers.CharField(source="provider_name", read_only=True)
-    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True)
-    providerCompanyId = serializers.CharField(source="provider_company_id", read_only=True)
-    providerUserId = serializers.CharField(source="provider_user_id", read_only=True)
-    providerGrowerId = serializers.CharField(source="provider_grower_id", read_only=True)
+    providerName = serializers.CharField(source="provider_name", read_only=True, allow_null=True)
+    providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
+    providerCompanyId = serializers.CharField(source="provider_company_id", read_only=True, allow_null=True)
+    providerUserId = serializers.CharField(source="provider_user_id", read_only=True, allow_null=True)
+    providerGrowerId = serializers.CharField(source="provider_grower_id", read_only=True, allow_null=True)
     farmIds = serializers.SerializerMethodField()
 
     class Meta:
@@ -346,3 +352,8 @@ class GrowerWriteSerializer(ApiSerializer):
     """POST / PUT body of a grower: `name` only (PUT: absent means none)."""
 
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
+
+
+# --- OpenAPI documentation: keys sent only when they apply --------------------------------------------------------
+document_extra_properties(FieldSerializer, optional=(*FIELD_PROVIDER_KEYS, "mergedFieldId", "sources"))
+document_extra_properties(GrowerSerializer, optional=("name",))

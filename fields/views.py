@@ -74,10 +74,23 @@ class FieldListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
         return Response([field_representation(row) for row in rows])
 
 
+FIELD_READ_ONLY = {403: "The field came from a provider: the API may not change it (`providerResourceReadOnly`)."}
+
+
 class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/fields...`: one core user's fields and the geometric queries over them."""
 
     serializer_class = FieldSerializer
+    problem_responses = {
+        "create": {409: "A field with this `id` already exists (`fieldAlreadyExists`)."},
+        "partial_update": FIELD_READ_ONLY,
+        "destroy": FIELD_READ_ONLY,
+        "weather": {
+            400: "Invalid or missing dates, a range over 366 days, a field without boundary "
+            "(`fieldWithoutBoundary`), or days the weather source refuses (`weatherRequestRejected`).",
+            503: "The weather source cannot be reached (`weatherSourceUnavailable`).",
+        },
+    }
     filter_backends: list = []
     pagination_class = None
 
@@ -136,6 +149,7 @@ class BoundaryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUser
     serializer_class = BoundarySerializer
     filter_backends: list = []
     pagination_class = None
+    problem_responses = {"replace": FIELD_READ_ONLY}
 
     @cached_property
     def field(self) -> Field:

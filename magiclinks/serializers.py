@@ -189,6 +189,7 @@ document_extra_properties(
         },
         "provider": {"type": "string", "enum": PROVIDERS, "description": "Authentication links only."},
     },
+    required=("coreUserId", "widget", "expiresAt", "createdAt", "lastAccessedAt", "usageCount", "settings"),
 )
 
 
@@ -221,6 +222,14 @@ class ProviderApplicationWriteSerializer(ApiSerializer):
         if "provider" in data:
             values["provider"] = data["provider"]
         return values
+
+
+class ProviderApplicationUpdateSerializer(ProviderApplicationWriteSerializer):
+    """The PUT body (OpenAPI documentation of `ProviderApplicationWriteSerializer(update=True)`): no `provider`,
+    `clientSecret` optional."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, update=True, **kwargs)
 
 
 class ProviderApplicationSerializer(serializers.ModelSerializer):

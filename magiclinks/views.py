@@ -128,6 +128,9 @@ class ProviderApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixi
 
     queryset = ProviderApplication.objects.none()
     serializer_class = s.ProviderApplicationSerializer
+    problem_responses = {
+        "create": {409: "The owner already has an application for this provider (`providerAppExists`)."}
+    }
     sort_fields = {"provider": "provider", "createdAt": "created_at"}
     default_sort = ("provider",)
 
@@ -151,7 +154,7 @@ class ProviderApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixi
         application = accounts_services.provider_application_create(owner=self.owner, **self._checked(data))
         return Response(s.ProviderApplicationSerializer(application).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=s.ProviderApplicationWriteSerializer, responses=s.ProviderApplicationSerializer)
+    @extend_schema(request=s.ProviderApplicationUpdateSerializer, responses=s.ProviderApplicationSerializer)
     def update(self, request, pk=None):
         data = s.ProviderApplicationWriteSerializer(data=request.data, update=True)
         data.is_valid(raise_exception=True)

@@ -1,7 +1,9 @@
 """Shapes of operations (supplement "Operations") and the cropOperationByField request and response."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from conversion.models import OperationType
 from platform_site.api.serializers import (
     ApiModelSerializer,
     ApiSerializer,
@@ -13,17 +15,24 @@ from platform_site.api.serializers import (
 from .models import Operation
 
 
+class OperationFieldCoverageSerializer(serializers.Serializer):
+    """One field an operation covers, and how much of it (OpenAPI documentation only)."""
+
+    id = serializers.CharField(help_text="The field's id.")
+    coverage = serializers.FloatField()
+
+
 class OperationSerializer(ApiModelSerializer):
     """`id, coreUserId, apiOwnerUsername, operationType, startTime, endTime, updatedTime, provider, files,
     fields: [{id, coverage}]` plus `status` and `coreFileId` (the automerged file holding the merged points)."""
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     apiOwnerUsername = serializers.CharField(source="core_user.owner.username", read_only=True)
-    operationType = serializers.CharField(source="operation_type", read_only=True)
-    startTime = TimestampField(source="start_time", read_only=True)
-    endTime = TimestampField(source="end_time", read_only=True)
+    operationType = serializers.ChoiceField(choices=OperationType.choices, source="operation_type", read_only=True)
+    startTime = TimestampField(source="start_time", read_only=True, allow_null=True)
+    endTime = TimestampField(source="end_time", read_only=True, allow_null=True)
     updatedTime = TimestampField(source="updated_time", read_only=True)
-    coreFileId = serializers.UUIDField(source="merged_file_id", read_only=True)
+    coreFileId = serializers.UUIDField(source="merged_file_id", read_only=True, allow_null=True)
     files = serializers.SerializerMethodField()
     fields = serializers.SerializerMethodField(method_name="field_coverage")
 
@@ -48,6 +57,7 @@ class OperationSerializer(ApiModelSerializer):
     def get_files(self, operation) -> list[str]:
         return [str(f.pk) for f in sorted(operation.files.all(), key=lambda f: (f.start_time, str(f.pk)))]
 
+    @extend_schema_field(OperationFieldCoverageSerializer(many=True))
     def field_coverage(self, operation) -> list[dict]:
         return [{"id": link.field_id, "coverage": link.coverage} for link in operation.field_links.all()]
 

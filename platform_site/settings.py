@@ -163,10 +163,15 @@ SPECTACULAR_SETTINGS = {
         "ProcessingStatusEnum": "conversion.models.FileStatus",  # files and operations
         "BoundaryStatusEnum": "fields.models.Boundary.Status",
         "ActiveStatusEnum": "assets.models.Operator.Status",  # operators, boundaries' providerStatus
+        "OperationTypeEnum": "conversion.models.OperationType",  # files and operations
+        "WebhookEventEnum": "webhooks.models.EventType",  # a webhook's events, as answered
+        "WebhookEventNameEnum": "webhooks.serializers.EVENT_NAMES",  # accepted on registration (with aliases)
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "platform_site.api.schema.postprocess_paging_headers",
+        # The problem+json error answers of every operation.
+        "platform_site.api.schema.postprocess_problem_responses",
     ],
 }
 JWT_LIFETIME = timedelta(hours=env.int("JWT_LIFETIME_HOURS", default=24))

@@ -1,5 +1,7 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiSerializer, StrictCharField, TimestampField, format_timestamp
 
 from .models import EVENT_ALIASES, DeliveryAttempt, EventType, Webhook
@@ -43,6 +45,7 @@ class WebhookSerializer(serializers.ModelSerializer):
         model = Webhook
         fields = ["id", "name", "url", "events", "createdTime"]
 
+    @extend_schema_field(serializers.ListField(child=serializers.ChoiceField(choices=EventType.choices)))
     def get_events(self, webhook) -> list[str]:
         return webhook_events(webhook)
 
@@ -77,3 +80,45 @@ class FailedCallSerializer(serializers.ModelSerializer):
         if attempt.will_retry and delivery.status == delivery.Status.PENDING and attempt.number == delivery.attempts:
             body["nextAttemptAt"] = format_timestamp(delivery.next_attempt_at)
         return body
+
+
+# --- OpenAPI documentation: the keys `FailedCallSerializer.to_representation` writes -------------------------------
+_TIMESTAMP = {"type": "string", "format": "date-time"}
+document_extra_properties(
+    FailedCallSerializer,
+    {
+        "webhookId": {"type": "string", "format": "uuid"},
+        "deliveryId": {"type": "string", "format": "uuid"},
+        "url": {"type": "string", "format": "uri"},
+        "event": {"type": "string", "enum": EventType.values},
+        "createdAt": {**_TIMESTAMP, "description": "When the attempt was made."},
+        "status": {
+            "type": "integer",
+            "nullable": True,
+            "description": "The receiver's HTTP status; null when no answer came (see `connectionError`).",
+        },
+        "response": {"type": "string", "description": "The start of the receiver's answer (may be empty)."},
+        "requestBody": {"type": "string", "description": "The exact JSON body that was posted (and signed)."},
+        "attempt": {"type": "integer", "minimum": 1},
+        "willRetry": {"type": "boolean"},
+        "durationMs": {"type": "integer", "minimum": 0},
+        "connectionError": {"type": "string", "description": "Why no answer came (only then)."},
+        "nextAttemptAt": {
+            **_TIMESTAMP,
+            "description": "When it is tried again (only on the latest attempt of a delivery still pending).",
+        },
+    },
+    required=(
+        "webhookId",
+        "deliveryId",
+        "url",
+        "event",
+        "createdAt",
+        "status",
+        "response",
+        "requestBody",
+        "attempt",
+        "willRetry",
+        "durationMs",
+    ),
+)

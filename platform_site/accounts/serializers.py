@@ -1,4 +1,5 @@
 from django.core.validators import EmailValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from platform_site.api.serializers import (
@@ -22,13 +23,24 @@ class TokenSerializer(serializers.Serializer):
     id_token = serializers.CharField()
 
 
+@extend_schema_field(
+    {
+        "description": 'An email address, or empty (`""`) for a core user without one.',
+        "anyOf": [{"type": "string", "format": "email", "maxLength": 254}, {"type": "string", "maxLength": 0}],
+    }
+)
+class EmailOrBlankField(StrictCharField):
+    """An email address or "" (OpenAPI: `format: email` alone refuses the empty one, which users without an
+    email have)."""
+
+
 class CoreUserSerializer(ApiModelSerializer):
     """A core user: `id`, `name`, `email`, `phone`, `address`, `externalId`."""
 
     externalId = StrictCharField(
         source="external_id", max_length=255, required=False, allow_null=True, allow_blank=False
     )
-    email = StrictCharField(max_length=254, required=False, allow_blank=True, validators=[EmailValidator()])
+    email = EmailOrBlankField(max_length=254, required=False, allow_blank=True, validators=[EmailValidator()])
 
     class Meta:
         model = CoreUser

@@ -19,6 +19,7 @@ class AuthenticateView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    problem_responses = {"post": {401: "Unknown username or wrong password (`invalidCredentials`)."}}
 
     @extend_schema(request=AuthenticateSerializer, responses=TokenSerializer)
     def post(self, request):
@@ -37,6 +38,9 @@ class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSco
 
     serializer_class = CoreUserSerializer
     filterset_class = CoreUserFilterSet
+    problem_responses = dict.fromkeys(
+        ("create", "replace"), {409: "Another core user of the owner has this `externalId` (`externalIdTaken`)."}
+    )
     sort_fields = {"id": "id", "name": "name", "email": "email", "externalId": "external_id"}
     default_sort = ("name",)
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, time, timedelta
 import django_filters
 from django import forms
 from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.utils import extend_schema_field
 
 PLAIN_INTEGER = re.compile(r"[+-]?[0-9]+")
 PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -89,6 +90,7 @@ class FloatFilter(django_filters.NumberFilter):
     field_class = PlainFloatField
 
 
+@extend_schema_field({"type": "integer", "format": "int64", "minimum": 1})
 class IdFilter(django_filters.NumberFilter):
     """A numeric id: a whole number from 1 to the largest 64-bit integer; `1.5`, `abc`, `1e40` and `1_0` are 400."""
 

@@ -67,12 +67,22 @@ class PagePagination(BasePagination):
         return schema
 
     def get_schema_operation_parameters(self, view):
+        default = getattr(view, "page_size_default", settings.PAGE_SIZE_DEFAULT)
+        maximum = getattr(view, "page_size_max", settings.PAGE_SIZE_MAX)
         return [
-            {"name": "page", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
+            {
+                "name": "page",
+                "in": "query",
+                "required": False,
+                "description": "Page number, from 0.",
+                "schema": {"type": "integer", "minimum": 0},
+            },
             {
                 "name": "size",
                 "in": "query",
                 "required": False,
-                "schema": {"type": "integer", "minimum": 1, "maximum": getattr(view, "page_size_max", 100)},
+                # No `maximum`: a larger size is no error, the page is clamped.
+                "description": f"Records a page (default {default}); a larger size is clamped to {maximum}.",
+                "schema": {"type": "integer", "minimum": 1},
             },
         ]

@@ -4,9 +4,14 @@ Imported by `ApiConfig.ready()`: an extension registers itself when its class is
 is generated long after start-up (`/api/schema/`, `manage.py spectacular`).
 """
 
+import re
+from collections.abc import Iterable
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
+
+from platform_site.api.errors import PROBLEM_CONTENT_TYPE
 
 PAGING_HEADERS = {
     "X-Total-Count": {"description": "Number of records of every page together.", "schema": {"type": "integer"}},
@@ -15,6 +20,63 @@ PAGING_HEADERS = {
         "schema": {"type": "string"},
     },
 }
+
+# The body of every error (`errors.problem_body`), RFC 9457 with our `errorKey` and `fieldErrors`.
+PROBLEM_SCHEMAS = {
+    "FieldError": {
+        "type": "object",
+        "properties": {
+            "field": {
+                "type": "string",
+                "description": "Dotted / indexed path of the key (`settings.backgroundColor`, `ids[2]`); empty for "
+                "the body as a whole.",
+            },
+            "message": {"type": "string"},
+        },
+        "required": ["field", "message"],
+    },
+    "ProblemDetail": {
+        "type": "object",
+        "description": "Every error answer, as `application/problem+json`.",
+        "properties": {
+            "type": {"type": "string", "description": "`urn:problem:<errorKey>`."},
+            "title": {"type": "string", "description": "The HTTP status phrase."},
+            "status": {"type": "integer"},
+            "detail": {"type": "string"},
+            "path": {"type": "string", "description": "The request's path."},
+            "errorKey": {
+                "type": "string",
+                "description": "Stable and machine-readable: `validation`, `notFound`, `unauthorized`, "
+                "`invalidGeometry`, `providerResourceReadOnly`...",
+            },
+            "fieldErrors": {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/FieldError"},
+                "description": "Validation errors only: one entry per invalid key.",
+            },
+        },
+        "required": ["type", "title", "status", "detail", "path", "errorKey"],
+    },
+}
+PROBLEM_REF = {"$ref": "#/components/schemas/ProblemDetail"}
+
+# What each status means wherever the rules of `problem_statuses` give it; a view's `problem_responses` says more.
+PROBLEM_DESCRIPTIONS = {
+    400: "Invalid input (`validation`, with `fieldErrors`, or a more specific `errorKey`), or a body that cannot be "
+    "read (`malformedRequest`).",
+    401: "No bearer token, or a malformed or expired one (`unauthorized`).",
+    404: "No such resource, or one of another API owner (`notFound`).",
+    413: "The JSON body is larger than the server accepts (`requestTooLarge`).",
+    415: "The body is not JSON in UTF-8, UTF-16 or UTF-32 (`unsupportedMediaType`).",
+}
+UPLOAD_PROBLEM_DESCRIPTIONS = {
+    413: "The upload is larger than the server accepts (`fileTooLarge`).",
+    415: "The body is not `multipart/form-data` (`unsupportedMediaType`).",
+}
+UNAUTHORIZED_HEADERS = {
+    "WWW-Authenticate": {"description": '`Bearer realm="api"`.', "schema": {"type": "string"}},
+}
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 class ApiAutoSchema(AutoSchema):
@@ -44,16 +106,30 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         )
 
 
-def document_extra_properties(serializer_class, properties: dict) -> None:
-    """Document the keys a serializer's `to_representation` adds beyond its declared fields (the schema is
-    built from the declared fields only). `properties` maps each key to its OpenAPI schema."""
+def document_extra_properties(
+    serializer_class,
+    properties: dict | None = None,
+    *,
+    required: Iterable[str] = (),
+    optional: Iterable[str] = (),
+) -> None:
+    """Document what the serializer's fields alone do not say (the schema is built from the declared fields):
+    `properties`, the keys its `to_representation` adds (key: OpenAPI schema), of which `required` are always
+    sent; `optional`, declared read-only keys sent only when they apply (drf-spectacular makes every read-only
+    field required)."""
+    always, sometimes = set(required), set(optional)
 
     class ExtraProperties(OpenApiSerializerExtension):
         target_class = serializer_class
 
         def map_serializer(self, auto_schema, direction):
             schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
-            schema.setdefault("properties", {}).update(properties)
+            schema.setdefault("properties", {}).update(properties or {})
+            keys = (set(schema.get("required", [])) | always) - sometimes
+            if keys:
+                schema["required"] = sorted(keys)
+            else:
+                schema.pop("required", None)
             return schema
 
     ExtraProperties.__name__ = f"{serializer_class.__name__}ExtraProperties"
@@ -69,4 +145,64 @@ def postprocess_paging_headers(result, generator, request, public):
                 ok = operation.get("responses", {}).get("200")
                 if ok is not None:
                     ok.setdefault("headers", {}).update(PAGING_HEADERS)
+    return result
+
+
+def problem_statuses(operation: dict) -> dict[int, str]:
+    """The error statuses every operation of its kind can answer, with what they mean there: 400 where there is
+    input (a body or a query parameter; not `format`, whose unknown values are 404s), 401 behind the bearer
+    token, 404 where the path names a resource or the query a core user it needs (a `coreUserId` filter of a
+    list finds nothing instead), 413 and 415 where there is a body."""
+    parameters = operation.get("parameters", [])
+    body = operation.get("requestBody", {}).get("content", {})
+    upload = "multipart/form-data" in body
+    statuses: dict[int, str] = {}
+    if body or any(p.get("in") == "query" and p.get("name") != "format" for p in parameters):
+        statuses[400] = PROBLEM_DESCRIPTIONS[400]
+    if any(requirement for requirement in operation.get("security", [])):
+        statuses[401] = PROBLEM_DESCRIPTIONS[401]
+    if any(p.get("in") == "path" or (p.get("name") == "coreUserId" and p.get("required")) for p in parameters):
+        statuses[404] = PROBLEM_DESCRIPTIONS[404]
+    if body:
+        descriptions = UPLOAD_PROBLEM_DESCRIPTIONS if upload else PROBLEM_DESCRIPTIONS
+        statuses[413] = descriptions[413]
+        statuses[415] = descriptions[415]
+    return statuses
+
+
+def _declared_problems(generator) -> dict[tuple[str, str], dict[int, str]]:
+    """`problem_responses` of each endpoint's view: `{action (a viewset's) or method (an APIView's): {status:
+    description}}`, the statuses its rules (services) answer besides those of `problem_statuses`."""
+    declared = {}
+    for path, _regex, method, callback in generator.endpoints or []:
+        view_class = getattr(callback, "cls", None)
+        name = (getattr(callback, "actions", None) or {}).get(method.lower(), method.lower())
+        declared[(_path_shape(path), method.lower())] = getattr(view_class, "problem_responses", {}).get(name, {})
+    return declared
+
+
+def _path_shape(path: str) -> str:
+    """The path with its parameters unnamed: the endpoints say `{pk}` where the schema says `{id}`."""
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
+def postprocess_problem_responses(result, generator, request, public):
+    """Every operation documents its error answers: `application/problem+json` bodies (`ProblemDetail`) with the
+    statuses of `problem_statuses` and those its view declares in `problem_responses`."""
+    result.setdefault("components", {}).setdefault("schemas", {}).update(PROBLEM_SCHEMAS)
+    declared = _declared_problems(generator)
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if method not in HTTP_METHODS:
+                continue
+            statuses = {**problem_statuses(operation), **declared.get((_path_shape(path), method), {})}
+            responses = operation.setdefault("responses", {})
+            for status in sorted(statuses):
+                response = {
+                    "description": statuses[status],
+                    "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}},
+                }
+                if status == 401:
+                    response["headers"] = UNAUTHORIZED_HEADERS
+                responses.setdefault(str(status), response)
     return result

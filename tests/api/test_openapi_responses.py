@@ -1,0 +1,288 @@
+"""The published OpenAPI document describes what the server really answers: real responses of records built
+through the API (and a real upload, a real failed webhook call) validate against the schema generated in-process,
+and every operation documents its `application/problem+json` error answers."""
+
+import io
+import json
+import re
+import zipfile
+
+import jsonschema
+import pytest
+from django.db import transaction
+from drf_spectacular.generators import SchemaGenerator
+from shapely.geometry import MultiPoint, MultiPolygon, mapping
+
+from configs.services import config_user_set
+from tests.fields.helpers import provider_field, square
+from webhooks.services import event_emit
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+USERS = "/services/usermanagement/api/users"
+BETA = "/services/beta/api"
+FIELDS = "/services/fields/api"
+OPERATIONS = "/services/operations/api"
+WIDGETS = "/services/widgets/api"
+ALERTS = "/services/alerts/api/alerts"
+PROBLEM = "application/problem+json"
+HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+@pytest.fixture(scope="module")
+def schema():
+    """The document `GET /api/schema` publishes, generated in this process."""
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def json_schema(node, components: dict):
+    """OpenAPI 3.0 schema -> JSON Schema: `$ref`s inlined, `nullable` as a `null` type, and objects that list
+    their properties closed to undeclared keys (a key the server sends must be documented)."""
+    if isinstance(node, list):
+        return [json_schema(item, components) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = json_schema(components[node["$ref"].rsplit("/", 1)[1]], components)
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        return {"allOf": [target], **json_schema(siblings, components)} if siblings else target
+    out = {}
+    for key, value in node.items():
+        if key in ("properties", "patternProperties"):
+            out[key] = {name: json_schema(sub, components) for name, sub in value.items()}
+        elif key in ("nullable", "readOnly", "writeOnly", "deprecated", "example", "discriminator", "xml"):
+            continue
+        else:
+            out[key] = json_schema(value, components)
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    if node.get("nullable"):
+        if "type" in out:
+            out["type"] = [out["type"], "null"]
+            if "enum" in out:
+                out["enum"] = [*out["enum"], None]
+        else:
+            out = {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+def operation(schema, method: str, template: str) -> dict:
+    return schema["paths"][template][method.lower()]
+
+
+def errors_of(schema, sub_schema, instance) -> list[str]:
+    validator = jsonschema.Draft7Validator(
+        json_schema(sub_schema, schema["components"]["schemas"]), format_checker=jsonschema.FormatChecker()
+    )
+    return sorted(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(instance))
+
+
+def assert_documented(schema, method: str, template: str, response):
+    """The response's status and media type are documented for the operation, and its body validates."""
+    documented = operation(schema, method, template)["responses"]
+    assert str(response.status_code) in documented, (method, template, response.status_code, list(documented))
+    media_type = response["Content-Type"].split(";")[0].strip()
+    content = documented[str(response.status_code)]["content"]
+    assert media_type in content, (method, template, media_type, list(content))
+    assert errors_of(schema, content[media_type]["schema"], response.json()) == [], (method, template)
+
+
+def assert_request_documented(schema, method: str, template: str, body: dict):
+    content = operation(schema, method, template)["requestBody"]["content"]["application/json"]
+    assert errors_of(schema, content["schema"], body) == [], (method, template, body)
+
+
+def test_every_operation_documents_its_problem_answers(schema):
+    problem = schema["components"]["schemas"]["ProblemDetail"]
+    assert set(problem["required"]) == {"type", "title", "status", "detail", "path", "errorKey"}
+    assert "fieldErrors" in problem["properties"]
+    for path, operations in schema["paths"].items():
+        for method, op in operations.items():
+            if method not in HTTP_METHODS:
+                continue
+            errors = {code: r for code, r in op["responses"].items() if code >= "400"}
+            assert errors, (method, path)
+            for response in errors.values():
+                assert response["content"][PROBLEM]["schema"] == {"$ref": "#/components/schemas/ProblemDetail"}
+            if path != "/api/authenticate":
+                assert "401" in errors, (method, path)
+            if "{" in path:
+                assert "404" in errors, (method, path)
+            if "requestBody" in op:
+                assert {"400", "413", "415"} <= set(errors), (method, path)
+    read_only = f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}"
+    assert {"403"} <= set(operation(schema, "patch", read_only)["responses"])
+    assert {"403"} <= set(operation(schema, "delete", f"{BETA}/users/{{coreUserId}}/machines/{{id}}")["responses"])
+    assert "409" in operation(schema, "post", f"{FIELDS}/users/{{coreUserId}}/fields")["responses"]
+    assert "503" in operation(schema, "get", f"{read_only}/weather")["responses"]
+
+
+def test_real_error_answers_are_documented_problems(schema, api_client, core_user, client):
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    template = f"{FIELDS}/users/{{coreUserId}}/fields"
+    one = f"{template}/{{id}}"
+    # Given a provider field and a field with a chosen id
+    provider = provider_field(core_user)
+    assert api_client.post(fields, {"id": "north-40", "geometry": square(10, 50)}, format="json").status_code == 201
+    answers = [
+        ("post", template, api_client.post(fields, {"geometry": {"type": "Point"}}, format="json"), 400),
+        ("post", template, api_client.post(fields, {"id": "north-40", "geometry": square(11, 50)}, format="json"), 409),
+        ("post", template, api_client.post(fields, "<x/>", content_type="application/xml"), 415),
+        ("get", one, client.get(f"{fields}/north-40"), 401),
+        ("get", one, api_client.get(f"{fields}/missing"), 404),
+        ("patch", one, api_client.patch(f"{fields}/{provider.pk}", {"name": "x"}, format="json"), 403),
+        ("delete", one, api_client.delete(f"{fields}/{provider.pk}"), 403),
+    ]
+    for method, path, response, status in answers:
+        assert response.status_code == status, (method, path, response.content)
+        assert response["Content-Type"] == PROBLEM
+        assert_documented(schema, method, path, response)
+
+
+def test_fields_plain_provider_and_merged_match_the_schema(schema, api_client, core_user):
+    # Given fields merged automatically, a plain one, a provider one (each sends only the keys that apply)
+    config_user_set(core_user=core_user, entries={"fieldsAutoMerge": True}, replace=True)
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    plain = api_client.post(fields, {"geometry": square(20, 50)}, format="json")
+    api_client.post(fields, {"id": "a", "geometry": square(10, 50)}, format="json")
+    api_client.post(fields, {"id": "b", "geometry": square(10.005, 50)}, format="json")
+    provider = provider_field(core_user, geometry=square(30, 50))
+    assert_documented(schema, "post", f"{FIELDS}/users/{{coreUserId}}/fields", plain)
+    listed = api_client.get(f"{FIELDS}/fields", {"coreUserId": core_user.pk})
+    kinds = {(f["type"], "providerName" in f, "mergedFieldId" in f, f["farmId"]) for f in listed.json()}
+    assert {("MERGED", False, False, None), ("ORIGINAL", False, True, None), ("ORIGINAL", True, False, None)} <= kinds
+    assert_documented(schema, "get", f"{FIELDS}/fields", listed)
+    for field in listed.json():
+        one = api_client.get(f"{fields}/{field['id']}")
+        assert_documented(schema, "get", f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}", one)
+    boundaries = api_client.get(f"{fields}/{plain.json()['id']}/boundaries")
+    assert boundaries.json()[0]["providerStatus"] is None
+    assert_documented(schema, "get", f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/boundaries", boundaries)
+    boundary = api_client.get(f"{fields}/{provider.pk}/boundary")
+    assert_documented(schema, "get", f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/boundary", boundary)
+
+
+def test_farms_growers_and_machines_match_the_schema(schema, api_client, core_user):
+    user = f"{FIELDS}/users/{core_user.pk}"
+    grower = api_client.post(f"{user}/growers", {}, format="json")  # no name: the key is left out
+    assert "name" not in grower.json()
+    assert_documented(schema, "post", f"{FIELDS}/users/{{coreUserId}}/growers", grower)
+    farm = api_client.post(f"{user}/farms", {"name": "Home"}, format="json")  # no grower, no provider
+    assert farm.json()["growerId"] is None
+    assert_documented(schema, "post", f"{FIELDS}/users/{{coreUserId}}/farms", farm)
+    assert_documented(schema, "get", f"{FIELDS}/farms", api_client.get(f"{FIELDS}/farms"))
+    assert_documented(schema, "get", f"{FIELDS}/growers", api_client.get(f"{FIELDS}/growers"))
+    machines = f"{BETA}/users/{core_user.pk}/machines"
+    created = api_client.post(machines, {"name": "Combine"}, format="json")
+    assert created.json()["serialNumber"] is None and created.json()["modelYear"] is None
+    assert_documented(schema, "post", f"{BETA}/users/{{coreUserId}}/machines", created)
+    assert_documented(schema, "get", f"{BETA}/users/{{coreUserId}}/machines", api_client.get(machines))
+
+
+def test_a_core_user_without_email_matches_the_schema(schema, api_client):
+    created = api_client.post(USERS, {"name": "No mail"}, format="json")
+    assert created.status_code == 201 and created.json()["email"] == ""
+    assert_documented(schema, "post", USERS, created)
+    assert_documented(schema, "get", f"{USERS}/{{id}}", api_client.get(f"{USERS}/{created.json()['id']}"))
+
+
+def test_a_failed_webhook_call_matches_the_schema(schema, api_client, owner, core_user, subscribe, webhook_receiver):
+    # Given a receiver on loopback that answers 500
+    webhook_receiver.statuses = [500]
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    with transaction.atomic():
+        event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": "f-1"})
+    assert len(webhook_receiver.wait_for(1)) == 1
+    failed = api_client.get(f"{ALERTS}/webhooks/failed-calls")
+    [call] = failed.json()
+    assert call["status"] == 500 and "connectionError" not in call
+    assert_documented(schema, "get", f"{ALERTS}/webhooks/failed-calls", failed)
+    assert_documented(schema, "get", f"{ALERTS}/webhooks", api_client.get(f"{ALERTS}/webhooks"))
+
+
+def test_a_provider_application_update_matches_its_documented_body(schema, api_client):
+    urls = {"authorizeUrl": "https://provider.example/authorize", "tokenUrl": "https://provider.example/token"}
+    created = api_client.post(
+        f"{WIDGETS}/provider-applications",
+        {"provider": "ProviderA", "clientId": "cid", "clientSecret": "secret", **urls},
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    # When it is changed without provider (refused on update) and without clientSecret (kept)
+    body = {"clientId": "cid2", **urls}
+    assert_request_documented(schema, "put", f"{WIDGETS}/provider-applications/{{id}}", body)
+    changed = api_client.put(f"{WIDGETS}/provider-applications/{created.json()['id']}", body, format="json")
+    assert changed.status_code == 200, changed.content
+    assert_documented(schema, "put", f"{WIDGETS}/provider-applications/{{id}}", changed)
+    refused = api_client.put(
+        f"{WIDGETS}/provider-applications/{created.json()['id']}", {**body, "provider": "ProviderA"}, format="json"
+    )
+    assert refused.status_code == 400
+    request = operation(schema, "put", f"{WIDGETS}/provider-applications/{{id}}")["requestBody"]
+    assert errors_of(schema, request["content"]["application/json"]["schema"], {**body, "provider": "ProviderA"})
+
+
+def _hull(data: bytes, tmp_path) -> dict:
+    """The convex hull of a shapefile export's points, read with pyshp, as a GeoJSON MultiPolygon."""
+    import shapefile
+
+    zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
+    shp = next(tmp_path.rglob("*.shp"))
+    return mapping(MultiPolygon([MultiPoint([s.points[0] for s in shapefile.Reader(str(shp)).shapes()]).convex_hull]))
+
+
+def _upload(api_client, core_user, data: bytes) -> dict:
+    file = io.BytesIO(data)
+    file.name = "upload.zip"
+    response = api_client.post(f"{OPERATIONS}/batch?coreUserId={core_user.pk}&provider=Other", {"file": file})
+    assert response.status_code == 201, response.content
+    return api_client.get(f"{OPERATIONS}/batch/{response.json()['id']}").json()
+
+
+def test_files_processed_and_failed_match_the_schema(schema, api_client, core_user, samples_dir, tmp_path):
+    harvest = (samples_dir / "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip").read_bytes()
+    # Given a field with a client-chosen id under the harvest, the harvest uploaded and an unreadable upload
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    assert api_client.post(fields, {"id": "jt-01", "geometry": _hull(harvest, tmp_path)}, format="json").status_code
+    processed = _upload(api_client, core_user, harvest)
+    assert processed["status"] == "PROCESSED", processed
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        point = {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": ["a", "b"]}}
+        archive.writestr("spray.geojson", json.dumps({"type": "FeatureCollection", "features": [point]}))
+    failed = _upload(api_client, core_user, buffer.getvalue())
+    # Then every file answer validates: nulls of a file without provider ids, or of a failed one
+    files = api_client.get(f"{OPERATIONS}/files")
+    by_status = {f["status"]: f for f in files.json()["operations"]}
+    assert by_status["processed"]["fields"] == ["jt-01"] and by_status["processed"]["organizationId"] is None
+    assert by_status["failed"]["pointCount"] is None and by_status["failed"]["operationType"] is None
+    assert_documented(schema, "get", f"{OPERATIONS}/files", files)
+    for file_id in (processed["files"][0], failed["files"][0]):
+        assert_documented(schema, "get", f"{OPERATIONS}/files/{{id}}", api_client.get(f"{OPERATIONS}/files/{file_id}"))
+    field_files = api_client.get(f"{fields}/jt-01/operations/files")
+    assert_documented(schema, "get", f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/operations/files", field_files)
+
+
+def test_query_parameters_the_server_honours_are_documented(schema, api_client, core_user):
+    search = {p["name"]: p for p in operation(schema, "get", f"{BETA}/products/search")["parameters"]}
+    assert search["coreUserId"]["required"] is True
+    assert api_client.get(f"{BETA}/products/search").status_code == 400
+    for summary in ("products", "varieties"):
+        parameters = {p["name"]: p for p in operation(schema, "get", f"{BETA}/users/{summary}")["parameters"]}
+        assert re.search(r"fileCount.*normalizedName", parameters["sort"]["description"])
+        assert api_client.get(f"{BETA}/users/{summary}", {"sort": "fileCount,desc"}).status_code == 200
+    farms = {p["name"]: p for p in operation(schema, "get", f"{FIELDS}/farms")["parameters"]}
+    assert farms["growerId"]["schema"]["type"] == "integer"
+    # `size` above the largest page is clamped, not refused: no `maximum` in the schema
+    assert "maximum" not in farms["size"]["schema"]
+    assert api_client.get(f"{FIELDS}/farms", {"size": 1000}).status_code == 200
+
+
+def test_deprecated_keys_and_enums_are_documented(schema):
+    components = schema["components"]["schemas"]
+    assert components["Field"]["properties"]["area"]["deprecated"] is True
+    assert components["Field"]["properties"]["geometry"]["deprecated"] is True
+    file_type = json_schema(components["File"]["properties"]["operationType"], components)
+    assert "planted" in json.dumps(file_type)
+    assert "fieldCreated" in json.dumps(json_schema(components["Webhook"]["properties"]["events"], components))
+    assert components["File"]["properties"]["crops"]["items"] == {"type": "string"}
