@@ -18,6 +18,8 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
+from platform_site.accounts.signals import core_user_deleting
+
 from . import storage
 from .models import Batch, File
 
@@ -41,6 +43,15 @@ def _batch_deleted(sender, instance: Batch, **kwargs) -> None:
 def _file_deleted(sender, instance: File, **kwargs) -> None:
     prefix = storage.file_prefix(instance.pk)
     transaction.on_commit(lambda: storage.delete_tree(prefix))
+
+
+@receiver(core_user_deleting, dispatch_uid="conversion.core_user_files")
+def _core_user_deleting(sender, core_user, **kwargs) -> None:
+    """The user's files and batches go ahead of the cascade, read for the receivers above by the columns these use.
+    The cascade reads every column of rows whose deletion has receivers, a file's kilobytes of output JSON
+    included, and it reached each file twice (through the user and through its batch): 36 s for 10,000 files."""
+    File.objects.filter(core_user=core_user).only("pk").delete()
+    Batch.objects.filter(core_user=core_user).only("pk", "upload").delete()
 
 
 def stray_storage_sweep() -> dict[str, int]:

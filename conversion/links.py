@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 
+from django.db import connection
+from django.db.models import UUIDField, Value
+from django.db.models.functions import Cast, Replace
 from shapely.geometry import MultiPolygon, shape
 
 from assets import services as assets
@@ -49,6 +52,26 @@ def file_field_ids(file_ids: list) -> dict[str, list[str]]:
     for file_id, field_id in rows:
         out[file_id].append(str(field_id))
     return out
+
+
+def field_file_ids(field):
+    """The ids of the files attached to `field`, as a subquery to compare `File.pk` with. The link table keeps an
+    id as text (canonical UUID form); PostgreSQL stores a UUID as uuid, SQLite as 32 hex digits."""
+    if connection.vendor == "postgresql":
+        key = Cast("file_id", UUIDField())
+    else:
+        key = Replace("file_id", Value("-"), Value(""))
+    return FieldFile.objects.filter(field=field).annotate(key=key).values("key")
+
+
+def batch_file_ids(batches) -> None:
+    """Set `file_ids` (the batch serializer's `files`) on each of `batches`, in one query."""
+    ids: dict = {batch.pk: [] for batch in batches}
+    rows = File.objects.filter(batch__in=list(ids)).order_by("dataset__position", "part")
+    for batch_id, file_id in rows.values_list("batch_id", "pk"):
+        ids[batch_id].append(str(file_id))
+    for batch in batches:
+        batch.file_ids = ids[batch.pk]
 
 
 def machine_file_totals(summary: dict | None) -> dict:

@@ -2,7 +2,9 @@
 (under the fields service prefix). Configuration only; the rules live in `services`."""
 
 from django.core.files.storage import default_storage
+from django.db.models import Prefetch
 from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
@@ -10,18 +12,20 @@ from rest_framework.exceptions import NotFound
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from fields.models import Field, FieldFile
+from fields.models import Field
 from platform_site.api.errors import DomainError
 from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload, ZipDownload
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404, owned_core_user_or_404
 
 from . import merging, outputs, services
 from .filtersets import BatchFilterSet, FieldFileFilterSet, FileFilterSet
+from .links import batch_file_ids, field_file_ids
 from .models import FILE_STEPS, Batch, File, FileStatus
 from .serializers import (
     GEOJSON_DOWNLOAD,
     SUMMARY_SCHEMA,
     UNITS_SCHEMA,
+    UPLOAD_PROVIDERS,
     BatchReceivedSerializer,
     BatchSerializer,
     BatchStatusSerializer,
@@ -62,7 +66,21 @@ BATCH_SORT_FIELDS = {
 
 
 def _files_of(owner):
-    return File.objects.filter(core_user__owner=owner).select_related("core_user__owner").prefetch_related("sources")
+    return File.objects.filter(core_user__owner=owner)
+
+
+# A file's outputs (summary, units, images, steps) are kilobytes of JSON each, answered only by their own endpoints.
+_OUTPUT_COLUMNS = ("summary", "units", "images", "steps")
+
+
+def _file_records(files):
+    """`files` read for the file record: its owner's name and its sources' ids, not its outputs (nor the rows of
+    the sources: a merged file may have a thousand)."""
+    return (
+        files.select_related("core_user__owner")
+        .prefetch_related(Prefetch("sources", queryset=File.objects.only("pk")))
+        .defer(*_OUTPUT_COLUMNS)
+    )
 
 
 def stored_download(name: str, *, filename: str, content_type: str):
@@ -94,6 +112,13 @@ class FileListMixin:
 class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """`/files`: the owner's files, each with its outputs."""
 
+    problem_responses = {
+        "merge": {
+            400: "Fewer than two files, or files of several core users or operation types, or not processed "
+            "(`mergeNotAllowed`); or an invalid body (`validation`).",
+            404: "A listed file does not exist or belongs to another API owner (`notFound`).",
+        }
+    }
     download_renderers = {
         "image": PNGDownload,
         "standard_geojson": GeoJSONDownload,
@@ -106,7 +131,8 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
     default_sort = ("-created_time",)
 
     def get_queryset(self):
-        return _files_of(self.owner)
+        files = _files_of(self.owner)
+        return _file_records(files) if self.action in ("list", "retrieve") else files
 
     @extend_schema(responses=FilePageSerializer)
     def list(self, request):
@@ -146,7 +172,7 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
         body = FileMergeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         file = merging.file_merge(owner=self.owner, ids=body.validated_data["ids"])
-        file = self.get_queryset().get(pk=file.pk)
+        file = _file_records(_files_of(self.owner)).get(pk=file.pk)
         return Response(
             FileSerializer(file, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
         )
@@ -192,6 +218,7 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
 
     serializer_class = BatchSerializer
     parser_classes = [MultiPartParser]
+    problem_responses = {"retry": {409: "The batch is still being processed (`batchProcessing`)."}}
     filterset_class = BatchFilterSet
     sort_fields = BATCH_SORT_FIELDS
     default_sort = ("-upload_timestamp",)
@@ -199,10 +226,17 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
     def get_queryset(self):
         return Batch.objects.filter(core_user__owner=self.owner)
 
+    def list(self, request):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        batch_file_ids(page)
+        return Response(self.get_serializer(page, many=True).data, headers=self.paginator.page_headers())
+
     @extend_schema(
         parameters=[
-            OpenApiParameter("coreUserId", str, required=True, description="query string or form field"),
-            OpenApiParameter("provider", str, required=True, description="query string or form field"),
+            OpenApiParameter("coreUserId", OpenApiTypes.UUID, required=True, description="query string or form field"),
+            OpenApiParameter(
+                "provider", str, enum=UPLOAD_PROVIDERS, required=True, description="query string or form field"
+            ),
         ],
         request={
             "multipart/form-data": {"type": "object", "properties": {"file": {"type": "string", "format": "binary"}}}
@@ -257,8 +291,7 @@ class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
 
     def get_queryset(self):
         field = get_or_404(Field.objects.filter(core_user=self.core_user), pk=self.kwargs["fieldId"])
-        file_ids = FieldFile.objects.filter(field=field).values_list("file_id", flat=True)
-        return _files_of(self.owner).filter(core_user=self.core_user, pk__in=[str(i) for i in file_ids])
+        return _file_records(_files_of(self.owner).filter(core_user=self.core_user, pk__in=field_file_ids(field)))
 
     def list(self, request, coreUserId=None, fieldId=None):
         data = self.file_page(self.get_queryset())

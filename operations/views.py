@@ -36,17 +36,23 @@ class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.Retrie
     serializer_class = OperationSerializer
     filterset_class = OperationFilterSet
     download_renderers = {"image": PNGDownload, "standard_geojson": GeoJSONDownload}
+    problem_responses = {
+        "crop": {
+            400: "The operation covers no field, or the field is unknown or has no active boundary (`validation`).",
+            404: "No such operation, or one of another API owner (`notFound`).",
+            409: "The operation is still being processed (`operationProcessing`).",
+        }
+    }
     sort_fields = OPERATION_SORT_FIELDS
     default_sort = ("-start_time",)
 
     def get_queryset(self):
-        return (
-            Operation.objects.filter(core_user__owner=self.owner)
-            .select_related("core_user__owner", "merged_file")
-            .prefetch_related(
-                Prefetch("files", queryset=File.objects.only("id", "start_time")),
-                Prefetch("field_links", queryset=OperationField.objects.order_by("-coverage", "field_id")),
-            )
+        operations = Operation.objects.filter(core_user__owner=self.owner)
+        if self.action not in ("list", "retrieve"):
+            return operations  # the outputs: read from the automerged file alone
+        return operations.select_related("core_user__owner").prefetch_related(
+            Prefetch("files", queryset=File.objects.only("id", "start_time")),
+            Prefetch("field_links", queryset=OperationField.objects.order_by("-coverage", "field_id")),
         )
 
     def _merged_file(self) -> File:

@@ -220,21 +220,27 @@ def _batch_fail(batch: Batch, details: str, reason: str) -> None:
 def batch_status(batch: Batch) -> dict:
     """`GET /batch/{id}/status`: converted, processing and failed files (failed with the step and message)."""
     converted, processing, failed = [], [], []
-    for file in File.objects.filter(batch=batch).order_by("dataset__position", "part"):
-        if file.status == FileStatus.PROCESSED:
-            converted.append(str(file.pk))
-        elif file.status == FileStatus.PROCESSING:
-            processing.append(str(file.pk))
+    files = File.objects.filter(batch=batch).order_by("dataset__position", "part")
+    # Only the columns answered: a file's summary and images are kilobytes of JSON each.
+    for pk, status, steps, message in files.values_list("pk", "status", "steps", "status_message"):
+        if status == FileStatus.PROCESSED:
+            converted.append(str(pk))
+        elif status == FileStatus.PROCESSING:
+            processing.append(str(pk))
         else:
-            step = next((s for s, v in (file.steps or {}).items() if v.get("status") == "failed"), "read")
-            failed.append({"id": str(file.pk), "step": step, "message": file.status_message})
+            step = next((s for s, v in (steps or {}).items() if v.get("status") == "failed"), "read")
+            failed.append({"id": str(pk), "step": step, "message": message})
     return {"converted": converted, "processing": processing, "failed": failed}
 
 
 def batch_progress(batch: Batch) -> dict:
     """The batch and its files for a live status page (magic link upload)."""
     batch.refresh_from_db()
-    files = File.objects.filter(batch=batch).order_by("dataset__position", "part")
+    files = (
+        File.objects.filter(batch=batch)
+        .order_by("dataset__position", "part")
+        .only("pk", "file_name", "status", "status_message")
+    )
     return {
         "id": str(batch.pk),
         "status": batch.status,

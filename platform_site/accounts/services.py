@@ -8,6 +8,7 @@ from platform_site.api.authentication import token_issue
 from platform_site.api.errors import ConflictError, DomainError
 
 from .models import CoreUser, ProviderApplication, ProviderCredential
+from .signals import core_user_deleting
 
 USER_FIELDS = ("name", "email", "phone", "address", "external_id")
 
@@ -77,8 +78,10 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
 
 @transaction.atomic
 def core_user_delete(*, core_user: CoreUser) -> None:
-    """Delete a core user and, by cascade, everything of theirs."""
-    core_user.delete()
+    """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first)."""
+    with transaction.atomic():
+        core_user_deleting.send(sender=CoreUser, core_user=core_user)
+        core_user.delete()
 
 
 def core_user_find_or_create(*, owner, external_id: str, name: str, email: str) -> tuple[CoreUser, bool]:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from conversion.models import Batch, File
 from platform_site.accounts.models import CoreUser
@@ -67,3 +69,25 @@ def test_an_upload_whose_user_was_deleted_while_it_streamed_is_404_and_leaves_no
         batch_receive(core_user=gone, provider="Other", upload=upload)
     assert not Batch.objects.exists()
     assert (set(stored.glob("*")) if stored.exists() else set()) == before
+
+
+def test_deleting_a_core_user_reads_their_files_by_id_only(api_client, owner, core_user, jd_shapefiles):
+    """The cascade read every column of every file (kilobytes of summary and image JSON each), twice: 36 s for a
+    user with 10,000 files. The files now go first, read by id, and each once."""
+    data = (jd_shapefiles / "Export From MyJohnDeere - Application.zip").read_bytes()
+    assert upload(api_client, core_user.pk, data).status_code == 201
+    files = File.objects.filter(core_user=core_user)
+    assert files.count() >= 2 and all(f.summary for f in files)
+    table = connection.ops.quote_name(File._meta.db_table)
+    output = connection.ops.quote_name(File._meta.get_field("summary").column)
+
+    with CaptureQueriesContext(connection) as queries:
+        assert api_client.delete(f"{USERS_URL}/{core_user.pk}").status_code == 204
+
+    statements = [q["sql"] for q in queries.captured_queries]
+    deleted = max(i for i, sql in enumerate(statements) if sql.startswith(f"DELETE FROM {table}"))
+    # (the cascade from the user still asks for whole rows, once the files are gone: it finds none)
+    whole_rows = [i for i, sql in enumerate(statements) if sql.startswith("SELECT") and f"{table}.{output}" in sql]
+    assert all(i > deleted for i in whole_rows), statements[: deleted + 1]
+    assert not File.objects.filter(core_user_id=core_user.pk).exists()
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists()
