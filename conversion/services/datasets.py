@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -18,6 +19,11 @@ from .files import _file_fail, _file_named, _part_name, file_complete, file_fail
 
 log = logging.getLogger(__name__)
 
+WORKER_DIED_MESSAGE = (
+    "Processing stopped: the conversion ended abnormally {attempts} times (its worker stopped; the data set may need "
+    "more memory than the workers have)."
+)
+
 
 def dataset_convert(dataset_id: int) -> None:
     """Convert one data set into its file(s). Idempotent: a data set that ended is left alone."""
@@ -30,10 +36,18 @@ def dataset_convert(dataset_id: int) -> None:
         )
         if dataset is None or dataset.status not in (DatasetStatus.PENDING, DatasetStatus.PROCESSING):
             return
-        dataset.status = DatasetStatus.PROCESSING
-        dataset.attempts += 1
-        dataset.started_at = dataset.progress_at = timezone.now()
-        dataset.save(update_fields=["status", "attempts", "started_at", "progress_at"])
+        # PROCESSING: a run began and never ended. Its worker died (out of memory, killed) and the broker sent the
+        # unacknowledged task again at once, so the sweep (which waits for silence) never sees it stuck.
+        died = dataset.status == DatasetStatus.PROCESSING and dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS
+        if not died:
+            dataset.status = DatasetStatus.PROCESSING
+            dataset.attempts += 1
+            dataset.started_at = dataset.progress_at = timezone.now()
+            dataset.save(update_fields=["status", "attempts", "started_at", "progress_at"])
+    if died:
+        message = WORKER_DIED_MESSAGE.format(attempts=dataset.attempts)
+        _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)
+        return
     batch = dataset.batch
     try:
         root = ensure_extracted(batch)

@@ -83,6 +83,27 @@ def test_a_data_set_stuck_after_the_last_attempt_fails_with_a_reason(
     assert {f.status for f in File.objects.filter(batch_id=batch_id)} == {FileStatus.FAILED}
 
 
+@pytest.mark.parametrize("died", [1, 2])
+def test_a_data_set_whose_worker_dies_at_every_attempt_fails_when_sent_again(
+    api_client, core_user, valid_timelogs, settings, monkeypatch, died
+):
+    """A worker killed mid-conversion (out of memory) leaves its task unacknowledged, and the broker sends it again
+    at once: the data set never looks stuck to the sweep, and each run killed the next worker, forever."""
+    settings.CONVERSION_MAX_ATTEMPTS = 2
+    batch_id = _stalled_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
+    dataset = BatchDataset.objects.get(batch_id=batch_id)
+    # Its last run began a moment ago and never ended.
+    BatchDataset.objects.filter(pk=dataset.pk).update(attempts=died, progress_at=timezone.now())
+    tasks.dataset_convert(dataset.pk)  # sent again by the broker
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    if died < settings.CONVERSION_MAX_ATTEMPTS:
+        assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+        return
+    assert batch["status"] == "FAILED"
+    assert "ended abnormally 2 times" in batch["failureReason"]
+    assert {f.status for f in File.objects.filter(batch_id=batch_id)} == {FileStatus.FAILED}
+
+
 def test_a_batch_never_opened_is_opened_by_the_sweep(api_client, core_user, valid_timelogs, settings, monkeypatch):
     batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
