@@ -1,7 +1,7 @@
 """Catalogs (beta) endpoints, included at `/services/beta/api/`: a core user's products and
 varieties, the owner-wide unique names with file counts, and the product search."""
 
-from django.db.models import Count, Prefetch, Subquery
+from django.db.models import Case, Count, Prefetch, Subquery, Value, When
 from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
@@ -75,9 +75,10 @@ class ProductSearchViewSet(CoreUserScopedViewSet):
     def list(self, request, *args, **kwargs):
         query = ProductSearchQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        products = list(self.filter_queryset(self.get_queryset()).order_by("normalized_name", "id"))
         prefix = normalize_name(request.query_params.get("search", ""))
-        products.sort(key=lambda p: not p.normalized_name.startswith(prefix))  # stable: alphabetical within
+        # Ranked and cut in the query: only the products answered are read, with their files.
+        first = Case(When(normalized_name__startswith=prefix, then=Value(0)), default=Value(1))
+        products = self.filter_queryset(self.get_queryset()).order_by(first, "normalized_name", "id")
         return Response(ProductSerializer(products[: query.validated_data["maxResults"]], many=True).data)
 
 

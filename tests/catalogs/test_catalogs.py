@@ -2,6 +2,7 @@ import uuid
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from catalogs.models import Product, ProductFile, Variety
 from catalogs.normalize import normalize_name
@@ -168,6 +169,20 @@ class TestProductEndpoints:
         # The `/beta/products/search` spelling: the same search with the core user in the query.
         alias = api_client.get(f"{BASE}/products/search", {**params, "coreUserId": str(core_user.id)})
         assert names(alias) == expected
+
+    def test_search_reads_only_the_products_it_answers(self, api_client, core_user):
+        """Every match was read with all its file links, then sorted and cut in Python (1.3 s for 10,000)."""
+        for index in range(30):
+            product_record(core_user=core_user, name=f"Mix {index:02d} rare", core_file_id=F1)
+        product_record(core_user=core_user, name="Rare Earth", core_file_id=F2)
+        with CaptureQueriesContext(connection) as queries:
+            found = names(api_client.get(products_url(core_user, "search"), {"search": "rare", "maxResults": "2"}))
+        assert found == ["Rare Earth", "Mix 00 rare"]
+        table = connection.ops.quote_name(ProductFile._meta.db_table)
+        links = [q["sql"] for q in queries.captured_queries if f"FROM {table}" in q["sql"]]
+        wanted = set(Product.objects.filter(name__in=found).values_list("pk", flat=True))
+        named = {p.pk for p in Product.objects.all() if any(str(p.pk) in sql or p.pk.hex in sql for sql in links)}
+        assert len(links) == 1 and named == wanted
 
     @pytest.mark.parametrize("params", [{"maxResults": m} for m in ("21", "0", "x", "1_0", "\u0663", "2.0")])
     def test_search_max_results_is_at_most_20(self, api_client, core_user, catalog, params):
