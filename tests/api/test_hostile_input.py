@@ -8,7 +8,8 @@ import re
 from urllib.parse import quote
 
 import pytest
-from django.db import transaction
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from tests.tenancy import assert_problem
@@ -144,8 +145,17 @@ def _wsgi(method: str, path: str, *, query: str = "", content_type: str = "", bo
         "CONTENT_LENGTH": str(len(body)),
     } | ({"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {})
     answer = {}
-    chunks = application(environ, lambda status, headers: answer.update(status=status, headers=dict(headers)))
-    return int(answer["status"].split()[0]), answer["headers"], b"".join(chunks)
+    # As Django's test client does: the test's database connection must outlive the request.
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    try:
+        chunks = application(environ, lambda status, headers: answer.update(status=status, headers=dict(headers)))
+        body = b"".join(chunks)
+        chunks.close()
+    finally:
+        for signal in (request_started, request_finished):
+            signal.connect(close_old_connections)
+    return int(answer["status"].split()[0]), answer["headers"], body
 
 
 @pytest.mark.parametrize("charset", ["\x00", "utf-8\x00"])
