@@ -5,7 +5,7 @@ from django.core.files.storage import default_storage
 from django.db.models import Prefetch
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -310,3 +310,8 @@ class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
         """Deprecated path: the same file, as a one-element array."""
         file = self.get_object()
         return Response([FileSerializer(file, context=self.get_serializer_context()).data])
+
+
+@extend_schema_view(list=extend_schema(deprecated=True))
+class FieldFileDeprecatedListViewSet(FieldFileViewSet):
+    """The deprecated path of the same list, `/users/{coreUserId}/fields/{fieldId}/operations`."""

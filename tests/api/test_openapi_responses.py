@@ -284,3 +284,14 @@ def test_deprecated_keys_and_enums_are_documented(schema):
     assert "planted" in json.dumps(file_type)
     assert "fieldCreated" in json.dumps(json_schema(components["Webhook"]["properties"]["events"], components))
     assert components["File"]["properties"]["crops"]["items"] == {"type": "string"}
+    # The spec's deprecated paths, and only those (the preferred ones share their views).
+    field_files = "/services/fields/api/users/{coreUserId}/fields/{fieldId}/operations"
+    for path, deprecated in (
+        (field_files, True),
+        (f"{field_files}/{{id}}", True),
+        (f"{field_files}/files", None),
+        (f"{field_files}/files/{{id}}", None),
+        ("/services/fields/api/fields/query/intersects", True),
+    ):
+        method = "post" if path.endswith("intersects") else "get"
+        assert schema["paths"][path][method].get("deprecated") is deprecated, path
