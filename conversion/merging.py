@@ -16,6 +16,7 @@ from django.db import transaction
 
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import DomainError, NotFoundError
+from platform_site.celery import send_on_commit
 
 from . import outputs, services
 from .merge import tables_merge
@@ -35,7 +36,7 @@ class MergeNotAllowed(DomainError):
 def _enqueue_merge(file_id) -> None:
     from . import tasks  # tasks import this module
 
-    transaction.on_commit(lambda: tasks.file_merge_process.delay(str(file_id)))
+    send_on_commit(tasks.file_merge_process, str(file_id))
 
 
 @transaction.atomic

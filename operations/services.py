@@ -33,6 +33,7 @@ from fields.geometry import from_geos, overlaps
 from fields.models import Boundary, Field, FieldFile
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import ConflictError, DomainError
+from platform_site.celery import send_on_commit
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -62,7 +63,7 @@ def on_file_processed(sender, file: File, **kwargs) -> None:
     if file.origin not in GROUPED_ORIGINS:
         return
     file_id = str(file.pk)
-    transaction.on_commit(lambda: _tasks().operation_file_group.delay(file_id))
+    send_on_commit(_tasks().operation_file_group, file_id)
 
 
 def _file_field_ids(file_ids: list[str]) -> set[str]:
@@ -158,7 +159,7 @@ def _merged_file_reopen(merged: File, now) -> None:
 
 def _enqueue_build(operation: Operation) -> None:
     operation_id, version = str(operation.pk), operation.version
-    transaction.on_commit(lambda: _tasks().operation_build.delay(operation_id, version))
+    send_on_commit(_tasks().operation_build, operation_id, version)
 
 
 def _merged_points(operation: Operation):
@@ -323,7 +324,7 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
         operation=operation, source_file=source, file=file, field=field, boundary=field.boundary
     )
     crop_id = str(crop.pk)
-    transaction.on_commit(lambda: _tasks().operation_crop_process.delay(crop_id))
+    send_on_commit(_tasks().operation_crop_process, crop_id)
     return crop
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from platform_site.api.errors import DomainError
 from platform_site.api.serializers import format_timestamp
+from platform_site.celery import send_on_commit
 from platform_site.text import storable
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
@@ -122,7 +123,7 @@ def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any]
     from .tasks import webhooks_delivery_send
 
     for delivery in deliveries:
-        transaction.on_commit(lambda pk=str(delivery.pk): webhooks_delivery_send.delay(pk))
+        send_on_commit(webhooks_delivery_send, str(delivery.pk))
     return len(deliveries)
 
 

@@ -14,6 +14,7 @@ from assets.models import Provider
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import NOT_FOUND, NotFoundError
+from platform_site.celery import send_on_commit
 from platform_site.text import fit, storable
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 def _enqueue(task, *args) -> None:
-    transaction.on_commit(lambda: task.delay(*args))
+    send_on_commit(task, *args)
 
 
 def _tasks():
@@ -70,7 +71,9 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
             batch.save(force_insert=True)
             _enqueue(_tasks().batch_open, str(batch.id))
     except BaseException:
-        batch.upload.delete(save=False)
+        # Not when the batch committed and what failed came after (a commit hook): the zip is its data.
+        if not Batch.objects.filter(pk=batch.pk).exists():
+            batch.upload.delete(save=False)
         raise
     return batch
 
@@ -199,7 +202,7 @@ def _batch_end(batch: Batch) -> None:
         core_user=batch.core_user,
         payload={"batchId": str(batch.pk), "status": batch.status},
     )
-    transaction.on_commit(lambda: storage.remove_work_dir(batch.pk))
+    transaction.on_commit(lambda: storage.remove_work_dir(batch.pk), robust=True)
 
 
 def _batch_fail(batch: Batch, details: str, reason: str) -> None:

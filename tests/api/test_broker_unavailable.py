@@ -1,0 +1,66 @@
+"""The broker (Redis) down while clients write: what committed is answered as committed (not a 500 the client
+would retry into a 409), nothing committed is undone (an upload's zip was deleted under its recorded batch), and
+the sweeps send the tasks again once the broker is back."""
+
+import io
+
+import pytest
+from django.core.files.storage import default_storage
+
+from conversion.models import Batch, BatchStatus
+from conversion.services import batch_open
+from platform_site.celery import app
+from tests.conftest import set_eager
+from tests.fields.helpers import square
+from webhooks.models import Delivery
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+UNREACHABLE = "redis://127.0.0.1:9/0"  # the discard port: nothing listens
+
+
+@pytest.fixture
+def broker_down(settings):
+    """A real broker address where nothing answers; tasks are sent to it, not run in the test."""
+    app.pool.force_close_all()
+    app._pool = None  # the connection pool is built from the broker URL on first use
+    settings.CELERY_BROKER_URL = UNREACHABLE
+    app.conf.broker_url = UNREACHABLE
+    set_eager(False)
+    yield
+    set_eager(True)
+    app.conf.broker_url = None
+    app._pool = None
+
+
+def test_writes_that_commit_while_the_broker_is_down_answer_as_committed(
+    broker_down, api_client, core_user, webhook_receiver, samples_dir
+):
+    jd_zip = (samples_dir / "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip").read_bytes()
+    hook = api_client.post(
+        "/services/alerts/api/alerts/webhooks",
+        {"name": "hook", "secret": "a-secret-of-some-length", "url": webhook_receiver.url, "events": ["fieldCreated"]},
+        format="json",
+    )
+    assert hook.status_code == 201, hook.content
+    field = api_client.post(
+        f"/services/fields/api/users/{core_user.pk}/fields",
+        {"id": "north", "geometry": square(-1.0, 47.0)},
+        format="json",
+    )
+    assert field.status_code == 201, field.content
+    assert Delivery.objects.count() == 1  # recorded: the webhook sweep sends it once the broker is back
+
+    upload = io.BytesIO(jd_zip)
+    upload.name = "harvest.zip"
+    answer = api_client.post(
+        f"/services/operations/api/batch?coreUserId={core_user.pk}&provider=Other", {"file": upload}
+    )
+    assert answer.status_code == 201, answer.content
+    batch = Batch.objects.get(pk=answer.json()["id"])
+    assert batch.status == BatchStatus.RECEIVED and default_storage.exists(batch.upload.name)
+
+    # Back up: what the sweep sends again converts from the kept zip.
+    set_eager(True)
+    batch_open(str(batch.pk))
+    assert Batch.objects.get(pk=batch.pk).status == BatchStatus.PROCESSED
