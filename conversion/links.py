@@ -54,14 +54,20 @@ def file_field_ids(file_ids: list) -> dict[str, list[str]]:
     return out
 
 
-def field_file_ids(field):
-    """The ids of the files attached to `field`, as a subquery to compare `File.pk` with. The link table keeps an
-    id as text (canonical UUID form); PostgreSQL stores a UUID as uuid, SQLite as 32 hex digits."""
+def linked_file_ids(links=None):
+    """The ids of the files of `links` (FieldFile rows; all of them by default), as a subquery to compare `File.pk`
+    with. The link table keeps an id as text (canonical UUID form); PostgreSQL stores a UUID as uuid, SQLite as 32
+    hex digits."""
     if connection.vendor == "postgresql":
         key = Cast("file_id", UUIDField())
     else:
         key = Replace("file_id", Value("-"), Value(""))
-    return FieldFile.objects.filter(field=field).annotate(key=key).values("key")
+    return (FieldFile.objects.all() if links is None else links).annotate(key=key).values("key")
+
+
+def field_file_ids(field):
+    """The ids of the files attached to `field` (a subquery, see `linked_file_ids`)."""
+    return linked_file_ids(FieldFile.objects.filter(field=field))
 
 
 def batch_file_ids(batches) -> None:

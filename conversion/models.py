@@ -171,6 +171,7 @@ class File(models.Model):
         indexes = [
             models.Index(fields=["core_user", "status"]),
             models.Index(fields=["status", "started_at"]),
+            models.Index(fields=["status", "updated_time"]),  # the sweeps: processing too long, processed not grouped
         ]
 
     def __str__(self):

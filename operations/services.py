@@ -25,7 +25,7 @@ from django.utils import timezone
 from conversion import merging, outputs
 from conversion import services as conversion
 from conversion.crop import table_crop
-from conversion.links import coverage_geometry
+from conversion.links import coverage_geometry, linked_file_ids
 from conversion.merge import tables_merge
 from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus, OperationType
 from fields.geodesy import SQUARE_METRES_PER_HECTARE, geodesic_area_m2
@@ -45,6 +45,7 @@ GROUPED_ORIGINS = (FileOrigin.UPLOADED, FileOrigin.PROVIDER)
 WINDOW_DAYS = 5
 HARVEST_WINDOW_DAYS = 21
 AUTOMERGED_FORMAT = "AUTOMERGED"
+UNGROUPED_HORIZON = timedelta(days=7)
 
 
 def operation_window(operation_type: str) -> timedelta:
@@ -215,10 +216,11 @@ def operation_build(operation_id: str, version: int | None = None) -> Operation 
 def operations_sweep() -> dict[str, int]:
     """Re-send the build of operations left processing longer than CONVERSION_STUCK_AFTER_SECONDS (its task was
     lost or its worker died), or, after CONVERSION_MAX_ATTEMPTS re-sends, fail the operation and its automerged
-    file with a reason. An automerged file failed while its operation still waits is made processing again."""
+    file with a reason. An automerged file failed while its operation still waits is made processing again. Group
+    again the processed files on a field that are in no operation that long after their processing."""
     now = timezone.now()
     limit = now - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
-    counts = {"resent": 0, "failed": 0}
+    counts = {"resent": 0, "failed": 0, "grouped": 0}
     stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit)
     for operation_id in stuck.values_list("pk", flat=True):
         with transaction.atomic():
@@ -246,6 +248,24 @@ def operations_sweep() -> dict[str, int]:
             operation.save(update_fields=["sweep_attempts", "updated_time"])
             _enqueue_build(operation)
             counts["resent"] += 1
+    # Files that never joined an operation: their grouping task was lost (the broker was down when it was sent,
+    # or restarted without its queue). Looked for among the files processed within UNGROUPED_HORIZON.
+    ungrouped = (
+        File.objects.filter(
+            status=FileStatus.PROCESSED,
+            origin__in=GROUPED_ORIGINS,
+            start_time__isnull=False,
+            updated_time__lt=limit,
+            updated_time__gte=now - UNGROUPED_HORIZON,
+            operations__isnull=True,
+            pk__in=linked_file_ids(),
+        )
+        .exclude(operation_type="")
+        .exclude(operation_type__isnull=True)
+    )
+    for file_id in ungrouped.values_list("pk", flat=True):
+        _tasks().operation_file_group.delay(str(file_id))
+        counts["grouped"] += 1
     return counts
 
 

@@ -39,7 +39,7 @@ def lost_build(core_user, field, settings, monkeypatch) -> Operation:
 
 def test_a_lost_build_is_sent_again_and_the_operation_is_processed(api_client, lost_build):
     assert api_client.get(f"{OPS_URL}/{lost_build.pk}").json()["status"] == "processing"
-    assert operations_sweep() == {"resent": 1, "failed": 0}
+    assert operations_sweep() == {"resent": 1, "failed": 0, "grouped": 0}
     body = api_client.get(f"{OPS_URL}/{lost_build.pk}").json()
     assert body["status"] == "processed"
     assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
@@ -48,18 +48,18 @@ def test_a_lost_build_is_sent_again_and_the_operation_is_processed(api_client, l
 
 def test_a_recent_operation_is_left_alone(lost_build):
     Operation.objects.update(updated_time=timezone.now())
-    assert operations_sweep() == {"resent": 0, "failed": 0}
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}
     assert Operation.objects.get().status == Operation.Status.PROCESSING
 
 
 def test_after_the_last_attempt_the_operation_and_its_file_fail_with_a_reason(api_client, lost_build, settings):
     Operation.objects.update(sweep_attempts=settings.CONVERSION_MAX_ATTEMPTS)
-    assert operations_sweep() == {"resent": 0, "failed": 1}
+    assert operations_sweep() == {"resent": 0, "failed": 1, "grouped": 0}
     body = api_client.get(f"{OPS_URL}/{lost_build.pk}").json()
     assert body["status"] == "failed"
     merged = File.objects.get(pk=body["coreFileId"])
     assert merged.status == FileStatus.FAILED and "not built in time" in merged.status_message
-    assert operations_sweep() == {"resent": 0, "failed": 0}  # nothing left in flight
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}  # nothing left in flight
 
 
 def test_a_file_joining_gives_the_new_version_fresh_attempts(core_user, lost_build, settings):
@@ -95,3 +95,23 @@ def test_the_conversion_sweep_fails_a_merged_file_judged_from_its_last_update(co
     assert conversion_sweep()["failed"] == 1
     merged.refresh_from_db()
     assert merged.status == FileStatus.FAILED and "did not finish in time" in merged.status_message
+
+
+def test_a_file_whose_grouping_was_lost_joins_its_operation_at_the_next_sweep(api_client, core_user, field, settings):
+    """The grouping task is sent once, after the file's commit: lost (the broker was down, or restarted without its
+    queue), the file stayed on its field in no operation, for good."""
+    grouped = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tasks.operation_file_group, "delay", lambda *a: None)  # lost on its way to the broker
+        lost = processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=2))
+    elsewhere = processed_file(core_user, grid_table(start="2024-09-02T10:00:00", lon0=10.0, seed=3))  # no field
+    operation = Operation.objects.get()
+    assert list(operation.files.all()) == [grouped]
+
+    assert operations_sweep()["grouped"] == 0  # too recent: its task may still be on its way
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    File.objects.filter(pk__in=[lost.pk, elsewhere.pk]).update(updated_time=long_ago)
+    assert operations_sweep()["grouped"] == 1
+    body = api_client.get(f"{OPS_URL}/{operation.pk}").json()
+    assert body["files"] == [str(grouped.pk), str(lost.pk)] and body["status"] == "processed"
+    assert operations_sweep()["grouped"] == 0
