@@ -19,18 +19,23 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 UNREACHABLE = "redis://127.0.0.1:9/0"  # the discard port: nothing listens
 
 
+def _broker(url: str) -> None:
+    """Point Celery at `url` (its connection and producer pools are found again by address on first use)."""
+    app.conf.broker_url = url
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
 @pytest.fixture
 def broker_down(settings):
     """A real broker address where nothing answers; tasks are sent to it, not run in the test."""
-    app.pool.force_close_all()
-    app._pool = None  # the connection pool is built from the broker URL on first use
-    settings.CELERY_BROKER_URL = UNREACHABLE
-    app.conf.broker_url = UNREACHABLE
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True  # the receiver is on loopback
+    before = app.conf.broker_url
+    _broker(UNREACHABLE)
     set_eager(False)
     yield
     set_eager(True)
-    app.conf.broker_url = None
-    app._pool = None
+    _broker(before)
 
 
 def test_writes_that_commit_while_the_broker_is_down_answer_as_committed(
