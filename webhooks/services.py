@@ -137,6 +137,11 @@ def _jsonable(value):
     return str(value)
 
 
+def _call_deadline() -> float:
+    """The longest one post may take in all (connecting, then the answer): each timeout bounds one read only."""
+    return 2 * settings.WEBHOOK_TIMEOUT_SECONDS
+
+
 def delivery_claim(delivery_id) -> Delivery | None:
     """Take the delivery for one attempt if it is due and nobody holds it; None otherwise. The claim
     is a lease in the row, so two workers never post the same attempt and a dead worker's claim expires."""
@@ -146,7 +151,7 @@ def delivery_claim(delivery_id) -> Delivery | None:
         pk=delivery_id,
         status=Delivery.Status.PENDING,
         next_attempt_at__lte=now,
-    ).update(lease_until=now + LEASE)
+    ).update(lease_until=now + max(LEASE, timedelta(seconds=_call_deadline() + 60)))
     if not claimed:
         return None
     return Delivery.objects.select_related("webhook").get(pk=delivery_id)
@@ -162,10 +167,11 @@ def delivery_attempt(delivery_id) -> float | None:
     webhook = delivery.webhook
     status_code, response_text, error = None, "", ""
     started = time.monotonic()
+    session = None
     try:
         # Checked again at send time (DNS may have changed since registration), and the session connects only to
         # the addresses just checked, never to a second DNS answer.
-        with safe_session(webhook.url) as session:
+        with safe_session(webhook.url, deadline=_call_deadline()) as session:
             response = session.post(
                 webhook.url,
                 data=body,
@@ -184,6 +190,8 @@ def delivery_attempt(delivery_id) -> float | None:
         error = f"refused: {exc}"
     except requests.RequestException as exc:
         error = f"{type(exc).__name__}: {exc}"[:RESPONSE_KEEP_CHARS]
+        if session is not None and session.expired:
+            error = f"Timeout: no complete answer within {_call_deadline():g} s"
     duration_ms = int((time.monotonic() - started) * 1000)
     succeeded = status_code is not None and 200 <= status_code < 300
     return _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded)

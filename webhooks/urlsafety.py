@@ -14,6 +14,7 @@ Two rules make the check mean something:
 
 import ipaddress
 import socket
+import threading
 from urllib.parse import urlsplit
 
 import requests
@@ -82,30 +83,62 @@ def _resolve(url: str) -> tuple[str, tuple[str, ...]]:
     return host, tuple(dict.fromkeys(addresses))
 
 
-def safe_session(url: str) -> requests.Session:
+def safe_session(url: str, *, deadline: float | None = None) -> "DeadlineSession":
     """A requests session for calling `url`, after `resolve_public(url)`. Unless private URLs are allowed, its
     connections go only to `url`'s host and only to the addresses just checked (no second DNS lookup); a
-    connection to any other host (a proxy from the environment, say) is refused. Close it after use."""
+    connection to any other host (a proxy from the environment, say) is refused. With a `deadline` (seconds), its
+    connections are shut once that long has passed. Close it after use."""
     host, addresses = _resolve(url)
-    session = requests.Session()
-    if addresses:
-        adapter = _PinnedAdapter(host, addresses)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
+    session = DeadlineSession(deadline)
+    adapter = _PinnedAdapter(host if addresses else None, addresses, session.sockets)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
     return session
+
+
+class DeadlineSession(requests.Session):
+    """A session that shuts every connection it opened once `deadline` seconds have passed since it was made.
+    Timeouts bound each read only: a server sending its answer a byte at a time, each within the read timeout,
+    held a call for as long as it liked (and a webhook delivery's lease ran out under it: posted twice).
+    `expired` tells a call's failure came from the deadline."""
+
+    def __init__(self, deadline: float | None):
+        super().__init__()
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+        self._timer = None
+        if deadline is not None:
+            self._timer = threading.Timer(deadline, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _expire(self) -> None:
+        self.expired = True
+        for sock in list(self.sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        super().close()
 
 
 class _PinnedAdapter(HTTPAdapter):
     """A transport adapter whose connection pools connect `host` to the vetted `addresses` instead of resolving
-    it again. Everything else (Host header, SNI, certificate verification, timeouts) is urllib3's own."""
+    it again (`host` None: private URLs are allowed, nothing is pinned), and record each socket they open in
+    `sockets`. Everything else (Host header, SNI, certificate verification, timeouts) is urllib3's own."""
 
-    def __init__(self, host: str, addresses: tuple[str, ...]):
+    def __init__(self, host: str | None, addresses: tuple[str, ...], sockets: list | None = None):
         self.pinned_host, self.pinned_addresses = host, addresses
+        self.sockets = [] if sockets is None else sockets
         super().__init__()
 
     def init_poolmanager(self, *args, **kwargs):
         super().init_poolmanager(*args, **kwargs)
-        pin = {"pinned_host": self.pinned_host, "pinned_addresses": self.pinned_addresses}
+        pin = {"pinned_host": self.pinned_host, "pinned_addresses": self.pinned_addresses, "sockets": self.sockets}
         http = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), pin)
         https = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), pin)
         self.poolmanager.pool_classes_by_scheme = {
@@ -114,18 +147,26 @@ class _PinnedAdapter(HTTPAdapter):
         }
 
     def proxy_manager_for(self, proxy, **proxy_kwargs):
+        if self.pinned_host is None:
+            return super().proxy_manager_for(proxy, **proxy_kwargs)
         # A proxy would look the host up itself, after our check: refuse rather than call through it.
         raise requests.exceptions.ProxyError(f"Calls to checked URLs do not go through proxies ({proxy}).")
 
 
 class _PinnedConnectionMixin:
     """Replaces urllib3's `HTTPConnection._new_conn` (resolve `host`, connect): connects to the pinned addresses,
-    in order, with the same socket options and the same exceptions."""
+    in order, with the same socket options and the same exceptions; records the socket for its session."""
 
-    pinned_host: str
+    pinned_host: str | None
     pinned_addresses: tuple[str, ...]
+    sockets: list
 
     def _new_conn(self):
+        sock = super()._new_conn() if self.pinned_host is None else self._pinned_conn()
+        self.sockets.append(sock)
+        return sock
+
+    def _pinned_conn(self):
         if self.host.lower() != self.pinned_host.rstrip("."):
             raise NewConnectionError(
                 self, f"Refused to connect to '{self.host}': only '{self.pinned_host}' was checked."

@@ -34,6 +34,11 @@ def _timeout() -> float:
     return float(getattr(settings, "PROVIDER_TOKEN_TIMEOUT_SECONDS", 10.0))
 
 
+def call_deadline() -> float:
+    """The longest a token request may take in all (connecting, then the answer): each timeout bounds one read."""
+    return 2 * _timeout()
+
+
 def token_request(
     application: ProviderApplication, form: dict[str, str], *, session: requests.Session | None = None
 ) -> TokenSet:

@@ -5,6 +5,9 @@ import hashlib
 import hmac
 import json
 import re
+import socketserver
+import threading
+import time
 import uuid
 
 import pytest
@@ -97,6 +100,55 @@ def test_a_receiver_that_never_answers_ends_in_failed_calls(
     assert [c["attempt"] for c in calls] == [2, 1]
     assert calls[0]["willRetry"] is False and calls[1]["willRetry"] is True
     assert all(c["status"] is None and "Timeout" in c["connectionError"] for c in calls)
+
+
+class _Trickle(socketserver.ThreadingTCPServer):
+    """A receiver that reads the post, then sends an answer a byte at a time, each well within the read timeout."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, pause: float):
+        self.pause, self.posts = pause, 0
+        server = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                server.posts += 1
+                self.rfile.read1(65536)
+                try:
+                    for byte in b"HTTP/1.1 200 OK\r\nX-Slow: ............\r\nContent-Length: 0\r\n\r\n":
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(server.pause)
+                except OSError:  # the client gave up
+                    pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+def test_a_receiver_that_answers_a_byte_at_a_time_gets_one_post_with_a_deadline(
+    owner, core_user, subscribe, settings, api_client
+):
+    """Each read stayed within the timeout, so the post lasted as long as the receiver liked: the delivery's lease
+    ran out under it and it was posted again while the first post was still open."""
+    settings.WEBHOOK_RETRY_SCHEDULE = [3600]
+    settings.WEBHOOK_TIMEOUT_SECONDS = 0.3
+    receiver = _Trickle(pause=0.1)  # the whole answer: about 6 s
+    try:
+        subscribe(owner, receiver, ["fieldCreated"])
+        emit(core_user)
+        webhooks_deliveries_sweep.delay()
+        delivery = Delivery.objects.get()
+        assert (delivery.status, delivery.attempts, receiver.posts) == (Delivery.Status.PENDING, 1, 1)
+        [call] = api_client.get(FAILED).json()
+        assert call["connectionError"] == "Timeout: no complete answer within 0.6 s" and call["willRetry"] is True
+        assert call["durationMs"] < 3000
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
 
 
 def test_only_the_latest_failed_attempt_says_when_the_next_one_is(
