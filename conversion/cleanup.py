@@ -4,8 +4,11 @@ file's outputs and images are removed from storage. Nothing is removed if the de
 
 What a task still running at that moment writes afterwards (or what a process that died between storing an upload
 and recording it left) is removed later by `stray_storage_sweep`, once it is older than
-CONVERSION_STUCK_AFTER_SECONDS: younger bytes may belong to a record not committed yet."""
+CONVERSION_STUCK_AFTER_SECONDS: younger bytes may belong to a record not committed yet. The sweep also removes the
+work folders that nothing else removes: a partial extraction (`<batch>.<pid>.<time>`, its worker killed or its
+extraction failed) and the folder of a batch that ended (its end's removal after commit did not run)."""
 
+import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -21,9 +24,11 @@ from django.utils import timezone
 from platform_site.accounts.signals import core_user_deleting
 
 from . import storage
-from .models import Batch, File
+from .models import Batch, BatchStatus, File
 
 _CHUNK = 500
+# `services.batches.ensure_extracted` extracts into `<batch>.<pid>.<time>`, then renames it to `<batch>`.
+_PARTIAL_WORK_DIR = re.compile(r"(?P<batch>[0-9a-f-]{36})\.\d+\.\d+")
 
 
 @receiver(post_delete, sender=Batch, dispatch_uid="conversion.batch_storage")
@@ -57,7 +62,8 @@ def _core_user_deleting(sender, core_user, **kwargs) -> None:
 def stray_storage_sweep() -> dict[str, int]:
     """Remove stored bytes whose record no longer exists and that nothing wrote for CONVERSION_STUCK_AFTER_SECONDS:
     upload zips (`batches/<batch>.zip`), data set zips (`datasets/<batch>/`), a file's outputs and images
-    (`files/<file>/`) and a batch's work folder. Names that are not a record id are not ours: left alone."""
+    (`files/<file>/`) and a batch's work folder; also work folders nothing wrote for that long that no batch uses
+    (`_work_dirs_sweep`). Names that are not a record id are not ours: left alone."""
     limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     removed = 0
     _, uploads = storage.listdir("batches")
@@ -70,12 +76,35 @@ def stray_storage_sweep() -> dict[str, int]:
             if _newest_stored(f"{folder}/{name}") < limit:
                 storage.delete_tree(f"{folder}/{name}")
                 removed += 1
+    return {"removed": removed + _work_dirs_sweep(limit)}
+
+
+def _work_dirs_sweep(limit: datetime) -> int:
+    """Remove the work folders not written since `limit`: a batch's (`<batch>`) once its record is gone or it has
+    ended (PROCESSED or FAILED), and any partial extraction (`<batch>.<pid>.<time>`), whatever its batch (an
+    extraction in progress writes all the time). A batch retried or re-opened is RECEIVED again and keeps its folder;
+    one retried after its folder went extracts it again (`services.batches.ensure_extracted`)."""
     work = storage.batch_work_root()
-    for name in _strays(Batch, [path.name for path in work.iterdir() if path.is_dir()] if work.is_dir() else []):
+    names = [path.name for path in work.iterdir() if path.is_dir()] if work.is_dir() else []
+    removed = 0
+    for name in names:
+        partial = _PARTIAL_WORK_DIR.fullmatch(name)
+        if partial and _id(partial["batch"]) and _newest_local(work / name) < limit:
+            storage.remove_work_dir(name)
+            removed += 1
+    for name in _strays(Batch, names):
         if _newest_local(work / name) < limit:
             storage.remove_work_dir(name)
             removed += 1
-    return {"removed": removed}
+    for name in _ended(names):
+        with transaction.atomic():
+            # Locked: a retry (which locks the batch to make it RECEIVED) waits until the folder is gone, and its
+            # task then extracts the batch again instead of reading a folder being removed.
+            still_ended = Batch.objects.select_for_update().filter(pk=name).exclude(status=BatchStatus.RECEIVED)
+            if still_ended.only("pk").first() is not None and _newest_local(work / name) < limit:
+                storage.remove_work_dir(name)
+                removed += 1
+    return removed
 
 
 def _strays(model, names: list[str], key: Callable[[str], str] = lambda name: name) -> list[str]:
@@ -88,6 +117,17 @@ def _strays(model, names: list[str], key: Callable[[str], str] = lambda name: na
             str(pk) for pk in model.objects.filter(pk__in=wanted[start : start + _CHUNK]).values_list("pk", flat=True)
         )
     return [name for name, i in ids.items() if i and i not in found]
+
+
+def _ended(names: list[str]) -> list[str]:
+    """The `names` that are the id of a batch that has ended (not RECEIVED: not in progress, retried or re-opened)."""
+    ids = {name: _id(name) for name in names}
+    wanted = [i for i in ids.values() if i]
+    ended: set[str] = set()
+    for start in range(0, len(wanted), _CHUNK):
+        batches = Batch.objects.filter(pk__in=wanted[start : start + _CHUNK]).exclude(status=BatchStatus.RECEIVED)
+        ended.update(str(pk) for pk in batches.values_list("pk", flat=True))
+    return [name for name, i in ids.items() if i and i in ended]
 
 
 def _id(name: str) -> str | None:

@@ -62,6 +62,10 @@ def dataset_convert(dataset_id: int) -> None:
         for table in tables:
             # A data set of several operations names each file after its own (the task, the time log).
             file = _file_named(dataset, _part_name(dataset, table.name, several))
+            if file is None:
+                # Ended (or deleted) meanwhile: another run of it (a task sent twice) or the sweep ended it.
+                log.info("data set %s ended during this run of it; it stops", dataset.pk)
+                return
             if file.status == FileStatus.PROCESSED:
                 continue
             # Still alive: a data set of many files may take longer than the sweep's limit as a whole.
@@ -88,8 +92,8 @@ def dataset_convert(dataset_id: int) -> None:
         for name, failure, message in unread:
             failures.append(failure)
             file = _file_named(dataset, _part_name(dataset, name, several))
-            if file.status != FileStatus.PROCESSED:
-                file_fail(file, message)
+            if file is not None:
+                file_fail(file, message)  # a file that ended (converted by another run) is left as it is
     except (UnreadableDataset, archive.ArchiveError) as exc:
         _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
         return
@@ -99,12 +103,19 @@ def dataset_convert(dataset_id: int) -> None:
             # the deletion's own cleanup is removed by the storage sweep.
             log.info("data set %s: batch %s was deleted during its conversion", dataset.pk, batch.pk)
             return
+        if not BatchDataset.objects.filter(pk=dataset.pk, status=DatasetStatus.PROCESSING).exists():
+            # Another run of it (a task sent twice) ended it meanwhile, and the end of its batch removed the work
+            # folder this run was reading: what this run met is no failure of the data set.
+            log.info("data set %s ended during this run of it; it stops", dataset.pk)
+            return
         log.exception("data set %s of batch %s failed", dataset.pk, batch.pk)
         _dataset_fail(dataset, INTERNAL_ERROR, INTERNAL_ERROR)
         return
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()
-        if dataset is None:  # deleted meanwhile
+        if dataset is None or dataset.status != DatasetStatus.PROCESSING:
+            # Deleted, or ended by another run of it (and perhaps sent round again since, by a retry): that run's
+            # end stands.
             return
         # A data set with a part that failed stays FAILED, so that a retry runs it again (skipping what converted).
         dataset.status = DatasetStatus.FAILED if failures else DatasetStatus.DONE
@@ -115,17 +126,18 @@ def dataset_convert(dataset_id: int) -> None:
 
 
 def _dataset_fail(dataset: BatchDataset, file_message: str, reason: str) -> None:
-    """The data set and its files not converted yet fail: the files with `file_message`, the data set with `reason`
-    (cleaned of what no database stores: a reason may quote the file)."""
+    """The data set and its files still processing fail: the files with `file_message`, the data set with `reason`
+    (cleaned of what no database stores: a reason may quote the file). A data set that already ended (DONE or
+    FAILED, by another run of it) is left as it is."""
     reason = storable(reason)
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()
-        if dataset is None:  # deleted meanwhile (with its batch)
-            return
+        if dataset is None or dataset.status not in (DatasetStatus.PENDING, DatasetStatus.PROCESSING):
+            return  # deleted meanwhile (with its batch), or ended
         dataset.status = DatasetStatus.FAILED
         dataset.message = reason
         dataset.finished_at = timezone.now()
         dataset.save(update_fields=["status", "message", "finished_at"])
-        for file in dataset.files.select_related("core_user").exclude(status=FileStatus.PROCESSED):
+        for file in dataset.files.select_related("core_user").filter(status=FileStatus.PROCESSING):
             _file_fail(file, file_message)
         _batch_finish_if_done(dataset.batch_id)

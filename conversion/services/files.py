@@ -11,7 +11,7 @@ from webhooks.models import EventType
 from webhooks.services import event_emit
 
 from .. import links, outputs
-from ..models import BatchDataset, File, FileOrigin, FileStatus
+from ..models import BatchDataset, DatasetStatus, File, FileOrigin, FileStatus
 from ..signals import file_processed
 
 NAME_LENGTH = File._meta.get_field("file_name").max_length
@@ -51,10 +51,14 @@ def _part_name(dataset: BatchDataset, part_name: str | None, several: bool) -> s
     return fit(f"{dataset.name}/{part_name}" if several and part_name else dataset.name, NAME_LENGTH)
 
 
-def _file_named(dataset: BatchDataset, name: str) -> File:
+def _file_named(dataset: BatchDataset, name: str) -> File | None:
     """The data set's file for one of its operations, found by name (stable across retries): the placeholder
-    is taken by the first operation, the others get files of their own."""
+    is taken by the first operation, the others get files of their own. None once the data set is no longer
+    processing (ended by another run of it, or deleted): no file is made that nothing would end."""
     with transaction.atomic():
+        running = BatchDataset.objects.select_for_update().filter(pk=dataset.pk, status=DatasetStatus.PROCESSING)
+        if running.only("pk").first() is None:
+            return None
         files = File.objects.select_for_update().filter(dataset=dataset).order_by("part")
         file = files.filter(file_name=name).first()
         if file is not None:
@@ -74,9 +78,12 @@ def _file_named(dataset: BatchDataset, name: str) -> File:
 
 def file_complete(file: File, produced: outputs.Produced) -> File:
     """Mark a file processed with what `outputs.produce` made; attach fields, pool assets, record catalogs and
-    emit its origin's finished event, in one transaction."""
+    emit its origin's finished event, in one transaction. A file that is no longer processing (another run of its
+    data set, a task sent twice, completed it; or it failed meanwhile) is answered as it is: no event, no rewrite."""
     with transaction.atomic():
         file = File.objects.select_for_update().select_related("core_user").get(pk=file.pk)
+        if file.status != FileStatus.PROCESSING:
+            return file
         produced.apply(file)
         file.machine_ids = links.pool_assets(file, produced.table)
         links.record_catalogs(file, produced.table)
@@ -118,8 +125,9 @@ def _file_fail(file: File, message: str, operation_type: str | None = None) -> N
 
 
 def file_fail(file: File, message: str, operation_type: str | None = None) -> None:
-    """Fail one file (merge, crop...) in its own transaction."""
+    """Fail one file (merge, crop...) in its own transaction. A file that ended meanwhile (processed or failed by
+    another run of its data set) is left as it is: no second event."""
     with transaction.atomic():
-        _file_fail(
-            File.objects.select_for_update().select_related("core_user").get(pk=file.pk), message, operation_type
-        )
+        file = File.objects.select_for_update().select_related("core_user").get(pk=file.pk)
+        if file.status == FileStatus.PROCESSING:
+            _file_fail(file, message, operation_type)

@@ -1,6 +1,8 @@
 """A conversion that is still running when its core user is deleted: the task ends quietly and nothing it wrote
 stays in storage once the storage sweep has passed; the sweep never touches the bytes of records that exist, nor
-stray bytes younger than CONVERSION_STUCK_AFTER_SECONDS (their record may not be committed yet)."""
+stray bytes younger than CONVERSION_STUCK_AFTER_SECONDS (their record may not be committed yet). Work folders that
+nothing else removes (a partial extraction, the folder of a batch that ended) go too once that old, never the
+folder of a batch in progress."""
 
 import os
 import time
@@ -9,13 +11,13 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from conversion import outputs, tasks
+from conversion import outputs, storage, tasks
 from conversion.cleanup import stray_storage_sweep
-from conversion.models import Batch, BatchDataset, File
-from conversion.services import batch_open, dataset_convert
+from conversion.models import Batch, BatchDataset, BatchStatus, File
+from conversion.services import batch_open, dataset_convert, ensure_extracted
 from platform_site.accounts.models import CoreUser
 
-from .conftest import upload, zip_folder
+from .conftest import BATCH_URL, upload, zip_folder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -92,3 +94,80 @@ def test_beat_runs_the_storage_sweep_and_every_scheduled_task_exists():
     schedule = django_settings.CELERY_BEAT_SCHEDULE
     assert schedule["conversion-storage-sweep"]["task"] == tasks.conversion_storage_sweep.name
     assert [entry["task"] for entry in schedule.values() if entry["task"] not in app.tasks] == []
+
+
+def _age_tree(folder: Path, seconds: float) -> None:
+    _age([folder, *folder.rglob("*")], seconds)
+
+
+def test_a_partial_extraction_is_removed_once_old_whatever_its_batch(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    # Given a batch opened and not converted yet (its work folder in use), the partial extractions a killed worker
+    # left (one of this batch, one of a batch since deleted) and a folder that is not ours
+    batch_id, dataset_id = _opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    work = storage.batch_work_root()
+    in_use = work / batch_id
+    partials = [work / f"{batch_id}.4242.1700000000", work / "00000000-0000-4000-8000-000000000000.17.1700000001"]
+    for partial in partials:
+        (partial / "root" / "TASKDATA").mkdir(parents=True)
+        (partial / "root" / "TASKDATA" / "TLG00001.BIN").write_bytes(bytes(4096))  # cut short
+    not_ours = work / "notes.1.2"
+    not_ours.mkdir()
+    stray_storage_sweep()
+    assert all(p.exists() for p in partials), "too recent: an extraction may be writing them"
+    # When nothing wrote in any of them for longer than the limit
+    for folder in (in_use, *partials, not_ours):
+        _age_tree(folder, settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    # Then the partial extractions go; the batch's own folder and the folder that is not ours stay
+    assert stray_storage_sweep()["removed"] >= 2  # the media folder is the session's: other tests' strays too
+    assert [p.exists() for p in partials] == [False, False]
+    assert (in_use / ".complete").exists() and not_ours.exists()
+    dataset_convert(dataset_id)
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+
+
+def test_the_work_folder_of_an_ended_batch_is_removed_once_old_and_a_retry_extracts_it_again(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    # Given a batch that ended FAILED (every operation met an unexpected error) and whose work folder stayed (the
+    # removal after its end did not run)
+    produce = outputs.produce
+
+    def produce_with_a_bug(*args, **kwargs):
+        raise RuntimeError("a bug met by every operation")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(outputs, "produce", produce_with_a_bug)
+        batch_id = upload(api_client, core_user.pk, zip_folder(valid_timelogs, prefix="TASKDATA/")).json()["id"]
+    batch = Batch.objects.get(pk=batch_id)
+    assert batch.status == BatchStatus.FAILED
+    folder = ensure_extracted(batch).parent
+    stray_storage_sweep()
+    assert folder.exists(), "too recent"
+    # When nothing wrote in it for longer than the limit, it goes
+    _age_tree(folder, settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    stray_storage_sweep()
+    assert not folder.exists()
+    # A retry makes the batch RECEIVED: its task extracts it again, and the sweep leaves that folder alone, however
+    # old, while the batch is in progress
+    assert outputs.produce is produce
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)  # the retry's task still queued
+        assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
+    ensure_extracted(batch)
+    _age_tree(folder, settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    stray_storage_sweep()
+    assert (folder / ".complete").exists()
+    dataset_convert(BatchDataset.objects.get(batch_id=batch_id).pk)
+    answer = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert answer["status"] == "PROCESSED" and len(answer["files"]) == 19
+    assert not folder.exists()  # removed at the batch's end
+    # A PROCESSED batch's folder left behind goes the same way
+    ensure_extracted(Batch.objects.get(pk=batch_id))
+    _age_tree(folder, settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    stray_storage_sweep()
+    assert not folder.exists()
+    file_id = answer["files"][0]
+    assert api_client.get(f"/services/operations/api/files/{file_id}/standardGeojson").status_code == 200
