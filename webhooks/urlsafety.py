@@ -104,7 +104,7 @@ class DeadlineSession(requests.Session):
 
     def __init__(self, deadline: float | None):
         super().__init__()
-        self.sockets: list[socket.socket] = []
+        self.sockets: list = []  # (connection, its plain socket): TLS wraps the plain one into `connection.sock`
         self.expired = False
         self._timer = None
         if deadline is not None:
@@ -114,11 +114,14 @@ class DeadlineSession(requests.Session):
 
     def _expire(self) -> None:
         self.expired = True
-        for sock in list(self.sockets):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        for conn, plain in list(self.sockets):
+            # The TLS socket once the handshake is done (it took over the plain one), the plain one before.
+            for sock in (getattr(conn, "sock", None), plain):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                    break
+                except (AttributeError, OSError):
+                    continue
 
     def close(self) -> None:
         if self._timer is not None:
@@ -163,7 +166,7 @@ class _PinnedConnectionMixin:
 
     def _new_conn(self):
         sock = super()._new_conn() if self.pinned_host is None else self._pinned_conn()
-        self.sockets.append(sock)
+        self.sockets.append((self, sock))
         return sock
 
     def _pinned_conn(self):

@@ -212,7 +212,8 @@ def _boundary_set(*, field: Field, geometry: MultiPolygon) -> bool:
             error_key="mergedFieldGeometry",
             field_errors=[{"field": "geometry", "message": "Not settable on a MERGED field."}],
         )
-    field.refresh_from_db(fields=["boundary"])  # as it is now that the field is locked
+    # As it is now that the field is locked: a merged field deleted meanwhile has freed it (its id was stale).
+    field.refresh_from_db(fields=["boundary", "merged_field"])
     current = field.boundary
     if (
         current is not None

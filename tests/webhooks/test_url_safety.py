@@ -2,8 +2,10 @@
 connects only to the address that was checked (DNS rebinding). Deliveries go to a real loopback receiver."""
 
 import datetime
+import socketserver
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -14,7 +16,7 @@ from django.utils import timezone
 from tests.tenancy import assert_problem
 from webhooks.models import Delivery, DeliveryAttempt, Webhook
 from webhooks.services import delivery_attempt
-from webhooks.urlsafety import _PinnedAdapter
+from webhooks.urlsafety import DeadlineSession, _PinnedAdapter
 
 from .fake_dns import PUBLIC_ADDRESS, FakeDns
 
@@ -190,6 +192,45 @@ def test_the_pinned_transport_checks_tls_against_the_host_name(monkeypatch, tmp_
             session.mount("https://", _PinnedAdapter("wrong.test", ("127.0.0.1",)))
             with pytest.raises(requests.exceptions.SSLError):
                 session.post(f"https://wrong.test:{port}/x", data=b"{}", timeout=5, verify=cert_file)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_a_call_past_its_deadline_is_cut_also_over_tls(monkeypatch, tmp_path, tls):
+    """A server answering a byte at a time keeps each read within the timeout; the session's deadline cuts the
+    call. Over TLS the socket to shut is the TLS one (the plain socket it wrapped is detached): it was not cut."""
+    cert_file, key_file = _self_signed(tmp_path, "slow.test")
+
+    class Trickle(socketserver.StreamRequestHandler):
+        def handle(self):
+            self.rfile.read1(65536)
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"." * 60 + b"\r\nContent-Length: 0\r\n\r\n":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:  # cut by the client
+                pass
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Trickle)
+    server.daemon_threads = True
+    if tls:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert_file, key_file)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"{'https' if tls else 'http'}://slow.test:{server.server_address[1]}/hook"
+    try:
+        with DeadlineSession(deadline=0.5) as session:
+            adapter = _PinnedAdapter("slow.test", ("127.0.0.1",), session.sockets)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            started = time.monotonic()
+            with pytest.raises(requests.RequestException):
+                session.post(url, data=b"{}", timeout=(2, 2), verify=cert_file)
+            assert session.expired and time.monotonic() - started < 3  # the whole answer takes 8 s
     finally:
         server.shutdown()
         server.server_close()
