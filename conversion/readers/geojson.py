@@ -428,13 +428,18 @@ class _Column:
         return np.frombuffer(self.numbers)[keep]
 
     def raw(self, keep) -> np.ndarray:
-        """The raw column of the kept points: the doubles (whole numbers as integers when every value is one), or
-        the values as objects."""
+        """The raw column of the kept points: the doubles, or integers when every value is a whole number (as
+        objects, None where one is missing: 1 stays 1, not 1.0), or the values as objects."""
         if self.objects is not None:
             return _object_array(self.objects)[keep]
         numbers = np.frombuffer(self.numbers)[keep]
-        if self.kinds is not None and len(numbers) and (np.frombuffer(self.kinds, np.uint8)[keep] == _INT).all():
+        if self.kinds is None or not len(numbers):
+            return numbers
+        kinds = np.frombuffer(self.kinds, np.uint8)[keep]
+        if (kinds == _INT).all():
             return numbers.astype(np.int64)
+        if not (kinds == _FLOAT).any():
+            return _object_array(self._numbers_as_values(keep))
         return numbers
 
 

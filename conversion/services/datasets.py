@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from platform_site.text import storable
@@ -25,8 +26,46 @@ WORKER_DIED_MESSAGE = (
 )
 
 
+# Advisory lock keys of data set runs: this space, then the data set's id.
+_RUN_LOCK_SPACE = 1 << 48
+
+
+@contextmanager
+def _run_lease(dataset_id: int):
+    """Whether this is the only run of the data set now. On PostgreSQL a session lock held for the run: it goes
+    with the run's connection, so a worker that dies leaves it free at once, while a run that is alive keeps it.
+    Without it, a copy of the task arriving while the first run converts (a sweep's re-send, a broker redelivery)
+    could not tell a live run from a dead one. SQLite serialises writers and its in-process broker never
+    redelivers: every run may go."""
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    key = _RUN_LOCK_SPACE + dataset_id
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        held = cursor.fetchone()[0]
+    try:
+        yield held
+    finally:
+        if held:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            except DatabaseError:  # the connection broke: the lock went with it
+                pass
+
+
 def dataset_convert(dataset_id: int) -> None:
-    """Convert one data set into its file(s). Idempotent: a data set that ended is left alone."""
+    """Convert one data set into its file(s). Idempotent: a data set that ended is left alone, and a copy of the
+    task arriving while another run converts it stops at once."""
+    with _run_lease(dataset_id) as only:
+        if not only:
+            log.info("data set %s: another run of it is converting it; this one stops", dataset_id)
+            return
+        _dataset_convert(dataset_id)
+
+
+def _dataset_convert(dataset_id: int) -> None:
     with transaction.atomic():
         dataset = (
             BatchDataset.objects.select_for_update()
@@ -36,8 +75,9 @@ def dataset_convert(dataset_id: int) -> None:
         )
         if dataset is None or dataset.status not in (DatasetStatus.PENDING, DatasetStatus.PROCESSING):
             return
-        # PROCESSING: a run began and never ended. Its worker died (out of memory, killed) and the broker sent the
-        # unacknowledged task again at once, so the sweep (which waits for silence) never sees it stuck.
+        # PROCESSING, and no other run holds it (`_run_lease`): a run began and never ended. Its worker died (out of
+        # memory, killed) and the broker sent the unacknowledged task again at once, so the sweep (which waits for
+        # silence) never sees it stuck.
         died = dataset.status == DatasetStatus.PROCESSING and dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS
         if not died:
             dataset.status = DatasetStatus.PROCESSING

@@ -1,14 +1,17 @@
 """Nothing stays in flight: the sweep re-sends what a dead worker left behind, and fails it with a reason after
 CONVERSION_MAX_ATTEMPTS."""
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from conversion import outputs, tasks
 from conversion.models import INTERNAL_ERROR, Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileStatus
-from conversion.services import batch_open, conversion_sweep
+from conversion.services import batch_open, conversion_sweep, datasets
+from tests.concurrency import needs_postgresql
 
 from .conftest import BATCH_URL, upload, zip_folder
 
@@ -102,6 +105,40 @@ def test_a_data_set_whose_worker_dies_at_every_attempt_fails_when_sent_again(
     assert batch["status"] == "FAILED"
     assert "ended abnormally 2 times" in batch["failureReason"]
     assert {f.status for f in File.objects.filter(batch_id=batch_id)} == {FileStatus.FAILED}
+
+
+def test_a_copy_of_the_task_arriving_while_a_live_run_converts_leaves_it_alone(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    """A live run also leaves its data set PROCESSING: a copy of its task arriving after the last attempt (a
+    sweep's re-send of a task that waited behind a backlog, a broker redelivery) took it for dead and failed the
+    data set under it. The live run holds its lease on its own connection; only a dead one's is free."""
+    needs_postgresql()
+    batch_id = _stalled_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
+    dataset = BatchDataset.objects.get(batch_id=batch_id)
+    BatchDataset.objects.filter(pk=dataset.pk).update(attempts=settings.CONVERSION_MAX_ATTEMPTS)
+    holding, release = threading.Event(), threading.Event()
+
+    def live_run():  # a run converting on another worker: its own database session holds the lease
+        with datasets._run_lease(dataset.pk) as only:
+            assert only
+            holding.set()
+            release.wait(30)
+        connections.close_all()
+
+    worker = threading.Thread(target=live_run)
+    worker.start()
+    try:
+        assert holding.wait(30)
+        tasks.dataset_convert(dataset.pk)  # the copy
+        assert BatchDataset.objects.get(pk=dataset.pk).status == DatasetStatus.PROCESSING
+        assert api_client.get(f"{BATCH_URL}/{batch_id}").json()["status"] == "RECEIVED"
+    finally:
+        release.set()
+        worker.join(30)
+    # Its worker gone (the lease free), the next copy finds the run dead after its last attempt.
+    tasks.dataset_convert(dataset.pk)
+    assert "ended abnormally" in api_client.get(f"{BATCH_URL}/{batch_id}").json()["failureReason"]
 
 
 def test_a_batch_never_opened_is_opened_by_the_sweep(api_client, core_user, valid_timelogs, settings, monkeypatch):
