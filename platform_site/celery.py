@@ -19,12 +19,13 @@ log = logging.getLogger(__name__)
 def send_on_commit(task, *args) -> None:
     """Queue `task(*args)` once the current transaction commits. A broker that cannot take it (Redis down) neither
     undoes what committed nor turns the request that committed it into a 500, and the callbacks after it still run:
-    the failure is logged, and the periodic sweeps send again what never started."""
+    the failure is logged, and the periodic sweeps send again what never started (merged and cropped files they
+    fail with a reason: the client merges or crops again)."""
 
     def send() -> None:
         try:
             task.delay(*args)
         except (KombuError, OSError):
-            log.warning("task %s%r not queued (broker unavailable); the sweeps will send it again", task.name, args)
+            log.warning("task %s%r not queued (broker unavailable); the sweeps will see to it", task.name, args)
 
     transaction.on_commit(send)
