@@ -110,24 +110,25 @@ def _work_dirs_sweep(limit: datetime) -> int:
 def _strays(model, names: list[str], key: Callable[[str], str] = lambda name: name) -> list[str]:
     """The `names` whose id (`key(name)`, a UUID's canonical text) has no `model` record."""
     ids = {name: _id(key(name)) for name in names}
-    wanted = [i for i in ids.values() if i]
-    found: set[str] = set()
-    for start in range(0, len(wanted), _CHUNK):
-        found.update(
-            str(pk) for pk in model.objects.filter(pk__in=wanted[start : start + _CHUNK]).values_list("pk", flat=True)
-        )
+    found = _found(model.objects.all(), ids.values())
     return [name for name, i in ids.items() if i and i not in found]
 
 
 def _ended(names: list[str]) -> list[str]:
     """The `names` that are the id of a batch that has ended (not RECEIVED: not in progress, retried or re-opened)."""
     ids = {name: _id(name) for name in names}
-    wanted = [i for i in ids.values() if i]
-    ended: set[str] = set()
+    found = _found(Batch.objects.exclude(status=BatchStatus.RECEIVED), ids.values())
+    return [name for name, i in ids.items() if i and i in found]
+
+
+def _found(records, ids) -> set[str]:
+    """Which of `ids` (UUIDs' canonical text, None for names that are no id) are the key of one of `records`."""
+    wanted = [i for i in ids if i]
+    found: set[str] = set()
     for start in range(0, len(wanted), _CHUNK):
-        batches = Batch.objects.filter(pk__in=wanted[start : start + _CHUNK]).exclude(status=BatchStatus.RECEIVED)
-        ended.update(str(pk) for pk in batches.values_list("pk", flat=True))
-    return [name for name, i in ids.items() if i and i in ended]
+        chunk = records.filter(pk__in=wanted[start : start + _CHUNK])
+        found.update(str(pk) for pk in chunk.values_list("pk", flat=True))
+    return found
 
 
 def _id(name: str) -> str | None:

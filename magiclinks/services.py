@@ -265,9 +265,8 @@ def oauth_authorization_complete(
     if application is None:
         raise AuthorizationRefused(503, f"{provider} is not set up for this service any more.", link)
     try:
-        with safe_session(
-            application.token_url, deadline=oauth.call_deadline()
-        ) as session:  # checked again now, used as checked
+        # Checked again now, used as checked.
+        with safe_session(application.token_url, deadline=oauth.call_deadline()) as session:
             tokens = oauth.authorization_code_exchange(
                 application,
                 code=code,
@@ -323,9 +322,8 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
             raise oauth.TokenRequestFailed(f"No application is set up for {credential.provider}.")
         if not credential.refresh_token:
             raise oauth.TokenRequestFailed(f"{credential.provider} gave no refresh token.")
-        with safe_session(
-            application.token_url, deadline=oauth.call_deadline()
-        ) as session:  # checked again now, used as checked
+        # Checked again now, used as checked.
+        with safe_session(application.token_url, deadline=oauth.call_deadline()) as session:
             tokens = oauth.token_refresh(application, refresh_token=credential.refresh_token, session=session)
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=core_user, provider=credential.provider, message=str(exc))

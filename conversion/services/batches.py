@@ -36,10 +36,6 @@ from .files import NAME_LENGTH, _file_fail, _file_for
 log = logging.getLogger(__name__)
 
 
-def _enqueue(task, *args) -> None:
-    send_on_commit(task, *args)
-
-
 def _tasks():
     from .. import tasks  # tasks import this package
 
@@ -69,7 +65,7 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
             if not core_user_lock(core_user.pk, no_key=True):
                 raise NotFoundError(NOT_FOUND)
             batch.save(force_insert=True)
-            _enqueue(_tasks().batch_open, str(batch.id))
+            send_on_commit(_tasks().batch_open, str(batch.id))
     except BaseException:
         # Not when the batch committed and what failed came after (a commit hook): the zip is its data.
         if not Batch.objects.filter(pk=batch.pk).exists():
@@ -143,7 +139,7 @@ def batch_open(batch_id: str) -> None:
                 name=fit(ds.name, NAME_LENGTH),
             )
             _file_for(dataset, ds.format, ds.name)
-            _enqueue(_tasks().dataset_convert, dataset.pk)
+            send_on_commit(_tasks().dataset_convert, dataset.pk)
             position += 1
         for unsupported in found.unsupported:
             relative = unsupported.path.relative_to(root).as_posix()

@@ -10,9 +10,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from platform_site.api.errors import ConflictError
+from platform_site.celery import send_on_commit
 
 from ..models import INTERNAL_ERROR, Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileOrigin, FileStatus
-from .batches import _batch_fail, _enqueue, _tasks
+from .batches import _batch_fail, _tasks
 from .datasets import _dataset_fail
 from .files import file_fail
 
@@ -37,7 +38,7 @@ def batch_retry(*, batch: Batch) -> Batch:
     if not opened_before:
         batch.attempts = 1  # this send
         batch.save(update_fields=["attempts"])
-        _enqueue(_tasks().batch_open, str(batch.pk))
+        send_on_commit(_tasks().batch_open, str(batch.pk))
         return batch
     for dataset in failed:
         dataset.status, dataset.message, dataset.attempts, dataset.finished_at = DatasetStatus.PENDING, None, 0, None
@@ -46,7 +47,7 @@ def batch_retry(*, batch: Batch) -> Batch:
         dataset.files.exclude(status=FileStatus.PROCESSED).update(
             status=FileStatus.PROCESSING, status_message=None, updated_time=timezone.now()
         )
-        _enqueue(_tasks().dataset_convert, dataset.pk)
+        send_on_commit(_tasks().dataset_convert, dataset.pk)
     return batch
 
 
