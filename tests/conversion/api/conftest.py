@@ -37,6 +37,29 @@ def upload(client, core_user_id, data: bytes, *, provider="Other", name="upload.
     return client.post(BATCH_URL, {"file": file, "coreUserId": str(core_user_id), "provider": provider})
 
 
+def upload_lost(api_client, core_user, folder: Path, monkeypatch) -> str:
+    """The id of an upload of `folder` (as TASKDATA/) whose opening task was lost (no message is sent anywhere)."""
+    from conversion import tasks
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.batch_open, "delay", lambda *a: None)
+        return upload(api_client, core_user.pk, zip_folder(folder, prefix="TASKDATA/")).json()["id"]
+
+
+def opened_batch(api_client, core_user, folder: Path, monkeypatch) -> tuple[str, int]:
+    """(batch id, data set id) of an uploaded and opened batch whose one data set's conversion task has not run."""
+    from conversion import tasks
+    from conversion.models import BatchDataset
+    from conversion.services import batch_open
+
+    batch_id = upload_lost(api_client, core_user, folder, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)
+        batch_open(batch_id)
+    (dataset_id,) = BatchDataset.objects.filter(batch_id=batch_id).values_list("pk", flat=True)
+    return batch_id, dataset_id
+
+
 @pytest.fixture
 def valid_timelogs(samples_dir) -> Path:
     return samples_dir / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"

@@ -8,27 +8,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conversion import outputs, tasks
+from conversion import outputs
 from conversion.models import Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileStatus
-from conversion.services import batch_open, conversion_sweep, dataset_convert
+from conversion.services import conversion_sweep, dataset_convert
 from conversion.services import datasets as dataset_services
 
-from .conftest import BATCH_URL, upload, zip_folder
+from .conftest import BATCH_URL, opened_batch
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 EVENTS = ["uploadedFileProcessingFinished", "uploadedFileProcessingFailed", "batchUploadProcessingFinished"]
-
-
-def _opened_batch(api_client, core_user, folder, monkeypatch) -> tuple[str, int]:
-    """An uploaded and opened batch whose one data set's conversion task has not run yet."""
-    with monkeypatch.context() as patch:
-        patch.setattr(tasks.batch_open, "delay", lambda *a: None)
-        batch_id = upload(api_client, core_user.pk, zip_folder(folder, prefix="TASKDATA/")).json()["id"]
-        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)
-        batch_open(batch_id)
-    (dataset_id,) = BatchDataset.objects.filter(batch_id=batch_id).values_list("pk", flat=True)
-    return batch_id, dataset_id
 
 
 def _types(receiver) -> list[str]:
@@ -41,7 +30,7 @@ def test_a_data_set_converted_twice_at_once_announces_each_file_once(
     # Given a data set whose task runs twice: the second run starts and converts it all while the first one is
     # making its first file's outputs
     subscribe(owner, webhook_receiver, EVENTS)
-    batch_id, dataset_id = _opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
     produce, runs = outputs.produce, []
 
     def produce_while_another_run_converts(file, *args, **kwargs):
@@ -68,7 +57,7 @@ def test_a_run_whose_work_folder_the_other_run_removed_leaves_the_finished_data_
     # Given a run that has found its batch's work folder, and another run of the same data set that converts it
     # meanwhile, ending the batch (whose end removes the work folder)
     subscribe(owner, webhook_receiver, EVENTS)
-    batch_id, dataset_id = _opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
     extract, runs = dataset_services.ensure_extracted, []
 
     def extracted_then_another_run_converts(batch):
@@ -101,7 +90,7 @@ def test_a_run_still_going_when_the_sweep_failed_its_data_set_changes_nothing(
 ):
     # Given a run so slow that the sweep, after the last attempt, fails its data set while it makes its first file
     subscribe(owner, webhook_receiver, EVENTS)
-    batch_id, dataset_id = _opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
     produce, swept = outputs.produce, []
 
     def produce_while_the_sweep_fails_it(file, *args, **kwargs):

@@ -14,10 +14,10 @@ from django.conf import settings as django_settings
 from conversion import outputs, storage, tasks
 from conversion.cleanup import stray_storage_sweep
 from conversion.models import Batch, BatchDataset, BatchStatus, File
-from conversion.services import batch_open, dataset_convert, ensure_extracted
+from conversion.services import dataset_convert, ensure_extracted
 from platform_site.accounts.models import CoreUser
 
-from .conftest import BATCH_URL, upload, zip_folder
+from .conftest import BATCH_URL, opened_batch, upload, zip_folder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -33,21 +33,10 @@ def _age(paths, seconds: float) -> None:
         os.utime(path, (then, then))
 
 
-def _opened_batch(api_client, core_user, folder, monkeypatch) -> tuple[str, int]:
-    """An uploaded and opened batch whose one data set has not been converted yet."""
-    with monkeypatch.context() as patch:
-        patch.setattr(tasks.batch_open, "delay", lambda *a: None)
-        batch_id = upload(api_client, core_user.pk, zip_folder(folder, prefix="TASKDATA/")).json()["id"]
-        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)
-        batch_open(batch_id)
-    (dataset_id,) = BatchDataset.objects.filter(batch_id=batch_id).values_list("pk", flat=True)
-    return batch_id, dataset_id
-
-
 def test_a_conversion_whose_user_is_deleted_midway_leaves_nothing_behind(
     api_client, core_user, valid_timelogs, settings, monkeypatch, caplog
 ):
-    batch_id, dataset_id = _opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
     produce, made = outputs.produce, []
 
     def produce_then_user_deleted(file, *args, **kwargs):
@@ -105,7 +94,7 @@ def test_a_partial_extraction_is_removed_once_old_whatever_its_batch(
 ):
     # Given a batch opened and not converted yet (its work folder in use), the partial extractions a killed worker
     # left (one of this batch, one of a batch since deleted) and a folder that is not ours
-    batch_id, dataset_id = _opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
     work = storage.batch_work_root()
     in_use = work / batch_id
     partials = [work / f"{batch_id}.4242.1700000000", work / "00000000-0000-4000-8000-000000000000.17.1700000001"]

@@ -13,24 +13,14 @@ from conversion.models import INTERNAL_ERROR, Batch, BatchDataset, BatchStatus, 
 from conversion.services import batch_open, conversion_sweep, datasets
 from tests.concurrency import needs_postgresql
 
-from .conftest import BATCH_URL, upload, zip_folder
+from .conftest import BATCH_URL, opened_batch, upload_lost
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 
-def _upload_lost(api_client, core_user, folder, monkeypatch) -> str:
-    """An upload whose opening task was lost (no message is sent anywhere)."""
-    with monkeypatch.context() as patch:
-        patch.setattr(tasks.batch_open, "delay", lambda *a: None)
-        return upload(api_client, core_user.pk, zip_folder(folder, prefix="TASKDATA/")).json()["id"]
-
-
 def _stalled_upload(api_client, core_user, folder, settings, monkeypatch) -> str:
     """An upload whose batch was opened, then whose data set conversion 'died' while processing."""
-    batch_id = _upload_lost(api_client, core_user, folder, monkeypatch)
-    with monkeypatch.context() as patch:
-        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)  # the worker died before converting
-        batch_open(batch_id)
+    batch_id, _ = opened_batch(api_client, core_user, folder, monkeypatch)
     long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
     BatchDataset.objects.filter(batch_id=batch_id).update(
         status=DatasetStatus.PROCESSING, started_at=long_ago, attempts=1
@@ -59,7 +49,7 @@ def test_a_long_data_set_still_making_progress_is_left_alone(
 
 
 def test_each_finished_file_is_a_sign_of_life(api_client, core_user, valid_timelogs, settings, monkeypatch):
-    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id = upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     seen = []
     real_produce = outputs.produce
 
@@ -142,7 +132,7 @@ def test_a_copy_of_the_task_arriving_while_a_live_run_converts_leaves_it_alone(
 
 
 def test_a_batch_never_opened_is_opened_by_the_sweep(api_client, core_user, valid_timelogs, settings, monkeypatch):
-    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id = upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
     Batch.objects.filter(pk=batch_id).update(upload_timestamp=long_ago)
     assert conversion_sweep()["resent"] == 1
@@ -150,13 +140,13 @@ def test_a_batch_never_opened_is_opened_by_the_sweep(api_client, core_user, vali
 
 
 def test_a_recent_batch_is_left_alone(api_client, core_user, valid_timelogs, settings, monkeypatch):
-    _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     assert conversion_sweep() == {"resent": 0, "failed": 0}
 
 
 def _pending_upload(api_client, core_user, folder, settings, monkeypatch) -> str:
     """An upload opened into data sets whose conversion tasks never reached a worker (the broker was down)."""
-    batch_id = _upload_lost(api_client, core_user, folder, monkeypatch)
+    batch_id = upload_lost(api_client, core_user, folder, monkeypatch)
     with monkeypatch.context() as patch:
         patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)
         batch_open(batch_id)
@@ -177,7 +167,7 @@ def test_a_data_set_whose_task_never_started_is_sent_again(
 
 
 def test_a_recent_pending_data_set_is_left_alone(api_client, core_user, valid_timelogs, settings, monkeypatch):
-    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id = upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     with monkeypatch.context() as patch:
         patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)
         batch_open(batch_id)
@@ -208,7 +198,7 @@ def test_a_batch_whose_opening_never_arrives_fails_with_a_reason(
     api_client, core_user, valid_timelogs, settings, monkeypatch
 ):
     # Given an upload whose opening task was lost, and a broker that stays unreachable
-    batch_id = _upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    batch_id = upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
     long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
     Batch.objects.filter(pk=batch_id).update(upload_timestamp=long_ago)
     with monkeypatch.context() as patch:
