@@ -3,17 +3,41 @@
 import logging
 import os
 
-from celery import Celery
-from django.db import transaction
+from celery import Celery, Task
+from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from kombu.exceptions import KombuError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "platform_site.settings")
 
-app = Celery("platform_site")
+log = logging.getLogger(__name__)
+
+
+class DatabaseRetryTask(Task):
+    """A task acknowledged late whose database went away under it (PostgreSQL restarted, a failover, a network
+    cut) is sent again after a pause that doubles each time (TASK_DATABASE_RETRY_SECONDS, up to
+    TASK_DATABASE_RETRIES times), instead of ending there and waiting for a periodic sweep to find its work stuck.
+    Such tasks are idempotent, so a run that stopped half way is simply run again. A task run in the caller's
+    thread (eager, or called directly) raises as before: its caller handles the error."""
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return super().__call__(*args, **kwargs)
+        except (InterfaceError, OperationalError) as exc:
+            from django.conf import settings
+
+            request = self.request
+            if not self.acks_late or request.called_directly or request.is_eager:
+                raise
+            if request.retries >= settings.TASK_DATABASE_RETRIES:
+                raise
+            close_old_connections()  # the broken connection goes; the next run opens a new one
+            log.warning("task %s%r: the database failed (%s); sent again", self.name, tuple(args), exc)
+            raise self.retry(exc=exc, countdown=settings.TASK_DATABASE_RETRY_SECONDS * 2**request.retries) from exc
+
+
+app = Celery("platform_site", task_cls=DatabaseRetryTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-
-log = logging.getLogger(__name__)
 
 
 def send_on_commit(task, *args) -> None:

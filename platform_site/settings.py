@@ -198,6 +198,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis redelivers an unacknowledged task after this long (a worker that died mid-task).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+# A task acknowledged late whose database failed under it is sent again after this many seconds, doubling each
+# time, up to TASK_DATABASE_RETRIES times (10 s to 160 s: about five minutes of outage); then the sweeps see to it.
+TASK_DATABASE_RETRY_SECONDS = env.float("TASK_DATABASE_RETRY_SECONDS", default=10.0)
+TASK_DATABASE_RETRIES = env.int("TASK_DATABASE_RETRIES", default=5)
 CELERY_BEAT_SCHEDULE: dict = {
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
     "conversion-sweep": {"task": "conversion.tasks.conversion_sweep", "schedule": 300.0},

@@ -60,6 +60,7 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
         "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
         "WEBHOOK_RETRY_SCHEDULE": "1,1",
         "WEBHOOK_TIMEOUT_SECONDS": "2",
+        "TASK_DATABASE_RETRY_SECONDS": "1",
     }
     app.control.purge()
     log = open(tmp_path_factory.mktemp("worker") / "worker.log", "w")  # noqa: SIM115

@@ -6,7 +6,7 @@ import logging
 from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import Error, connection, transaction
 from django.utils import timezone
 
 from platform_site.text import storable
@@ -51,7 +51,7 @@ def _run_lease(dataset_id: int):
             try:
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-            except DatabaseError:  # the connection broke: the lock went with it
+            except Error:  # the connection broke (or was closed): the lock went with it
                 pass
 
 

@@ -3,12 +3,16 @@ streamed multipart body, poll the batch until it ends, read the files, their sum
 
 import time
 
+import psycopg
 import pytest
 import requests
+from django.conf import settings
 
+from conversion import tasks
+from conversion.models import Batch
 from platform_site.api.authentication import token_issue
 
-from .conftest import zip_folder
+from .conftest import upload_lost, zip_folder
 
 pytestmark = pytest.mark.celery_worker
 
@@ -47,3 +51,41 @@ def test_upload_poll_and_read_through_http_with_a_real_worker(
     standard = session.get(f"{base}/files/{batch['files'][0]}/standardGeojson")
     assert standard.status_code == 200
     assert len(standard.json()["features"]) == summary["properties"]["pointCount"]
+
+
+def test_an_opening_whose_database_session_was_cut_off_is_sent_again(
+    celery_worker, api_client, core_user, valid_timelogs, monkeypatch
+):
+    # Given an uploaded batch whose opening has not been sent yet, its row locked by another session
+    batch_id = upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    db = settings.DATABASES["default"]
+    holder = psycopg.connect(
+        host=db["HOST"], port=db["PORT"], dbname=db["NAME"], user=db["USER"], password=db["PASSWORD"]
+    )
+    try:
+        with holder.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {Batch._meta.db_table} WHERE id = %s FOR UPDATE", [batch_id])
+            # When the worker opens it, and its session (waiting for that lock) is cut off, as a restart of
+            # PostgreSQL would
+            tasks.batch_open.delay(batch_id)
+            deadline = time.monotonic() + 30
+            waiting = []
+            while not waiting and time.monotonic() < deadline:
+                time.sleep(0.1)
+                cursor.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                    " AND pid <> pg_backend_pid()"
+                )
+                waiting = [pid for (pid,) in cursor.fetchall()]
+            assert len(waiting) == 1, "the worker never waited for the locked batch"
+            cursor.execute("SELECT pg_terminate_backend(%s)", waiting)
+        holder.rollback()
+    finally:
+        holder.close()
+    # Then the task is sent again after a pause and the batch converts
+    deadline = time.monotonic() + 120
+    while Batch.objects.get(pk=batch_id).status == "RECEIVED" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    batch = Batch.objects.get(pk=batch_id)
+    assert batch.status == "PROCESSED", (batch.status, batch.status_details)
+    assert batch.files.count() == 19
