@@ -144,16 +144,22 @@ class _PinnedAdapter(HTTPAdapter):
         pin = {"pinned_host": self.pinned_host, "pinned_addresses": self.pinned_addresses, "sockets": self.sockets}
         http = type("PinnedHTTPConnection", (_PinnedConnectionMixin, HTTPConnection), pin)
         https = type("PinnedHTTPSConnection", (_PinnedConnectionMixin, HTTPSConnection), pin)
-        self.poolmanager.pool_classes_by_scheme = {
+        self.pool_classes = {
             "http": type("PinnedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": http}),
             "https": type("PinnedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": https}),
         }
+        self.poolmanager.pool_classes_by_scheme = self.pool_classes
 
     def proxy_manager_for(self, proxy, **proxy_kwargs):
-        if self.pinned_host is None:
-            return super().proxy_manager_for(proxy, **proxy_kwargs)
-        # A proxy would look the host up itself, after our check: refuse rather than call through it.
-        raise requests.exceptions.ProxyError(f"Calls to checked URLs do not go through proxies ({proxy}).")
+        if self.pinned_host is not None:
+            # A proxy would look the host up itself, after our check: refuse rather than call through it.
+            raise requests.exceptions.ProxyError(f"Calls to checked URLs do not go through proxies ({proxy}).")
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):
+            # Private URLs allowed, a proxy from the environment: its connections are recorded too, so the
+            # session's deadline cuts a proxy that answers a byte at a time (or a tunnel it opens so).
+            manager.pool_classes_by_scheme = self.pool_classes
+        return manager
 
 
 class _PinnedConnectionMixin:

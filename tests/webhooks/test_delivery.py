@@ -9,6 +9,7 @@ import socketserver
 import threading
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from django.db import transaction
@@ -109,12 +110,12 @@ class _Trickle(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
     def __init__(self, pause: float):
-        self.pause, self.posts = pause, 0
+        self.pause, self.request_lines = pause, []
         server = self
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self):
-                server.posts += 1
+                server.request_lines.append(self.rfile.readline().decode("latin-1").strip())
                 self.rfile.read1(65536)
                 try:
                     for byte in b"HTTP/1.1 200 OK\r\nX-Slow: ............\r\nContent-Length: 0\r\n\r\n":
@@ -129,26 +130,43 @@ class _Trickle(socketserver.ThreadingTCPServer):
         self.url = f"http://127.0.0.1:{self.server_address[1]}/hook"
 
 
+@pytest.mark.parametrize(
+    "proxy_scheme, url, request_line",
+    [
+        (None, None, "POST /hook"),
+        ("http", "http://hooks.example.test/hook", "POST http://hooks.example.test/hook"),
+        ("https", "https://hooks.example.test/hook", "CONNECT hooks.example.test:443"),
+    ],
+    ids=["direct", "http-proxy", "https-proxy"],
+)
 def test_a_receiver_that_answers_a_byte_at_a_time_gets_one_post_with_a_deadline(
-    owner, core_user, subscribe, settings, api_client
+    owner, core_user, subscribe, settings, api_client, monkeypatch, proxy_scheme, url, request_line
 ):
     """Each read stayed within the timeout, so the post lasted as long as the receiver liked: the delivery's lease
-    ran out under it and it was posted again while the first post was still open."""
+    ran out under it and it was posted again while the first post was still open. The same through a proxy from
+    the environment (used while private URLs are allowed): its connection escaped the deadline, so a proxy
+    answering a byte at a time (or opening its tunnel so) held the post as long as it liked."""
     settings.WEBHOOK_RETRY_SCHEDULE = [3600]
     settings.WEBHOOK_TIMEOUT_SECONDS = 0.3
-    receiver = _Trickle(pause=0.1)  # the whole answer: about 6 s
+    trickle = _Trickle(pause=0.1)  # the whole answer (or the tunnel's): about 6 s
+    for name in ("no", "all", "http", "https"):
+        monkeypatch.delenv(f"{name}_proxy", raising=False)
+        monkeypatch.delenv(f"{name.upper()}_PROXY", raising=False)
+    if proxy_scheme is not None:
+        monkeypatch.setenv(f"{proxy_scheme.upper()}_PROXY", trickle.url.removesuffix("/hook"))
     try:
-        subscribe(owner, receiver, ["fieldCreated"])
+        subscribe(owner, SimpleNamespace(url=url or trickle.url), ["fieldCreated"])
         emit(core_user)
         webhooks_deliveries_sweep.delay()
         delivery = Delivery.objects.get()
-        assert (delivery.status, delivery.attempts, receiver.posts) == (Delivery.Status.PENDING, 1, 1)
+        assert (delivery.status, delivery.attempts) == (Delivery.Status.PENDING, 1)
+        assert [line.rsplit(" ", 1)[0] for line in trickle.request_lines] == [request_line]  # one post, this way
         [call] = api_client.get(FAILED).json()
         assert call["connectionError"] == "Timeout: no complete answer within 0.6 s" and call["willRetry"] is True
         assert call["durationMs"] < 3000
     finally:
-        receiver.shutdown()
-        receiver.server_close()
+        trickle.shutdown()
+        trickle.server_close()
 
 
 def test_only_the_latest_failed_attempt_says_when_the_next_one_is(
