@@ -159,6 +159,15 @@ def machine_delete(*, machine: Machine) -> None:
     event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})
 
 
+def machines_existing(ids) -> set[str]:
+    """Those of `ids` (machine ids as text) whose machine still exists: a user-created machine a file was pooled
+    into may have been deleted since. No query for no ids."""
+    ids = set(ids)
+    if not ids:
+        return set()
+    return {str(pk) for pk in Machine.objects.filter(pk__in=ids).values_list("pk", flat=True)}
+
+
 # -- pooling from converted files ------------------------------------------------------------------------
 
 

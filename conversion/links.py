@@ -54,6 +54,13 @@ def file_field_ids(file_ids: list) -> dict[str, list[str]]:
     return out
 
 
+def file_machine_ids(files) -> dict[str, list[str]]:
+    """{file id: [machine ids]}: the machines each file was pooled into (in the order it named them) that still
+    exist; a user-created machine that collected a file may be deleted since. One query for all the files."""
+    present = assets.machines_existing(m for f in files for m in f.machine_ids)
+    return {str(f.pk): [m for m in f.machine_ids if m in present] for f in files}
+
+
 def linked_file_ids(links=None):
     """The ids of the files of `links` (FieldFile rows; all of them by default), as a subquery to compare `File.pk`
     with. The link table keeps an id as text (canonical UUID form); PostgreSQL stores a UUID as uuid, SQLite as 32

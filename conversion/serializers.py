@@ -8,7 +8,7 @@ from assets.models import Provider
 from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictUUIDField, TimestampField
 
-from .links import file_field_ids
+from .links import file_field_ids, file_machine_ids
 from .models import Batch, File, OperationType
 
 UPLOAD_PROVIDERS = Provider.values
@@ -63,7 +63,8 @@ class BatchSerializer(ApiModelSerializer):
 
 
 class FileSerializer(ApiModelSerializer):
-    """A file record. `fields` come from the context map `field_ids` when the view has built one for a page."""
+    """A file record. `fields` and `machines` come from the context maps `field_ids` and `machine_ids` when the
+    view has built them for a page."""
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     apiOwnerUsername = serializers.CharField(source="core_user.owner.username", read_only=True)
@@ -119,6 +120,10 @@ class FileSerializer(ApiModelSerializer):
         if field_map is None or str(file.pk) not in field_map:
             field_map = file_field_ids([file.pk])
         data["fields"] = field_map[str(file.pk)]
+        machine_map = self.context.get("machine_ids")
+        if machine_map is None or str(file.pk) not in machine_map:
+            machine_map = file_machine_ids([file])
+        data["machines"] = machine_map[str(file.pk)]
         data["sources"] = [str(s.pk) for s in file.sources.all()]
         if file.status_message:
             data["statusDetails"] = file.status_message
@@ -138,8 +143,8 @@ class FileSerializer(ApiModelSerializer):
 
 
 def file_context(files, context: dict) -> dict:
-    """Serializer context with the fields of a page of files read in one query."""
-    return {**context, "field_ids": file_field_ids([f.pk for f in files])}
+    """Serializer context with the fields of a page of files read in one query, and its machines in another."""
+    return {**context, "field_ids": file_field_ids([f.pk for f in files]), "machine_ids": file_machine_ids(files)}
 
 
 class FileMergeSerializer(ApiSerializer):

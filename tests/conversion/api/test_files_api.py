@@ -6,7 +6,9 @@ import zipfile
 import pytest
 from shapely.geometry import MultiPoint, MultiPolygon
 
+from conversion.readers.base import MachineIdentity
 from fields.services import field_create
+from tests.operations.helpers import grid_box, grid_table, processed_file
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
 from .conftest import BATCH_URL, FILES_URL, upload
@@ -178,3 +180,27 @@ def test_malformed_ids_are_404(api_client, core_user):
     assert_problem(api_client.get(f"{FILES_URL}/not-a-uuid"), 404)
     assert_problem(api_client.get(f"{BATCH_URL}/123/status"), 404)
     assert_problem(api_client.get(FIELDS.format(user=core_user.pk, field="nope") + "/files"), 404)
+
+
+def test_a_deleted_machine_leaves_the_files_it_collected(api_client, core_user):
+    # Given a machine the user made, and a file whose machine has its serial number (pooled into it)
+    machines = f"/services/beta/api/users/{core_user.pk}/machines"
+    made = api_client.post(machines, {"name": "Big Green", "serialNumber": "1RW8370R"}, format="json").json()
+    table = grid_table()
+    table.machines = [MachineIdentity(kind="machine", serial_number="1rw-8370r", name="8R 370")]
+    kept = api_client.post(machines, {"name": "Sprayer", "serialNumber": "SP-1"}, format="json").json()
+    table.machines.append(MachineIdentity(kind="machine", serial_number="SP-1"))
+    field = field_create(core_user=core_user, geometry=grid_box(), name="North")
+    file = processed_file(core_user, table)
+    assert api_client.get(f"{FILES_URL}/{file.pk}").json()["machines"] == [made["id"], kept["id"]]
+
+    # When the machine is deleted
+    assert api_client.delete(f"{machines}/{made['id']}").status_code == 204
+
+    # Then the file no longer names it, alone or in a list (its own, its field's); the other machine stays
+    field_files = f"{FIELDS.format(user=core_user.pk, field=field.pk)}/files"
+    assert api_client.get(f"{FILES_URL}/{file.pk}").json()["machines"] == [kept["id"]]
+    assert api_client.get(f"{field_files}/{file.pk}").json()["machines"] == [kept["id"]]
+    [listed] = [f for f in api_client.get(FILES_URL).json()["operations"] if f["id"] == str(file.pk)]
+    [listed_by_field] = [f for f in api_client.get(field_files).json() if f["id"] == str(file.pk)]
+    assert listed["machines"] == listed_by_field["machines"] == [kept["id"]]
