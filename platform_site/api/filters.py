@@ -85,9 +85,12 @@ class PlainIntegerField(_PlainNumber, forms.IntegerField):
 
 
 class FloatFilter(django_filters.NumberFilter):
-    """A double (finite); `1e3` and `12.5` are numbers, `abc`, `nan` and `1_000` are 400."""
+    """A double (finite); `1e3`, `12.5` and `1e300` are numbers, `abc`, `nan`, `1e400` and `1_000` are 400."""
 
     field_class = PlainFloatField
+
+    def get_max_validator(self):
+        return None  # django-filter caps numbers at 1e50; a double goes to about 1.8e308
 
 
 @extend_schema_field({"type": "integer", "format": "int64", "minimum": 1})

@@ -110,6 +110,8 @@ def test_a_machine_file_has_the_spec_shape(api_client, core_user, machine, files
         ({"greaterThanDistanceValue": "1.5"}, [2, 1]),
         ({"lessThanDistanceValue": "3.25"}, [0]),
         ({"greaterThanDistanceValue": "1", "lessThanDistanceValue": "1e4"}, [2, 0, 1]),
+        ({"greaterThanDistanceValue": "-1e300", "lessThanDistanceValue": "1e300"}, [2, 0, 1]),  # any double
+        ({"distanceValue": "1e60"}, []),
         ({"distanceUnit": "mile"}, [2, 0]),
         ({"distanceUnit": "Mile"}, [2, 0]),
         ({"distanceUnit": "ft"}, [1]),
@@ -133,6 +135,7 @@ def test_every_machine_file_filter(api_client, core_user, machine, files, params
         ({"distanceValue": "far"}, "distanceValue"),
         ({"greaterThanDistanceValue": "nan"}, "greaterThanDistanceValue"),
         ({"lessThanDistanceValue": "inf"}, "lessThanDistanceValue"),
+        ({"lessThanDistanceValue": "1e309"}, "lessThanDistanceValue"),  # past the largest double
         ({"greaterThanDistanceValue": "1_000"}, "greaterThanDistanceValue"),  # Python's float() reads these two
         ({"distanceValue": "\u0663"}, "distanceValue"),
         ({"afterStartTime": "0001-01-01T00:00:00+01:00"}, "afterStartTime"),  # the year 0 in UTC
