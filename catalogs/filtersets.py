@@ -14,7 +14,10 @@ class NormalizedNameFilter(django_filters.CharFilter):
     def filter(self, qs, value):
         if value in (None, ""):
             return qs
-        return qs.filter(normalized_name__contains=normalize_name(value))
+        term = normalize_name(value)
+        if not term:  # only punctuation or spaces: no name is without letters or digits, so none matches
+            return qs.none()
+        return qs.filter(normalized_name__contains=term)
 
 
 class ProductFilterSet(django_filters.FilterSet):

@@ -106,6 +106,7 @@ class TestProductEndpoints:
             ({"name": "POWER"}, ["Power Boost", "Roundup PowerMAX"]),
             ({"name": "roundup-powermax"}, ["Roundup PowerMAX"]),
             ({"name": "nothing"}, []),
+            ({"name": "®!-"}, []),  # nothing left to compare: matches no name (it matched every one)
             ({"sort": "name,desc"}, ["Roundup PowerMAX", "Power Boost", "Liberty 280", "Atrazine 4L"]),
             ({"sort": "normalizedName"}, ["Atrazine 4L", "Liberty 280", "Power Boost", "Roundup PowerMAX"]),
             ({"size": 2, "page": 1}, ["Power Boost", "Roundup PowerMAX"]),
@@ -158,6 +159,7 @@ class TestProductEndpoints:
         "params, expected",
         [
             ({"search": "power"}, ["Power Boost", "Roundup PowerMAX"]),
+            ({"search": " !!! "}, []),
             ({"search": "r"}, ["Roundup PowerMAX", "Atrazine 4L", "Liberty 280", "Power Boost"]),
             ({"search": "r", "maxResults": "2"}, ["Roundup PowerMAX", "Atrazine 4L"]),
             ({"search": "r", "coreFileId": str(F2)}, ["Roundup PowerMAX", "Atrazine 4L"]),
