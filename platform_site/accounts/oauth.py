@@ -3,6 +3,7 @@ the refresh. Plain HTTP, no state: callers store the result (`provider_credentia
 failures (`credentialsUnauthenticated`) themselves, from a layer that may emit events. Network I/O
 only: call it outside transactions."""
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -15,6 +16,7 @@ from platform_site.text import storable
 from .models import ProviderApplication
 
 EXPIRES_IN_MAX = timedelta(days=3650)
+ANSWER_MAX_BYTES = 256 * 1024  # a token answer is a few kilobytes; more is refused unread
 
 
 class TokenRequestFailed(Exception):
@@ -53,15 +55,14 @@ def token_request(
             headers={"Accept": "application/json", "User-Agent": "agdata-platform-oauth/1"},
             timeout=(_timeout(), _timeout()),
             allow_redirects=False,
+            stream=True,
         )
+        raw = _read_at_most(response, ANSWER_MAX_BYTES)
     except requests.RequestException as exc:
         raise TokenRequestFailed(f"{application.provider} could not be reached ({type(exc).__name__}).") from exc
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
+    if raw is None:
+        raise TokenRequestFailed(f"{application.provider} answered more than {ANSWER_MAX_BYTES // 1024} KiB.")
+    body = _json_object(raw)
     if response.status_code >= 300 or "error" in body:
         reason = body.get("error_description") or body.get("error") or f"HTTP {response.status_code}"
         raise TokenRequestFailed(f"{application.provider} refused the token request: {storable(str(reason))[:300]}")
@@ -81,6 +82,30 @@ def token_request(
         scope=storable(str(body.get("scope") or ""))[:2000],
         expires_at=_expires_at(body.get("expires_in")),
     )
+
+
+def _read_at_most(response: requests.Response, limit: int) -> bytes | None:
+    """The answer's body (decompressed), or None once it passes `limit` bytes (the rest is not read)."""
+    chunks, size = [], 0
+    try:
+        for chunk in response.iter_content(64 * 1024):
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    finally:
+        response.close()
+    return b"".join(chunks)
+
+
+def _json_object(raw: bytes) -> dict:
+    """The JSON object `raw` holds; {} for anything else: not JSON, another JSON value, or nested deeper than the
+    parser goes (a RecursionError, which was a 500 at the OAuth callback)."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _expires_at(expires_in) -> datetime | None:

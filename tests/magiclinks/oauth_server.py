@@ -24,6 +24,7 @@ class OAuthServer:
     fail_description: str = "The grant was revoked."
     expires_in: object = 3600
     answer_extra: dict = field(default_factory=dict)  # keys that replace or add to a good token answer
+    raw_answer: bytes | None = None  # sent as the body of a good token answer instead of its JSON
     base_url: str = ""
     codes: dict[str, dict] = field(default_factory=dict)
     refresh_tokens: set[str] = field(default_factory=set)
@@ -113,7 +114,8 @@ def start_oauth_server(server_state: OAuthServer) -> ThreadingHTTPServer:
                 self._send(404, b"not found", "text/plain")
                 return
             status, body = server_state.token_answer(form, self.headers.get("Authorization", ""))
-            self._send(status, json.dumps(body).encode(), "application/json")
+            raw = server_state.raw_answer if status == 200 and server_state.raw_answer is not None else None
+            self._send(status, raw if raw is not None else json.dumps(body).encode(), "application/json")
 
         def log_message(self, *args):
             pass

@@ -161,3 +161,28 @@ def test_a_token_holding_a_lone_surrogate_is_a_failed_connection(
     assert response.status_code == 502
     assert "answered a token that is not text" in response.content.decode()
     assert not ProviderCredential.objects.filter(core_user=core_user, status="AUTHENTICATED").exists()
+
+
+@pytest.mark.parametrize(
+    "raw, says",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "answered without an access token"),  # deeper than the parser goes
+        (b'{"access_token": "t"' + b" " * (300 * 1024) + b"}", "answered more than 256 KiB"),
+        (b'"access_token"', "answered without an access token"),
+        (b"\xff\xfe{", "answered without an access token"),
+    ],
+    ids=["nested", "too-large", "not-an-object", "not-json"],
+)
+def test_a_token_answer_that_is_no_token_object_is_a_failed_connection(
+    client, core_user, oauth_server, oauth_app, settings, raw, says
+):
+    """A JSON array nested 100,000 deep made the callback a 500 (RecursionError); an answer of any size was read
+    whole into memory."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    oauth_server.raw_answer = raw
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, url)
+    assert response.status_code == 502
+    assert says in response.content.decode()
+    assert len(oauth_server.token_requests) == 1
+    assert not ProviderCredential.objects.filter(core_user=core_user, status="AUTHENTICATED").exists()
