@@ -112,9 +112,9 @@ def _upload_context(token: str, **extra) -> dict:
 
 @require_safe
 def link_page(request, token: str):
-    """The page of a link: provider buttons, or the upload form. Counts the visit."""
+    """The page of a link: provider buttons, or the upload form. Counts the visit (a GET, not a HEAD)."""
     try:
-        link = services.magic_link_open(token)
+        link = services.magic_link_open(token, count=request.method == "GET")
     except services.LinkUnavailable as exc:
         return _unavailable(request, exc)
     if link.widget == MagicLink.Widget.FILEUPLOAD:
@@ -192,10 +192,13 @@ def link_disconnect(request, token: str):
     try:
         link = services.magic_link_resolve(token)
         provider = request.POST.get("provider", "")
-        services.link_disconnect(link=link, provider=provider)
+        disconnected = services.link_disconnect(link=link, provider=provider)
     except services.LinkUnavailable as exc:
         return _unavailable(request, exc)
-    message = f"You are disconnected from {provider}."
+    if disconnected:
+        message = f"You are disconnected from {provider}."
+    else:  # nothing to do (another tab disconnected it, or it never connected): said, not claimed done
+        message = f"You were not connected to {provider}."
     return _outcome(request, link, token, provider, ok=True, message=message, status=200)
 
 

@@ -161,9 +161,12 @@ def magic_link_resolve(token: str, *, allow_expired: bool = False) -> MagicLink:
     return link
 
 
-def magic_link_open(token: str) -> MagicLink:
-    """Resolve the link for its page and count the visit (`usageCount`, `lastAccessedAt`)."""
+def magic_link_open(token: str, *, count: bool = True) -> MagicLink:
+    """Resolve the link for its page and count the visit (`usageCount`, `lastAccessedAt`) unless `count` is
+    false (a HEAD from a link checker or a chat preview is no visit)."""
     link = magic_link_resolve(token)
+    if not count:
+        return link
     now = timezone.now()
     MagicLink.objects.filter(pk=link.pk).update(usage_count=F("usage_count") + 1, last_accessed_at=now)
     link.usage_count += 1
@@ -239,6 +242,8 @@ def _authorization_claim(state: str, browser_nonce: str) -> LinkAuthorization:
         raise AuthorizationRefused(400, "This sign-in attempt took too long. Start again.", link)
     if link.deleted_at is not None:
         raise AuthorizationRefused(410, "This link has been revoked.", link)
+    if link.expires_at <= timezone.now():  # it expired while the user was at the provider
+        raise AuthorizationRefused(410, "This link has expired. Ask for a new link.", link)
     return authorization
 
 

@@ -33,12 +33,15 @@ def make_link(core_user, widget, **values):
     return link, f"/links/{token}"
 
 
-def connect(client, url, provider="ProviderA", allow=True):
-    """Click "Connect", let the loopback provider answer, and follow its redirect back to our callback."""
+def connect(client, url, provider="ProviderA", allow=True, meanwhile=None):
+    """Click "Connect", let the loopback provider answer, and follow its redirect back to our callback
+    (`meanwhile()` is called while the user is at the provider)."""
     started = client.get(f"{url}/connect/{provider}")
     assert started.status_code == 302, started.content[:300]
     consent = requests.get(started["Location"], timeout=5)
     assert consent.status_code == 200
+    if meanwhile is not None:
+        meanwhile()
     choice = "allow" if allow else "deny"
     back = consent.text.split(f"id='{choice}' href='")[1].split("'")[0].replace("&amp;", "&")
     parts = urlsplit(back)
@@ -59,6 +62,10 @@ def test_upload_page_is_branded_counts_visits_and_is_private(client, core_user):
     client.get(url)
     link.refresh_from_db()
     assert link.usage_count == 2 and link.last_accessed_at is not None
+    # A HEAD (a link checker, a chat preview) is no visit
+    assert client.head(url).status_code == 200
+    link.refresh_from_db()
+    assert link.usage_count == 2
 
 
 @pytest.mark.embedded
@@ -152,6 +159,21 @@ def test_a_callback_is_refused_for_unknown_reused_or_foreign_state(
     assert stranger.status_code == 400 and "another browser" in stranger.content.decode()
     assert not ProviderCredential.objects.exists()
     assert oauth_server.token_requests == []
+
+
+@pytest.mark.parametrize("meanwhile", ["expired", "revoked"])
+def test_a_link_that_expires_or_is_revoked_at_the_provider_connects_nothing(
+    client, core_user, oauth_server, oauth_app, settings, meanwhile
+):
+    """An expired link's page was 410, yet a sign-in started before it expired still connected the user."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    change = {"expired": {"expires_at": timezone.now()}, "revoked": {"deleted_at": timezone.now()}}[meanwhile]
+    response, _ = connect(client, url, meanwhile=lambda: MagicLink.objects.filter(pk=link.pk).update(**change))
+    assert response.status_code == 410
+    assert f"This link has {'expired' if meanwhile == 'expired' else 'been revoked'}." in response.content.decode()
+    assert oauth_server.token_requests == []  # the code was never exchanged
+    assert not ProviderCredential.objects.exists()
 
 
 def test_the_user_may_deny_access(client, core_user, oauth_server, oauth_app, settings):
@@ -257,6 +279,9 @@ def test_disconnect_only_when_the_link_allows_it(client, core_user, oauth_server
     done = client.post(f"{url}/disconnect", {"provider": "ProviderA"})
     assert done.status_code == 200 and "You are disconnected from ProviderA." in done.content.decode()
     assert not ProviderCredential.objects.filter(core_user=core_user).exists()
+    # Again (another tab, a reload): nothing was connected, and the page says so
+    again = client.post(f"{url}/disconnect", {"provider": "ProviderA"})
+    assert again.status_code == 200 and "You were not connected to ProviderA." in again.content.decode()
 
 
 def test_disconnect_needs_the_csrf_token(core_user, oauth_app):
