@@ -182,6 +182,8 @@ def oauth_callback(request):
         return _outcome(request, exc.link, token, None, ok=False, message=exc.message, status=exc.status)
     token = _return_token(request, result.link)
     message = f"You are connected to {result.provider}."
+    if result.scopes_missing:
+        message += f" It did not grant everything asked for (missing: {', '.join(result.scopes_missing)})."
     return _outcome(request, result.link, token, result.provider, ok=True, message=message, status=200)
 
 

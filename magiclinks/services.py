@@ -252,6 +252,7 @@ class ConnectionResult:
     link: MagicLink
     provider: str
     credential: ProviderCredential
+    scopes_missing: list[str]
 
 
 def oauth_authorization_complete(
@@ -282,21 +283,48 @@ def oauth_authorization_complete(
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=link.core_user, provider=provider, message=str(exc))
         raise AuthorizationRefused(502, f"The connection to {provider} failed: {exc}", link) from None
-    credential = _credential_store(core_user=link.core_user, provider=provider, tokens=tokens)
-    return ConnectionResult(link=link, provider=provider, credential=credential)
+    credential = _credential_store(core_user=link.core_user, application=application, tokens=tokens)
+    return ConnectionResult(
+        link=link, provider=provider, credential=credential, scopes_missing=scopes_missing(application, tokens.scope)
+    )
 
 
-def _credential_store(*, core_user: CoreUser, provider: str, tokens: oauth.TokenSet) -> ProviderCredential:
-    """Keep what a provider's token endpoint answered as the core user's (AUTHENTICATED) credential."""
-    return provider_credential_store(
+def scopes_missing(application: ProviderApplication, granted: str) -> list[str]:
+    """The scopes the application asks for that a token answer's `scope` leaves out. An answer without `scope`
+    granted what was asked (RFC 6749 section 5.1)."""
+    if not granted.strip():
+        return []
+    granted_scopes = set(granted.split())
+    return [scope for scope in application.scopes if scope not in granted_scopes]
+
+
+@transaction.atomic
+def _credential_store(
+    *, core_user: CoreUser, application: ProviderApplication, tokens: oauth.TokenSet, scope_before: str | None = None
+) -> ProviderCredential:
+    """Keep what a provider's token endpoint answered as the core user's (AUTHENTICATED) credential. When it granted
+    less than the application asks for, `credentialsLimitedPermission` tells the API owner: at each connection,
+    and at a refresh only when what is missing changed (`scope_before`: the scope the credential had)."""
+    credential = provider_credential_store(
         core_user=core_user,
-        provider=provider,
+        provider=application.provider,
         access_token=tokens.access_token,
         refresh_token=tokens.refresh_token,
         token_type=tokens.token_type,
         scope=tokens.scope,
         expires_at=tokens.expires_at,
     )
+    missing = scopes_missing(application, tokens.scope)
+    if missing and (scope_before is None or scopes_missing(application, scope_before) != missing):
+        event_emit(
+            type=EventType.CREDENTIALS_LIMITED_PERMISSION,
+            core_user=core_user,
+            payload={
+                "provider": application.provider,
+                "message": f"{application.provider} did not grant: {' '.join(missing)}.",
+            },
+        )
+    return credential
 
 
 def provider_url_check(url: str) -> None:
@@ -333,7 +361,7 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=core_user, provider=credential.provider, message=str(exc))
         return None
-    return _credential_store(core_user=core_user, provider=credential.provider, tokens=tokens)
+    return _credential_store(core_user=core_user, application=application, tokens=tokens, scope_before=credential.scope)
 
 
 def credential_refresh_due(credential: ProviderCredential, now=None) -> bool:

@@ -229,6 +229,44 @@ def test_refresh_renews_tokens_or_emits_credentials_unauthenticated(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_provider_that_grants_less_than_asked_emits_credentials_limited_permission(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+):
+    """The event was accepted at webhook registration but never sent: a narrower grant went unnoticed."""
+    from magiclinks.tasks import magiclinks_credential_refresh
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    subscribe(owner, webhook_receiver, ["credentialsLimitedPermission"])
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    # Given a provider that grants "files" but not "offline_access" of the application's scopes
+    oauth_server.answer_extra = {"scope": "profile files"}
+    # When the user connects: connected, told what is missing, and the API owner hears of it
+    response, _ = connect(client, url)
+    assert response.status_code == 200
+    assert "It did not grant everything asked for (missing: offline_access)." in response.content.decode()
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    assert (credential.status, credential.scope) == ("AUTHENTICATED", "profile files")
+    [event] = webhook_receiver.wait_for(1) and webhook_receiver.events()
+    assert (event["type"], event["coreUserId"], event["provider"]) == (
+        "credentialsLimitedPermission",
+        str(core_user.id),
+        "ProviderA",
+    )
+    assert event["message"] == "ProviderA did not grant: offline_access."
+    # A refresh granting the same says nothing again; nor does one granting everything (or not saying: RFC 6749
+    # 5.1, the scope asked for); one granting still less does
+    for answer in ({"scope": "profile files"}, {"scope": "files offline_access"}, {"scope": ""}):
+        oauth_server.answer_extra = answer
+        magiclinks_credential_refresh.delay(str(credential.pk))
+        assert len(webhook_receiver.received) == 1, answer
+    oauth_server.answer_extra = {"scope": "profile"}
+    magiclinks_credential_refresh.delay(str(credential.pk))
+    assert [e["message"] for e in webhook_receiver.wait_for(2) and webhook_receiver.events()][1:] == [
+        "ProviderA did not grant: files offline_access."
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_sweep_refreshes_only_credentials_about_to_expire(
     client, core_user, oauth_server, oauth_app, settings, monkeypatch
 ):
