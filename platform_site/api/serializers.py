@@ -41,9 +41,15 @@ class StrictFloatField(serializers.FloatField):
     default_error_messages = {"invalid": "A number is required."}
 
     def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
             self.fail("invalid")
-        return super().to_internal_value(data)
+        try:
+            number = float(data)  # an integer past the largest double (10**400) overflows: it was a 500
+        except OverflowError:
+            self.fail("invalid")
+        if not math.isfinite(number):
+            self.fail("invalid")
+        return super().to_internal_value(number)
 
 
 class StrictIntegerField(serializers.IntegerField):

@@ -29,6 +29,8 @@ ODD_BODIES = [
     {"id": "a\x00b", "name": "a\x00b", "geometry": "a\x00b", "fieldIds": ["a\x00b"], "farmIds": ["a\x00b"]},
     {"id": "x" * 3000, "name": "x" * 3000},
     {"id": 2**70, "fieldIds": [2**70], "farmIds": [2**70], "intersectionThreshold": 2**70},
+    # An integer no float holds, where a number is expected (each alone: an unknown key is refused first).
+    *({key: 10**400} for key in ("intersectionThreshold", "fieldsMergeIntersection", "geoimagesResolution")),
     {"geometry": {"type": "MultiPolygon", "coordinates": json.loads("[" * 900 + "]" * 900)}},
     {"geometry": {"type": "Polygon", "coordinates": [[["a", 0], [1, 0], [1, 1], ["a", 0]]]}},
     # An integer no float holds, in a position (and as an altitude).
