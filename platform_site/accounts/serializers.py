@@ -11,11 +11,12 @@ from platform_site.api.serializers import (
 )
 
 from .models import CoreUser
+from .services import PASSWORD_MAX, USERNAME_MAX
 
 
 class AuthenticateSerializer(ApiSerializer):
-    username = StrictCharField(max_length=150)
-    password = StrictCharField(max_length=256, trim_whitespace=False)
+    username = StrictCharField(max_length=USERNAME_MAX)
+    password = StrictCharField(max_length=PASSWORD_MAX, trim_whitespace=False)
     rememberMe = StrictBooleanField(required=False, default=False)
 
 

@@ -11,6 +11,8 @@ from .models import CoreUser, ProviderApplication, ProviderCredential
 from .signals import core_user_deleting
 
 USER_FIELDS = ("name", "email", "phone", "address", "external_id")
+USERNAME_MAX = 150  # Django's user name column
+PASSWORD_MIN, PASSWORD_MAX = 8, 1024  # what `createapiowner` sets is what `POST /api/authenticate` takes
 
 
 def core_user_lock(core_user_id, *, no_key: bool = False) -> bool:
@@ -37,7 +39,12 @@ def owner_authenticate(*, username: str, password: str, remember_me: bool = Fals
 
 @transaction.atomic
 def owner_ensure(*, username: str, password: str, is_staff: bool = False):
-    """Create the API owner, or set its password when it exists (idempotent). Returns (owner, created)."""
+    """Create the API owner, or set its password when it exists (idempotent). Returns (owner, created).
+    `ValueError` for a user name or password the authentication endpoint would not take."""
+    if not 0 < len(username) <= USERNAME_MAX:
+        raise ValueError(f"The user name must have 1 to {USERNAME_MAX} characters.")
+    if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
+        raise ValueError(f"The password must have {PASSWORD_MIN} to {PASSWORD_MAX} characters.")
     owner, created = get_user_model().objects.get_or_create(username=username)
     owner.set_password(password)
     owner.is_active = True

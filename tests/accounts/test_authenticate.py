@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 import jwt
 import pytest
 from django.conf import settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from tests.factories import PASSWORD, CoreUserFactory
@@ -125,6 +125,19 @@ def test_createapiowner_is_idempotent_and_updates_the_password(db):
     call_command("createapiowner", "acme", "--password", "second-password")
     assert authenticate(APIClient(), username="acme", password="first-password").status_code == 401
     assert authenticate(APIClient(), username="acme", password="second-password").status_code == 200
+
+
+def test_createapiowner_sets_only_passwords_the_login_takes(db):
+    """A 300-character password was set, then refused at every login (400: longer than 256)."""
+    long_password = "correct horse battery staple " * 35  # 1015 characters
+    call_command("createapiowner", "acme", "--password", long_password)
+    assert authenticate(APIClient(), username="acme", password=long_password).status_code == 200
+    for password in ("short", "x" * 1025):
+        with pytest.raises(CommandError, match="8 to 1024 characters"):
+            call_command("createapiowner", "acme", "--password", password)
+    with pytest.raises(CommandError, match="1 to 150 characters"):
+        call_command("createapiowner", "a" * 151, "--password", "long-enough")
+    assert authenticate(APIClient(), username="acme", password=long_password).status_code == 200  # unchanged
 
 
 MACHINES_URL = "/services/beta/api/users/{}/machines"

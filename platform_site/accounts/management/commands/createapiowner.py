@@ -14,7 +14,8 @@ class Command(BaseCommand):
         parser.add_argument("--staff", action="store_true", help="also allow the Django admin")
 
     def handle(self, *args, username, password, staff, **options):
-        if len(password) < 8:
-            raise CommandError("The password must have at least 8 characters.")
-        _, created = owner_ensure(username=username, password=password, is_staff=staff)
+        try:
+            _, created = owner_ensure(username=username, password=password, is_staff=staff)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(f"API owner '{username}' {'created' if created else 'updated'}.")

@@ -9,7 +9,7 @@ import os
 import secrets
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from platform_site.accounts.services import owner_ensure
 
@@ -26,7 +26,10 @@ class Command(BaseCommand):
             if stored.get("username") == username:
                 password = stored["password"]
         password = password or secrets.token_urlsafe(12)
-        owner_ensure(username=username, password=password, is_staff=True)
+        try:
+            owner_ensure(username=username, password=password, is_staff=True)
+        except ValueError as exc:  # DEMO_OWNER_USERNAME / DEMO_OWNER_PASSWORD out of bounds
+            raise CommandError(str(exc)) from None
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"username": username, "password": password}))
         path.chmod(0o600)
