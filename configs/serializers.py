@@ -26,16 +26,22 @@ class PercentField(StrictFloatField):
 
 
 class ProjectionField(StrictCharField):
-    """`EPSG:<code>` that pyproj knows."""
+    """`EPSG:<code>` that pyproj knows, of a map: projected or latitude/longitude, in two dimensions. A vertical
+    (heights only), geocentric, 3D or compound system was accepted and gave meaningless images."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data).strip()
         if not re.fullmatch(r"EPSG:[0-9]{1,6}", value):
             raise serializers.ValidationError("Must be of the form 'EPSG:<code>', e.g. 'EPSG:3857'.")
         try:
-            CRS.from_user_input(value)
+            crs = CRS.from_user_input(value)
         except CRSError:
             raise serializers.ValidationError(f"Unknown projection '{value}'.") from None
+        if not (crs.is_projected or crs.is_geographic) or len(crs.axis_info) != 2:
+            raise serializers.ValidationError(
+                f"'{value}' ({crs.type_name}) is not a map projection: use a projected or latitude/longitude system "
+                "in two dimensions, e.g. 'EPSG:3857' or 'EPSG:4326'."
+            )
         return value
 
 

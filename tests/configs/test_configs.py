@@ -95,6 +95,11 @@ def test_echoed_identity_keys_are_accepted(api_client, core_user):
         ({"geoimagesShape": "TRIANGLE"}, "geoimagesShape"),
         ({"geoimagesProjection": "EPSG:999999"}, "geoimagesProjection"),
         ({"geoimagesProjection": "WGS84"}, "geoimagesProjection"),
+        # Known to pyproj, but no map: heights only, earth-centred X/Y/Z, latitude/longitude/height, map + height
+        ({"geoimagesProjection": "EPSG:5703"}, "geoimagesProjection"),
+        ({"geoimagesProjection": "EPSG:4978"}, "geoimagesProjection"),
+        ({"geoimagesProjection": "EPSG:4979"}, "geoimagesProjection"),
+        ({"geoimagesProjection": "EPSG:7415"}, "geoimagesProjection"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [255, 255, 255]}}, "geoimagesColorRamp"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 256], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0]}}, "geoimagesColorRamp.nv"),
