@@ -373,4 +373,16 @@ def test_events_per_file_and_one_per_batch(
     assert len(finished) == 1 and len(failed) == 1
     assert {finished[0]["fileId"], failed[0]["fileId"]} == set(batch["files"])
     assert failed[0]["message"].startswith(UNABLE_TO_READ)
+    assert "message" not in by_type["batchUploadProcessingFinished"][0]
+
+    # A batch that fails says why, as its record does
+    failed_batch = _upload_ok(api_client, core_user, zip_entries({"notes.txt": b"no machine data here"}))
+    assert failed_batch["status"] == "FAILED"
+    webhook_receiver.wait_for(4)
+    event = [e for e in webhook_receiver.events() if e.get("batchId") == failed_batch["id"]]
+    expected = ": ".join(filter(None, (failed_batch.get("statusDetails"), failed_batch.get("failureReason"))))
+    assert [(e["type"], e["status"], e["message"]) for e in event] == [
+        ("batchUploadProcessingFinished", "FAILED", expected)
+    ]
+    assert expected.startswith(NO_VALID_FILES)
     assert all(e["coreUserId"] == str(core_user.pk) for e in events)
