@@ -9,7 +9,7 @@ from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictUUIDField, TimestampField
 
 from .links import file_field_ids, file_machine_ids
-from .models import Batch, File, OperationType
+from .models import Batch, File, FileStatus, OperationType
 
 UPLOAD_PROVIDERS = Provider.values
 
@@ -128,10 +128,11 @@ class FileSerializer(ApiModelSerializer):
         if file.status_message:
             data["statusDetails"] = file.status_message
         request = self.context.get("request")
+        processed = file.status == FileStatus.PROCESSED  # outputs of an earlier build are not served meanwhile
         links = {
             "originalFile": ("file-original", file.original_name),
-            "rawGeojson": ("file-raw-geojson", file.raw_geojson_name),
-            "standardGeojson": ("file-standard-geojson", file.standard_geojson_name),
+            "rawGeojson": ("file-raw-geojson", file.raw_geojson_name if processed else ""),
+            "standardGeojson": ("file-standard-geojson", file.standard_geojson_name if processed else ""),
         }
         for key, (route, stored) in links.items():
             if not stored:

@@ -139,9 +139,17 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
         data = self.file_page(self.get_queryset())
         return Response({"operations": data}, headers=self.paginator.page_headers())
 
-    def _processed_output(self, attribute: str):
+    def _processed_file(self) -> File:
+        """The file, if processed: outputs belong to a processed file only. An automerged file being rebuilt (a file
+        joined its operation) or whose rebuild failed served its earlier images and GeoJSON, but no summary."""
         file = self.get_object()
-        if file.status != FileStatus.PROCESSED or getattr(file, attribute) is None:
+        if file.status != FileStatus.PROCESSED:
+            raise NotFound("The file has no such output (it is not processed).")
+        return file
+
+    def _processed_output(self, attribute: str):
+        file = self._processed_file()
+        if getattr(file, attribute) is None:
             raise NotFound("The file has no such output (it is not processed).")
         return Response(getattr(file, attribute))
 
@@ -158,13 +166,13 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
     @extend_schema(responses=ImageSerializer(many=True))
     @action(detail=True)
     def images(self, request, pk=None):
-        file = self.get_object()
+        file = self._processed_file()
         return Response(images_data(file.images, request=request, route="file-image", pk=file.pk))
 
     @extend_schema(responses={(200, "image/png"): bytes})
     def image(self, request, pk=None, prop=None):
         """One map image (PNG) of the file, by property."""
-        return stored_image(self.get_object().images, prop)
+        return stored_image(self._processed_file().images, prop)
 
     @extend_schema(request=FileMergeSerializer, responses={201: FileSerializer})
     @action(detail=False, methods=["post"])
@@ -191,7 +199,7 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
     @extend_schema(responses=GEOJSON_DOWNLOAD)
     @action(detail=True, url_path="standardGeojson")
     def standard_geojson(self, request, pk=None):
-        file = self.get_object()
+        file = self._processed_file()
         return stored_download(
             file.standard_geojson_name, filename=f"{file.pk}.standard.geojson", content_type="application/geo+json"
         )
@@ -199,7 +207,7 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
     @extend_schema(responses=GEOJSON_DOWNLOAD)
     @action(detail=True, url_path="rawGeojson")
     def raw_geojson(self, request, pk=None):
-        file = self.get_object()
+        file = self._processed_file()
         return stored_download(
             file.raw_geojson_name, filename=f"{file.pk}.raw.geojson", content_type="application/geo+json"
         )

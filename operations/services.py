@@ -154,8 +154,11 @@ def operation_file_group(file_id: str) -> Operation | None:
 
 
 def _merged_file_reopen(merged: File, now) -> None:
-    """The automerged file is being (re)built: processing, no message (its build is enqueued after commit)."""
-    File.objects.filter(pk=merged.pk).update(status=FileStatus.PROCESSING, status_message=None, updated_time=now)
+    """The automerged file is being (re)built: processing, no message, no steps done (its build is enqueued after
+    commit); its status showed every step of the earlier build processed."""
+    File.objects.filter(pk=merged.pk).update(
+        status=FileStatus.PROCESSING, status_message=None, steps={}, updated_time=now
+    )
 
 
 def _enqueue_build(operation: Operation) -> None:
@@ -197,6 +200,7 @@ def operation_build(operation_id: str, version: int | None = None) -> Operation 
         operation = Operation.objects.select_for_update().select_related("core_user").get(pk=operation.pk)
         operation.built_version = version
         operation.updated_time = timezone.now()
+        _crops_resend(operation)
         if merged.status != FileStatus.PROCESSED:
             operation.status = Operation.Status.FAILED
             operation.save(update_fields=["built_version", "updated_time", "status"])
@@ -211,6 +215,13 @@ def operation_build(operation_id: str, version: int | None = None) -> Operation 
             payload={"operationId": str(operation.pk), "coreFileId": str(merged.pk)},
         )
     return operation
+
+
+def _crops_resend(operation: Operation) -> None:
+    """After a build: send again the crops of the operation that waited for it (they fail if the build did)."""
+    waiting = OperationCrop.objects.filter(operation=operation, file__status=FileStatus.PROCESSING)
+    for crop_id in waiting.values_list("pk", flat=True):
+        send_on_commit(_tasks().operation_crop_process, str(crop_id))
 
 
 def operations_sweep() -> dict[str, int]:
@@ -239,6 +250,7 @@ def operations_sweep() -> dict[str, int]:
                 operation.status = Operation.Status.FAILED
                 operation.updated_time = now
                 operation.save(update_fields=["status", "updated_time"])
+                _crops_resend(operation)  # the crops that waited for the build fail now, with a reason
                 counts["failed"] += 1
                 continue
             if merged.status != FileStatus.PROCESSING:
@@ -308,14 +320,17 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
     inside the field's active boundary, returned at once (processing) and completed by a task.
 
     Without `field_id` the field is the operation's field of largest coverage. 409 `operationProcessing` while
-    the operation is being (re)built; 400 when it covers no field, or the field is not the core user's or has no
-    active boundary."""
+    the operation is being (re)built, 409 `operationFailed` when its last build failed (nothing to crop until a
+    new file rebuilds it); 400 when it covers no field, or the field is not the core user's or has no active
+    boundary."""
     operation = (
         Operation.objects.select_for_update(of=("self",))
         .select_related("merged_file", "core_user")
         .get(pk=operation.pk)
     )
     source = operation.merged_file
+    if operation.status == Operation.Status.FAILED and operation.built_version >= operation.version:
+        raise ConflictError("The operation failed to build: it has no points to crop.", error_key="operationFailed")
     if source is None or source.status != FileStatus.PROCESSED or operation.built_version < operation.version:
         raise ConflictError(
             "The operation is still being processed; crop it once it is processed.", error_key="operationProcessing"
@@ -349,9 +364,13 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
 
 
 def operation_crop_process(crop_id: str) -> File | None:
-    """Task body: write the cropped points of the operation into the crop's file (idempotent)."""
+    """Task body: write the cropped points of the operation into the crop's file (idempotent). While the
+    operation is being rebuilt (a file joined after the crop was asked for) the crop waits: the build sends it
+    again when it ends (`_crops_resend`), where it failed for a merged file "not available"."""
     crop = OperationCrop.objects.select_related("boundary", "source_file").filter(pk=crop_id).first()
     if crop is None:
+        return None
+    if crop.source_file.status == FileStatus.PROCESSING:
         return None
 
     def build(_file: File):

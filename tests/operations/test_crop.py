@@ -4,12 +4,14 @@ import json
 
 import numpy as np
 import pytest
+from django.db import transaction
 from shapely.geometry import Point
 
 from conversion import outputs
 from conversion.models import File, FileOrigin, FileStatus
 from fields.services import field_create
 from operations.models import Operation
+from operations.services import operation_crop, operation_file_group
 from tests.factories import CoreUserFactory
 from tests.tenancy import assert_problem
 
@@ -110,6 +112,33 @@ def test_crop_validation(api_client, owner, core_user, operation):
     Operation.objects.filter(pk=operation.pk).update(version=operation.version + 1)
     assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 409, "operationProcessing")
     assert operation.crops.count() == 0
+
+
+def test_a_failed_operation_cannot_be_cropped_and_says_so(api_client, operation):
+    """It answered 409 "still being processed": a client waiting for the build waited for ever."""
+    # Given an operation whose last build failed (its automerged file with it)
+    Operation.objects.filter(pk=operation.pk).update(status=Operation.Status.FAILED)
+    File.objects.filter(pk=operation.merged_file_id).update(status=FileStatus.FAILED, status_message="it broke")
+    body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 409, "operationFailed")
+    assert "failed to build" in body["detail"]
+    assert operation.crops.count() == 0
+
+
+def test_a_crop_asked_for_before_a_file_joins_waits_for_the_rebuild(core_user, operation):
+    """The crop's task found the operation's file being rebuilt (a file joined after the crop was accepted) and
+    failed the crop for good: "the operation's merged file is not available"."""
+    with transaction.atomic():
+        # The crop is accepted while the operation is processed; before its task runs, a third file joins
+        crop = operation_crop(operation=operation)
+        joining = processed_file(core_user, grid_table(start="2024-09-03T10:00:00", seed=3))
+        operation_file_group(str(joining.pk))
+        assert File.objects.get(pk=operation.merged_file_id).status == FileStatus.PROCESSING
+    # Its task ran once the operation was rebuilt: the crop holds the three files' points (all inside the field)
+    cropped = File.objects.get(pk=crop.file_id)
+    assert cropped.status == FileStatus.PROCESSED, cropped.status_message
+    rebuilt = File.objects.get(pk=operation.merged_file_id)
+    assert rebuilt.status == FileStatus.PROCESSED
+    assert cropped.point_count == rebuilt.point_count == 3 * len(grid_table())
 
 
 def test_an_operation_whose_fields_are_gone_needs_a_field_id(api_client, core_user, operation):

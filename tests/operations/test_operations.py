@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from django.db import transaction
 
 from conversion import outputs
 from conversion.models import File, FileOrigin, FileStatus
@@ -137,6 +138,31 @@ def test_outputs_of_an_operation_being_built_are_404(api_client, core_user, fiel
     File.objects.filter(pk=operation.merged_file_id).update(status=FileStatus.PROCESSING)
     assert_problem(api_client.get(f"{OPS_URL}/{operation.pk}/summary"), 404, "notFound")
     assert api_client.get(f"{OPS_URL}/{operation.pk}").status_code == 200
+
+
+def test_an_automerged_file_being_rebuilt_serves_no_earlier_outputs(api_client, core_user, field):
+    """While a joining file had it rebuilt, the automerged file served its earlier images and GeoJSON (no summary),
+    its record kept the download links and its status showed every step processed."""
+    processed_file(core_user, grid_table(start=_day(0), seed=1))
+    merged_id = Operation.objects.get().merged_file_id
+    url = f"/services/operations/api/files/{merged_id}"
+    outputs_ = ("summary", "units", "images", "images/wetMassPerArea.png", "standardGeojson", "rawGeojson")
+    assert all(api_client.get(f"{url}/{output}").status_code == 200 for output in outputs_)
+    with transaction.atomic():
+        # When a second file joins (its rebuild runs once this commits)
+        operation_file_group(str(processed_file(core_user, grid_table(start=_day(1), seed=2)).pk))
+        # Then the file is processing and has no output yet: no earlier ones either
+        for output in outputs_:
+            assert_problem(api_client.get(f"{url}/{output}"), 404, "notFound")
+        record = api_client.get(url).json()
+        assert (record["status"], record["standardGeojson"], record["rawGeojson"]) == ("processing", None, None)
+        steps = api_client.get(f"{url}/status").json()["steps"]
+        assert {step["status"] for step in steps.values()} == {"processing"}
+    # Rebuilt: the outputs are back, of both files
+    assert all(api_client.get(f"{url}/{output}").status_code == 200 for output in outputs_)
+    record = api_client.get(url).json()
+    assert record["status"] == "processed" and record["standardGeojson"].endswith("/standardGeojson")
+    assert File.objects.get(pk=merged_id).point_count == 2 * len(grid_table())
 
 
 def test_list_filters_paging_and_sort(api_client, core_user, owner, field):
