@@ -40,7 +40,7 @@ class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.Retrie
         "crop": {
             400: "The operation covers no field, or the field is unknown or has no active boundary (`validation`).",
             404: "No such operation, or one of another API owner (`notFound`).",
-            409: "The operation is still being processed (`operationProcessing`).",
+            409: "The operation is being built (`operationProcessing`) or its build failed (`operationFailed`).",
         }
     }
     sort_fields = OPERATION_SORT_FIELDS
