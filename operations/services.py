@@ -16,10 +16,12 @@ them and would count their points twice.
 from __future__ import annotations
 
 import logging
+import uuid
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import Error, connection, transaction
 from django.utils import timezone
 
 from conversion import merging, outputs
@@ -46,6 +48,8 @@ WINDOW_DAYS = 5
 HARVEST_WINDOW_DAYS = 21
 AUTOMERGED_FORMAT = "AUTOMERGED"
 UNGROUPED_HORIZON = timedelta(days=7)
+BUILD_LOCK_CLASS = 0x0B17  # the key space of operation build locks (two-int advisory locks)
+BUILD_LOCK_WAIT_SECONDS = 300
 
 
 def operation_window(operation_type: str) -> timedelta:
@@ -173,10 +177,40 @@ def _merged_points(operation: Operation):
     return tables_merge([outputs.load_points(f) for f in files], name=f"Operation {operation.pk}")
 
 
+@contextmanager
+def _build_lock(operation_id: str):
+    """One build of an operation at a time. Builds write the automerged file's outputs in place before they learn
+    whether they are still wanted: an outdated build finishing after a newer one overwrote its stored points,
+    GeoJSON and images (the record kept the newer summary). On PostgreSQL a session lock, waited for up to
+    BUILD_LOCK_WAIT_SECONDS (then the task is sent again, `DatabaseRetryTask`); it goes with a dead worker's
+    connection. SQLite serialises writers and runs tasks one at a time: nothing to hold."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    key = [BUILD_LOCK_CLASS, int.from_bytes(uuid.UUID(str(operation_id)).bytes[:4], "big", signed=True)]
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute(f"SET lock_timeout = '{int(BUILD_LOCK_WAIT_SECONDS * 1000)}ms'")
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+        finally:
+            with suppress(Error):
+                cursor.execute("RESET lock_timeout")
+    try:
+        yield
+    finally:
+        with suppress(Error), connection.cursor() as cursor:  # a broken connection took the lock with it
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+
 def operation_build(operation_id: str, version: int | None = None) -> Operation | None:
     """Rebuild the automerged file of an operation from its files, then its fields and coverage. Idempotent: an
     operation already built at its current version is left alone, and an outdated task (the operation changed
-    since it was enqueued) leaves the work to the newer one."""
+    since it was enqueued) leaves the work to the newer one. Builds of one operation run one at a time."""
+    with _build_lock(operation_id):
+        return _operation_build(operation_id, version)
+
+
+def _operation_build(operation_id: str, version: int | None) -> Operation | None:
     operation = Operation.objects.select_related("merged_file", "core_user").filter(pk=operation_id).first()
     if operation is None or operation.merged_file is None:
         return None

@@ -2,6 +2,8 @@
 
 import pytest
 
+from conversion import outputs
+from conversion.models import File, FileStatus
 from fields.services import field_create
 from operations import services, tasks
 from operations.models import Operation, OperationField
@@ -42,3 +44,37 @@ def test_a_field_deleted_while_its_operation_records_coverage_waits_for_the_buil
     assert not OperationField.objects.exists()
     body = make_client(owner).get(f"/services/operations/api/operations/{operation.pk}").json()
     assert body["status"] == "processed" and body["fields"] == []
+
+
+def test_an_outdated_build_never_overwrites_a_newer_one(core_user, monkeypatch):
+    """Builds write the automerged file's outputs before they learn they are outdated. Build N read its two files;
+    meanwhile a third joined and build N+1 ran to the end; then N wrote its points over N+1's and stopped: the
+    record said three files, the stored points (and GeoJSON, images) held two. Builds of one operation now run
+    one at a time: N+1 waits for N."""
+    needs_postgresql()
+    field_create(core_user=core_user, geometry=grid_box(), name="North")
+    monkeypatch.setattr(tasks.operation_build, "delay", lambda *a: None)  # builds run below, by hand
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=2))
+    operation = Operation.objects.get()
+    merged_points = services._merged_points
+    newer = {}
+
+    def join_and_build():
+        processed_file(core_user, grid_table(start="2024-09-03T10:00:00", seed=3))  # grouped: version N+1
+        return operation_build(str(operation.pk))
+
+    def read_then_let_a_file_join(op):
+        table = merged_points(op)  # build N has read its files
+        if "started" not in newer:  # (once: build N+1 reads its files here too)
+            newer["started"] = True
+            newer["built"] = run_meanwhile(join_and_build, grace=5.0)
+        return table
+
+    monkeypatch.setattr(services, "_merged_points", read_then_let_a_file_join)
+    assert operation_build(str(operation.pk), operation.version) is None  # N: outdated once it had written
+
+    assert newer["built"]().status == Operation.Status.PROCESSED
+    merged = File.objects.get(pk=operation.merged_file_id)
+    assert (merged.status, merged.point_count) == (FileStatus.PROCESSED, 3 * len(grid_table()))
+    assert len(outputs.load_points(merged)) == merged.point_count  # the stored points are the record's
