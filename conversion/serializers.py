@@ -116,14 +116,8 @@ class FileSerializer(ApiModelSerializer):
 
     def to_representation(self, file):
         data = super().to_representation(file)
-        field_map = self.context.get("field_ids")
-        if field_map is None or str(file.pk) not in field_map:
-            field_map = file_field_ids([file.pk])
-        data["fields"] = field_map[str(file.pk)]
-        machine_map = self.context.get("machine_ids")
-        if machine_map is None or str(file.pk) not in machine_map:
-            machine_map = file_machine_ids([file])
-        data["machines"] = machine_map[str(file.pk)]
+        data["fields"] = self._of_page("field_ids", file, lambda: file_field_ids([file.pk]))
+        data["machines"] = self._of_page("machine_ids", file, lambda: file_machine_ids([file]))
         data["sources"] = [str(s.pk) for s in file.sources.all()]
         if file.status_message:
             data["statusDetails"] = file.status_message
@@ -141,6 +135,13 @@ class FileSerializer(ApiModelSerializer):
             path = reverse(route, kwargs={"pk": file.pk})
             data[key] = request.build_absolute_uri(path) if request is not None else path
         return data
+
+    def _of_page(self, key: str, file, read_alone):
+        """The file's entry of the context map `key` the view read for its page, else `read_alone()`'s."""
+        page_map = self.context.get(key)
+        if page_map is None or str(file.pk) not in page_map:
+            page_map = read_alone()
+        return page_map[str(file.pk)]
 
 
 def file_context(files, context: dict) -> dict:

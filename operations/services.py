@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from contextlib import contextmanager, suppress
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import Error, connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from conversion import merging, outputs
@@ -36,6 +35,7 @@ from fields.models import Boundary, Field, FieldFile
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import ConflictError, DomainError
 from platform_site.celery import send_on_commit
+from platform_site.db import session_lock
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -177,29 +177,14 @@ def _merged_points(operation: Operation):
     return tables_merge([outputs.load_points(f) for f in files], name=f"Operation {operation.pk}")
 
 
-@contextmanager
 def _build_lock(operation_id: str):
-    """One build of an operation at a time. Builds write the automerged file's outputs in place before they learn
-    whether they are still wanted: an outdated build finishing after a newer one overwrote its stored points,
-    GeoJSON and images (the record kept the newer summary). On PostgreSQL a session lock, waited for up to
+    """One build of an operation at a time (a context manager). Builds write the automerged file's outputs in place
+    before they learn whether they are still wanted: an outdated build finishing after a newer one overwrote its
+    stored points, GeoJSON and images (the record kept the newer summary). A session lock, waited for up to
     BUILD_LOCK_WAIT_SECONDS (then the task is sent again, `DatabaseRetryTask`); it goes with a dead worker's
     connection. SQLite serialises writers and runs tasks one at a time: nothing to hold."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    key = [BUILD_LOCK_CLASS, int.from_bytes(uuid.UUID(str(operation_id)).bytes[:4], "big", signed=True)]
-    with connection.cursor() as cursor:
-        try:
-            cursor.execute(f"SET lock_timeout = '{int(BUILD_LOCK_WAIT_SECONDS * 1000)}ms'")
-            cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
-        finally:
-            with suppress(Error):
-                cursor.execute("RESET lock_timeout")
-    try:
-        yield
-    finally:
-        with suppress(Error), connection.cursor() as cursor:  # a broken connection took the lock with it
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+    key = int.from_bytes(uuid.UUID(str(operation_id)).bytes[:4], "big", signed=True)
+    return session_lock(BUILD_LOCK_CLASS, key, wait_seconds=BUILD_LOCK_WAIT_SECONDS)
 
 
 def operation_build(operation_id: str, version: int | None = None) -> Operation | None:

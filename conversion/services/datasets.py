@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
 
 from django.conf import settings
-from django.db import Error, connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from platform_site.db import session_lock
 from platform_site.text import storable
 
 from .. import archive, outputs
@@ -30,29 +30,12 @@ WORKER_DIED_MESSAGE = (
 _RUN_LOCK_SPACE = 1 << 48
 
 
-@contextmanager
 def _run_lease(dataset_id: int):
-    """Whether this is the only run of the data set now. On PostgreSQL a session lock held for the run: it goes
-    with the run's connection, so a worker that dies leaves it free at once, while a run that is alive keeps it.
-    Without it, a copy of the task arriving while the first run converts (a sweep's re-send, a broker redelivery)
-    could not tell a live run from a dead one. SQLite serialises writers and its in-process broker never
-    redelivers: every run may go."""
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    key = _RUN_LOCK_SPACE + dataset_id
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        held = cursor.fetchone()[0]
-    try:
-        yield held
-    finally:
-        if held:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-            except Error:  # the connection broke (or was closed): the lock went with it
-                pass
+    """Whether this is the only run of the data set now (a context manager): a session lock held for the run, so a
+    worker that dies leaves it free at once, while a run that is alive keeps it. Without it, a copy of the task
+    arriving while the first run converts (a sweep's re-send, a broker redelivery) could not tell a live run from
+    a dead one. SQLite serialises writers and its in-process broker never redelivers: every run may go."""
+    return session_lock(_RUN_LOCK_SPACE + dataset_id)
 
 
 def dataset_convert(dataset_id: int) -> None:
