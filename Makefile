@@ -37,11 +37,12 @@ run: migrate
 	WEBHOOK_ALLOW_PRIVATE_URLS=$${WEBHOOK_ALLOW_PRIVATE_URLS:-true} DEBUG=$${DEBUG:-true} \
 		PUBLIC_BASE_URL=$${PUBLIC_BASE_URL:-http://127.0.0.1:$(PORT)} $(PY) manage.py serve 127.0.0.1:$(PORT)
 
-# The whole suite on PostGIS + Redis, then the embedded subset on SpatiaLite.
+# The whole suite on PostGIS + Redis and the embedded subset on SpatiaLite, side by side (they share
+# nothing: own database, broker, media directory); the embedded phase's output follows the PostGIS
+# one. TEST_SERIAL=1 runs them one after the other.
 test: system-test install
 	@scripts/test-services.sh
-	$(MAKE) --no-print-directory test-postgis
-	$(MAKE) --no-print-directory test-embedded
+	@scripts/test-phases.sh "$(MAKE) --no-print-directory test-postgis" "$(MAKE) --no-print-directory test-embedded"
 
 test-postgis:
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
