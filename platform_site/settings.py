@@ -100,6 +100,10 @@ else:
     # request, where a kept connection would only leak, so SpatiaLite keeps the default of 0.
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"] == "django.contrib.gis.db.backends.postgis":
+        # The same backend, with a health check that asks the server only when its socket says something
+        # (platform_site/db/postgis/base.py).
+        DATABASES["default"]["ENGINE"] = "platform_site.db.postgis"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # GDAL < 3.9 cannot block file/network access in spatial references; we never hand user input to
 # GDAL's SRS parser (projections are validated and used through pyproj), so the warning is moot.

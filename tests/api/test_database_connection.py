@@ -1,0 +1,105 @@
+"""The API server keeps its PostgreSQL connection between requests and replaces it, before use, when the server has
+ended it (a restart, an administrator's `pg_terminate_backend`, an idle timeout): the next request answers as
+usual instead of failing. Real gunicorn on loopback over the test database."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server(transactional_db):
+    if connection.vendor != "postgresql":
+        pytest.skip("the kept connection is PostgreSQL's (the embedded default opens one per request)")
+    db = settings.DATABASES["default"]
+    name = f"api-test-{uuid.uuid4().hex[:12]}"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = os.environ | {
+        "DATABASE_URL": f"postgis://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+        f"?application_name={name}",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "platform_site.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", "--worker-class", "gthread", "--threads", "1", "--log-level", "warning"],
+        cwd=REPO, env=env,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(base + "/api/docs/", timeout=2).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("gunicorn did not start")
+            time.sleep(0.2)
+    try:
+        yield base, name
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _server_sessions(name: str) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [name])
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def _get_fields(base: str, token: str, core_user) -> int:
+    request = urllib.request.Request(
+        f"{base}/services/fields/api/users/{core_user.id}/fields/intersects",
+        data=b'{"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}',
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_a_connection_the_database_ended_is_replaced_before_the_next_request(server):
+    from platform_site.api.authentication import token_issue
+    from tests.factories import CoreUserFactory, OwnerFactory
+
+    base, name = server
+    owner = OwnerFactory()
+    core_user = CoreUserFactory(owner=owner)
+    token = token_issue(owner)
+
+    # The server keeps one session across requests
+    assert _get_fields(base, token, core_user) == 200
+    kept = _server_sessions(name)
+    assert len(kept) == 1
+    assert _get_fields(base, token, core_user) == 200
+    assert _server_sessions(name) == kept
+
+    # When PostgreSQL ends it, as a restart would
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", kept)
+    deadline = time.monotonic() + 10
+    while _server_sessions(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _server_sessions(name) == []
+
+    # Then the next request answers on a new session
+    assert _get_fields(base, token, core_user) == 200
+    replaced = _server_sessions(name)
+    assert len(replaced) == 1
+    assert replaced != kept
