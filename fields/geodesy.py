@@ -7,6 +7,7 @@ No Django here: the conversion readers measure polygons with it outside any conf
 
 from typing import Any
 
+import numpy as np
 import shapely
 from pyproj import CRS, Geod
 from pyproj.exceptions import CRSError
@@ -29,19 +30,61 @@ def as_multipolygon(geometry) -> MultiPolygon:
     return MultiPolygon(polygons)
 
 
-def _ring_area_m2(ring) -> float:
-    coordinates = shapely.get_coordinates(ring)
-    area, _ = GEOD.polygon_area_perimeter(coordinates[:, 0], coordinates[:, 1])
-    return abs(area)
+def polygon_rings(polygons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rings of an array of shapely polygons in the order of their coordinates (each polygon's exterior, then
+    its holes), with the index of the polygon each ring belongs to and whether it is the exterior: a few array
+    calls for all the polygons, none per ring."""
+    rings = shapely.get_exterior_ring(polygons)
+    owners = np.arange(len(polygons))
+    holes = shapely.get_num_interior_rings(polygons)
+    if not holes.any():
+        return rings, owners, np.ones(len(rings), dtype=bool)
+    holders = np.repeat(owners, holes)
+    positions = np.arange(len(holders)) - np.repeat(np.cumsum(holes) - holes, holes)  # each hole's rank in its polygon
+    rank = np.concatenate([np.zeros(len(rings), dtype=np.int64), positions + 1])
+    owners = np.concatenate([owners, holders])
+    order = np.lexsort((rank, owners))
+    rings = np.concatenate([rings, shapely.get_interior_ring(polygons[holders], positions)])
+    return rings[order], owners[order], rank[order] == 0
+
+
+def geodesic_areas_m2(geometries) -> np.ndarray:
+    """Area on the WGS84 ellipsoid in square metres of each geometry of a sequence (None: 0), whatever the
+    orientation of the rings: each polygon's outer ring less its holes; lines and points have none.
+
+    The polygons, their rings and the rings' coordinates come out of every geometry at once (shapely's array
+    functions): only the geodesic measure itself is a call per ring."""
+    areas = np.zeros(len(geometries))
+    parts, owners = shapely.get_parts(np.asarray(geometries, dtype=object).reshape(-1), return_index=True)
+    kinds = shapely.get_type_id(parts)
+    while (nested := kinds >= shapely.GeometryType.MULTIPOINT).any():  # a collection inside a collection
+        inner, index = shapely.get_parts(parts[nested], return_index=True)
+        parts, owners = (
+            np.concatenate([parts[~nested], inner]),
+            np.concatenate([owners[~nested], owners[nested][index]]),
+        )
+        kinds = shapely.get_type_id(parts)
+    polygonal = kinds == shapely.GeometryType.POLYGON
+    rings, ring_polygons, outer = polygon_rings(parts[polygonal])
+    coordinates = shapely.get_coordinates(rings)
+    lons, lats = np.ascontiguousarray(coordinates[:, 0]), np.ascontiguousarray(coordinates[:, 1])
+    start = 0
+    for end, owner, is_outer in zip(
+        np.cumsum(shapely.get_num_coordinates(rings)).tolist(),
+        owners[polygonal][ring_polygons].tolist(),
+        outer.tolist(),
+        strict=True,
+    ):
+        if end > start:  # (an empty polygon's ring has no coordinates)
+            area = abs(GEOD.polygon_area_perimeter(lons[start:end], lats[start:end])[0])
+            areas[owner] += area if is_outer else -area
+        start = end
+    return areas
 
 
 def geodesic_area_m2(geometry) -> float:
-    """Area on the WGS84 ellipsoid in square metres, whatever the orientation of the rings: each polygon's
-    outer ring less its holes."""
-    return sum(
-        _ring_area_m2(polygon.exterior) - sum(_ring_area_m2(hole) for hole in polygon.interiors)
-        for polygon in as_multipolygon(geometry).geoms
-    )
+    """Area on the WGS84 ellipsoid in square metres of one geometry (see `geodesic_areas_m2`)."""
+    return float(geodesic_areas_m2([geometry])[0])
 
 
 def geodesic_area_ha(geometry) -> float:

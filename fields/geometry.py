@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
-from shapely.geometry import MultiPolygon, mapping, shape
+from shapely.geometry import MultiPolygon, shape
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
 
-from .geodesy import WGS84, as_multipolygon, geodesic_area_m2, geojson_crs
+from .geodesy import WGS84, as_multipolygon, geodesic_areas_m2, geojson_crs, polygon_rings
 
 # Ratios are compared with this tolerance (in percent points) so that an exact 50 % is not lost to rounding.
 RATIO_TOLERANCE = 1e-7
@@ -122,15 +122,30 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     return shapely.force_2d(geometry)  # an altitude (a third number in a position) is dropped
 
 
+def to_geojson_each(geometries) -> list[dict]:
+    """GeoJSON MultiPolygon dicts (lists, not tuples) of a sequence of polygonal shapely geometries (the polygonal
+    part of each), positions as [longitude, latitude]. The coordinates of all come out of shapely in one call."""
+    polygons, owners = shapely.get_parts(
+        np.asarray([as_multipolygon(geometry) for geometry in geometries], dtype=object), return_index=True
+    )
+    rings, ring_polygons, _ = polygon_rings(polygons)
+    coordinates = shapely.get_coordinates(rings).tolist()
+    found: list[dict] = [{"type": "MultiPolygon", "coordinates": []} for _ in geometries]
+    owners, start, polygon_rings_of = owners.tolist(), 0, None
+    for polygon, size in zip(ring_polygons.tolist(), shapely.get_num_coordinates(rings).tolist(), strict=True):
+        if size == 0:  # the ring of an empty polygon
+            continue
+        if polygon != polygon_rings_of:  # a new polygon begins with its exterior
+            found[owners[polygon]]["coordinates"].append([])
+            polygon_rings_of = polygon
+        found[owners[polygon]]["coordinates"][-1].append(coordinates[start : start + size])
+        start += size
+    return found
+
+
 def to_geojson(geometry: MultiPolygon) -> dict:
-    """GeoJSON MultiPolygon dict with lists (not tuples)."""
-    if geometry.is_empty:
-        return {"type": "MultiPolygon", "coordinates": []}
-    data = mapping(as_multipolygon(geometry))
-    return {
-        "type": "MultiPolygon",
-        "coordinates": [[[list(p) for p in ring] for ring in polygon] for polygon in data["coordinates"]],
-    }
+    """GeoJSON MultiPolygon dict with lists (not tuples): see `to_geojson_each`."""
+    return to_geojson_each([geometry])[0]
 
 
 def to_geos(geometry: MultiPolygon) -> GEOSGeometry:
@@ -159,15 +174,14 @@ class Overlap:
         return self.area_m2 > 0 and self.best + RATIO_TOLERANCE >= threshold
 
 
-def overlaps(field_geometries, field_areas_m2, geometry, geometry_area_m2: float) -> list[Overlap]:
+def overlaps(field_geometries, field_areas_m2, geometry) -> list[Overlap]:
     """Geodesic overlap of each field boundary with a geometry, as percentages of each area: one vectorised
-    GEOS intersection over the whole array, and the geodesic area (the costly part) only of the
-    intersections that are not empty."""
+    GEOS intersection over the whole array, and the geodesic areas of all the intersections and of `geometry` in
+    one pass."""
     intersections = shapely.intersection(np.asarray(field_geometries, dtype=object), geometry)
-    empty = shapely.is_empty(intersections)
+    *areas, geometry_area_m2 = geodesic_areas_m2([*intersections, geometry]).tolist()
     found = []
-    for intersection, is_empty, field_area_m2 in zip(intersections, empty, field_areas_m2, strict=True):
-        area = 0.0 if is_empty else geodesic_area_m2(intersection)
+    for area, field_area_m2 in zip(areas, field_areas_m2, strict=True):
         found.append(
             Overlap(
                 area_m2=area,

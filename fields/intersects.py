@@ -10,6 +10,7 @@ for the JSON aggregate.
 """
 
 import json
+from functools import cache
 from typing import Any
 
 import shapely
@@ -18,7 +19,7 @@ from shapely.geometry import MultiPolygon
 
 from platform_site.accounts.models import CoreUser
 
-from .geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon, geodesic_area_m2
+from .geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon
 from .geometry import overlaps
 from .models import Boundary, Field, FieldFile
 from .serializers import FIELD_COLUMNS
@@ -31,6 +32,7 @@ _JSON_ARRAY = {
 }
 
 
+@cache
 def _candidates_sql(vendor: str, scope: str) -> str:
     quote = connection.ops.quote_name
     field, boundary, file, core_user = (quote(model._meta.db_table) for model in (Field, Boundary, FieldFile, CoreUser))
@@ -86,12 +88,7 @@ def fields_intersecting_rows(
         return []
     width = len(FIELD_COLUMNS)
     boundaries = shapely.from_wkb([bytes(row[width + 1]) for row in rows])
-    results = overlaps(
-        boundaries,
-        [row[width] * SQUARE_METRES_PER_HECTARE for row in rows],
-        geometry,
-        geodesic_area_m2(geometry),
-    )
+    results = overlaps(boundaries, [row[width] * SQUARE_METRES_PER_HECTARE for row in rows], geometry)
     uuid_field = Boundary._meta.pk
     found = []
     for row, boundary, result in zip(rows, boundaries, results, strict=True):

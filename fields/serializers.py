@@ -1,6 +1,6 @@
 """Shapes of fields, boundaries, farms and growers (the spec's camelCase names), and strict inputs."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
@@ -17,7 +17,7 @@ from platform_site.api.serializers import (
     format_timestamp,
 )
 
-from .geometry import from_geos, parse_multipolygon, to_geojson
+from .geometry import from_geos, parse_multipolygon, to_geojson, to_geojson_each
 from .models import Boundary, Farm, Field, Grower
 
 # Keys of a field that only a provider field has; absent from fields created through the service.
@@ -118,13 +118,23 @@ def field_representation(row: Mapping[str, Any]) -> dict:
     `updated_at`), its active boundary's `area_ha` and shapely `geometry` (None without one) and the id lists
     `boundary_ids` (in creation order), `file_ids` and `source_ids` (sorted). One dict per field, no DRF field
     machinery: `FieldSerializer` and the intersects query (which reads rows, not models) both answer this."""
+    return field_representations([row])[0]
+
+
+def field_representations(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """`field_representation` of each row, the geometries of all written as GeoJSON in one pass."""
+    geometries = iter(to_geojson_each([row["geometry"] for row in rows if row["geometry"] is not None]))
+    return [_field_data(row, next(geometries) if row["geometry"] is not None else None) for row in rows]
+
+
+def _field_data(row: Mapping[str, Any], geometry: dict | None) -> dict:
     provider = bool(row["provider_name"])
     data = {
         "id": row["id"],
         "coreUserId": str(row["core_user_id"]),
         "name": row["name"],
         "area": {"value": row["area_ha"], "unit": "ha"} if row["area_ha"] is not None else None,
-        "geometry": to_geojson(row["geometry"]) if row["geometry"] is not None else None,
+        "geometry": geometry,
         "boundaries": [str(boundary_id) for boundary_id in row["boundary_ids"]],
     }
     if provider:

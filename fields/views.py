@@ -26,7 +26,7 @@ from .serializers import (
     GrowerSerializer,
     GrowerWriteSerializer,
     IntersectsSerializer,
-    field_representation,
+    field_representations,
 )
 
 FIELD_SORT_FIELDS = {
@@ -71,7 +71,7 @@ class FieldListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
         rows = fields_intersecting_rows(
             owner=self.owner, geometry=data["geometry"], threshold=services.DEFAULT_INTERSECTION_THRESHOLD
         )
-        return Response([field_representation(row) for row in rows])
+        return Response(field_representations(rows))
 
 
 FIELD_READ_ONLY = {403: "The field came from a provider: the API may not change it (`providerResourceReadOnly`)."}
@@ -120,7 +120,7 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         rows = fields_intersecting_rows(
             core_user=self.core_user, geometry=data["geometry"], threshold=data["intersectionThreshold"]
         )
-        return Response([field_representation(row) for row in rows])
+        return Response(field_representations(rows))
 
     @extend_schema(request={"application/json": {"type": "array", "items": {"type": "string"}}}, responses=dict)
     @action(detail=False, methods=["post"])

@@ -29,7 +29,7 @@ from conversion.crop import table_crop
 from conversion.links import coverage_geometry, linked_file_ids
 from conversion.merge import tables_merge
 from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus, OperationType
-from fields.geodesy import SQUARE_METRES_PER_HECTARE, geodesic_area_m2
+from fields.geodesy import SQUARE_METRES_PER_HECTARE
 from fields.geometry import from_geos, overlaps
 from fields.models import Boundary, Field, FieldFile
 from platform_site.accounts.services import core_user_lock
@@ -316,7 +316,6 @@ def _fields_record(operation: Operation, merged: File) -> None:
         [from_geos(f.boundary.geometry) for f in fields],
         [f.boundary.area_ha * SQUARE_METRES_PER_HECTARE for f in fields],
         geometry,
-        geodesic_area_m2(geometry),
     )
     OperationField.objects.bulk_create(
         [

@@ -10,7 +10,7 @@ from shapely.geometry import MultiPolygon
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import DomainError
 
-from ..geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon, geodesic_area_m2
+from ..geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon
 from ..geometry import Overlap, from_geos, overlaps, to_geos
 from ..models import Boundary, Field
 
@@ -43,7 +43,6 @@ def fields_overlapping(
         [from_geos(field.boundary.geometry) for field in candidates],
         [field.boundary.area_ha * SQUARE_METRES_PER_HECTARE for field in candidates],
         geometry,
-        geodesic_area_m2(geometry),
     )
     return [(field, result) for field, result in zip(candidates, results, strict=True) if result.satisfies(threshold)]
 
