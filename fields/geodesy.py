@@ -30,6 +30,26 @@ def as_multipolygon(geometry) -> MultiPolygon:
     return MultiPolygon(polygons)
 
 
+def polygon_parts(geometries) -> tuple[np.ndarray, np.ndarray]:
+    """The polygons of a sequence of shapely geometries (None: none), looking into collections at any depth, in the
+    order `as_multipolygon` lists them, with the index of the geometry each belongs to: array calls for all the
+    geometries, none per geometry (`as_multipolygon` builds a MultiPolygon of each)."""
+    parts, owners = shapely.get_parts(np.asarray(geometries, dtype=object).reshape(-1), return_index=True)
+    kinds = shapely.get_type_id(parts)
+    while (nested := kinds >= shapely.GeometryType.MULTIPOINT).any():  # a collection inside a collection
+        # Its parts take its place, so the order stays depth first.
+        counts = np.where(nested, shapely.get_num_geometries(parts), 1)
+        flat = np.empty(counts.sum(), dtype=object)
+        kept = (np.cumsum(counts) - counts)[~nested]
+        inner = np.ones(len(flat), dtype=bool)
+        inner[kept] = False
+        flat[kept], flat[inner] = parts[~nested], shapely.get_parts(parts[nested])
+        parts, owners = flat, np.repeat(owners, counts)
+        kinds = shapely.get_type_id(parts)
+    polygonal = kinds == shapely.GeometryType.POLYGON
+    return parts[polygonal], owners[polygonal]
+
+
 def polygon_rings(polygons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rings of an array of shapely polygons in the order of their coordinates (each polygon's exterior, then
     its holes), with the index of the polygon each ring belongs to and whether it is the exterior: a few array
@@ -55,23 +75,14 @@ def geodesic_areas_m2(geometries) -> np.ndarray:
     The polygons, their rings and the rings' coordinates come out of every geometry at once (shapely's array
     functions): only the geodesic measure itself is a call per ring."""
     areas = np.zeros(len(geometries))
-    parts, owners = shapely.get_parts(np.asarray(geometries, dtype=object).reshape(-1), return_index=True)
-    kinds = shapely.get_type_id(parts)
-    while (nested := kinds >= shapely.GeometryType.MULTIPOINT).any():  # a collection inside a collection
-        inner, index = shapely.get_parts(parts[nested], return_index=True)
-        parts, owners = (
-            np.concatenate([parts[~nested], inner]),
-            np.concatenate([owners[~nested], owners[nested][index]]),
-        )
-        kinds = shapely.get_type_id(parts)
-    polygonal = kinds == shapely.GeometryType.POLYGON
-    rings, ring_polygons, outer = polygon_rings(parts[polygonal])
+    polygons, owners = polygon_parts(geometries)
+    rings, ring_polygons, outer = polygon_rings(polygons)
     coordinates = shapely.get_coordinates(rings)
     lons, lats = np.ascontiguousarray(coordinates[:, 0]), np.ascontiguousarray(coordinates[:, 1])
     start = 0
     for end, owner, is_outer in zip(
         np.cumsum(shapely.get_num_coordinates(rings)).tolist(),
-        owners[polygonal][ring_polygons].tolist(),
+        owners[ring_polygons].tolist(),
         outer.tolist(),
         strict=True,
     ):

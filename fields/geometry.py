@@ -17,7 +17,7 @@ from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
 
-from .geodesy import WGS84, as_multipolygon, geodesic_areas_m2, geojson_crs, polygon_rings
+from .geodesy import WGS84, as_multipolygon, geodesic_areas_m2, geojson_crs, polygon_parts, polygon_rings
 
 # Ratios are compared with this tolerance (in percent points) so that an exact 50 % is not lost to rounding.
 RATIO_TOLERANCE = 1e-7
@@ -125,9 +125,7 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
 def to_geojson_each(geometries) -> list[dict]:
     """GeoJSON MultiPolygon dicts (lists, not tuples) of a sequence of polygonal shapely geometries (the polygonal
     part of each), positions as [longitude, latitude]. The coordinates of all come out of shapely in one call."""
-    polygons, owners = shapely.get_parts(
-        np.asarray([as_multipolygon(geometry) for geometry in geometries], dtype=object), return_index=True
-    )
+    polygons, owners = polygon_parts(geometries)
     rings, ring_polygons, _ = polygon_rings(polygons)
     coordinates = shapely.get_coordinates(rings).tolist()
     found: list[dict] = [{"type": "MultiPolygon", "coordinates": []} for _ in geometries]

@@ -61,7 +61,7 @@ def _server_sessions(name: str) -> list[int]:
         return [pid for (pid,) in cursor.fetchall()]
 
 
-def _get_fields(base: str, token: str, core_user) -> int:
+def _post_intersects(base: str, token: str, core_user) -> int:
     request = urllib.request.Request(
         f"{base}/services/fields/api/users/{core_user.id}/fields/intersects",
         data=b'{"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}',
@@ -84,10 +84,10 @@ def test_a_connection_the_database_ended_is_replaced_before_the_next_request(ser
     token = token_issue(owner)
 
     # The server keeps one session across requests
-    assert _get_fields(base, token, core_user) == 200
+    assert _post_intersects(base, token, core_user) == 200
     kept = _server_sessions(name)
     assert len(kept) == 1
-    assert _get_fields(base, token, core_user) == 200
+    assert _post_intersects(base, token, core_user) == 200
     assert _server_sessions(name) == kept
 
     # When PostgreSQL ends it, as a restart would
@@ -99,7 +99,7 @@ def test_a_connection_the_database_ended_is_replaced_before_the_next_request(ser
     assert _server_sessions(name) == []
 
     # Then the next request answers on a new session
-    assert _get_fields(base, token, core_user) == 200
+    assert _post_intersects(base, token, core_user) == 200
     replaced = _server_sessions(name)
     assert len(replaced) == 1
     assert replaced != kept

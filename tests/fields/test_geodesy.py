@@ -9,7 +9,7 @@ from pyproj import Geod
 from shapely.geometry import GeometryCollection, LineString, MultiPolygon, Point, Polygon, box, mapping
 from shapely.geometry.polygon import orient
 
-from fields.geodesy import geodesic_area_m2, geodesic_areas_m2
+from fields.geodesy import as_multipolygon, geodesic_area_m2, geodesic_areas_m2
 from fields.geometry import to_geojson, to_geojson_each
 
 pytestmark = pytest.mark.embedded
@@ -29,6 +29,7 @@ def _shapes() -> list:
             MultiPolygon([box(x + 2, y, x + 2.5, y + 0.5), polygon]),
             GeometryCollection([LineString([(x, y), (x + 1, y + 1)]), polygon, Point(x, y)]),
             GeometryCollection([GeometryCollection([polygon]), MultiPolygon([box(x, y - 2, x + 1, y - 1)])]),
+            GeometryCollection([GeometryCollection([polygon]), box(x, y - 2, x + 1, y - 1)]),
         ]
     return shapes + [Polygon(), MultiPolygon(), GeometryCollection(), Point(1, 2), LineString([(0, 0), (1, 1)])]
 
@@ -49,19 +50,19 @@ def test_the_areas_of_many_geometries_at_once_are_each_one_s_own():
 
 
 def test_the_geojson_of_many_geometries_at_once_is_each_one_s_own():
-    polygonal = [shape for shape in _shapes() if isinstance(shape, Polygon | MultiPolygon)]
-    expected = [
-        {"type": "MultiPolygon", "coordinates": []}
-        if shape.is_empty
-        else {
-            "type": "MultiPolygon",
-            "coordinates": [
-                [[list(position) for position in ring] for ring in polygon]
-                for polygon in mapping(MultiPolygon([shape]) if isinstance(shape, Polygon) else shape)["coordinates"]
-            ],
-        }
-        for shape in polygonal
-    ]
-    assert to_geojson_each(polygonal) == expected
-    assert [to_geojson(shape) for shape in polygonal] == expected
+    """Each the polygonal part of its geometry (collections at any depth, in order), as shapely maps it."""
+    shapes = _shapes()
+    expected = []
+    for shape in shapes:
+        polygonal = as_multipolygon(shape)
+        coordinates = [] if polygonal.is_empty else mapping(polygonal)["coordinates"]
+        expected.append(
+            {
+                "type": "MultiPolygon",
+                "coordinates": [[[list(position) for position in ring] for ring in polygon] for polygon in coordinates],
+            }
+        )
+    assert to_geojson_each(shapes) == expected
+    assert [to_geojson(shape) for shape in shapes] == expected
     assert to_geojson_each([]) == []
+    assert any(len(polygon["coordinates"]) > 1 for polygon in expected)  # several polygons kept their order
