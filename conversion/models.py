@@ -165,6 +165,8 @@ class File(models.Model):
     # [{"property", "ramp", "name" (storage), "extent", "legend", "width", "height", ...}] of the PNGs.
     images = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Re-sends of a merged or cropped file's task by the sweeps (its first send is not counted).
+    sweep_attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_time", "id"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -246,8 +247,9 @@ def _crops_resend(operation: Operation) -> None:
 def operations_sweep() -> dict[str, int]:
     """Re-send the build of operations left processing longer than CONVERSION_STUCK_AFTER_SECONDS (its task was
     lost or its worker died), or, after CONVERSION_MAX_ATTEMPTS re-sends, fail the operation and its automerged
-    file with a reason. An automerged file failed while its operation still waits is made processing again. Group
-    again the processed files on a field that are in no operation that long after their processing."""
+    file with a reason. An automerged file failed while its operation still waits is made processing again. Crops
+    left processing that long are sent again, or failed after as many re-sends. Group again the processed files on
+    a field that are in no operation that long after their processing."""
     now = timezone.now()
     limit = now - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     counts = {"resent": 0, "failed": 0, "grouped": 0}
@@ -279,6 +281,18 @@ def operations_sweep() -> dict[str, int]:
             operation.save(update_fields=["sweep_attempts", "updated_time"])
             _enqueue_build(operation)
             counts["resent"] += 1
+    # Crops whose task was lost (the broker down when it was sent, or its worker died). A crop waiting for its
+    # operation's rebuild is left to it: the build sends it again when it ends (`_crops_resend`).
+    crops = (
+        OperationCrop.objects.filter(file__status=FileStatus.PROCESSING, file__updated_time__lt=limit)
+        .exclude(source_file__status=FileStatus.PROCESSING)
+        .select_related("file__core_user")
+    )
+    for crop in crops:
+        send = partial(_tasks().operation_crop_process.delay, str(crop.pk))
+        outcome = conversion.derived_file_sweep(crop.file, send)
+        if outcome:
+            counts[outcome] += 1
     # Files that never joined an operation: their grouping task was lost (the broker was down when it was sent,
     # or restarted without its queue). Looked for among the files processed within UNGROUPED_HORIZON.
     ungrouped = (

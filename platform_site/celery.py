@@ -43,8 +43,7 @@ app.autodiscover_tasks()
 def send_on_commit(task, *args) -> None:
     """Queue `task(*args)` once the current transaction commits. A broker that cannot take it (Redis down) neither
     undoes what committed nor turns the request that committed it into a 500, and the callbacks after it still run:
-    the failure is logged, and the periodic sweeps send again what never started (merged and cropped files they
-    fail with a reason: the client merges or crops again)."""
+    the failure is logged, and the periodic sweeps send again what never started."""
 
     def send() -> None:
         try:

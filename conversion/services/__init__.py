@@ -22,7 +22,7 @@ One module per stage; import them from here.
 from .batches import batch_open, batch_progress, batch_receive, batch_status, ensure_extracted
 from .datasets import dataset_convert
 from .files import FAILED_EVENTS, FINISHED_EVENTS, file_complete, file_fail
-from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep
+from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep, derived_file_sweep
 
 __all__ = [
     "FAILED_EVENTS",
@@ -35,6 +35,7 @@ __all__ = [
     "batch_status",
     "conversion_sweep",
     "dataset_convert",
+    "derived_file_sweep",
     "ensure_extracted",
     "file_complete",
     "file_fail",

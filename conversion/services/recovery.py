@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -53,8 +55,7 @@ def batch_retry(*, batch: Batch) -> Batch:
 
 def conversion_sweep() -> dict[str, int]:
     """Re-send batches and data sets that stayed in flight too long (their worker died, or their task was lost
-    before it started), or fail them with a reason after CONVERSION_MAX_ATTEMPTS; also fail lone files (merge,
-    crop) stuck in processing."""
+    before it started), or fail them with a reason after CONVERSION_MAX_ATTEMPTS; merged files too."""
     limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     counts = {"resent": 0, "failed": 0}
     # Batches not opened: never started, or started long ago by a worker that died. Each send of the opening task is
@@ -99,12 +100,34 @@ def conversion_sweep() -> dict[str, int]:
         if claimed:
             _tasks().dataset_convert.delay(dataset.pk)
             counts["resent"] += 1
-    # Merged and cropped files; automerged ones belong to their operation (operations' sweep). `updated_time`, not
-    # `created_time`: a file made processing again (a retry) is judged from then.
-    lone = File.objects.filter(status=FileStatus.PROCESSING, dataset__isnull=True, updated_time__lt=limit).exclude(
-        origin=FileOrigin.AUTOMERGED
+    # Merged files whose task was lost or whose worker died. Cropped and automerged files belong to their operation
+    # (operations' sweep).
+    merges = File.objects.filter(
+        status=FileStatus.PROCESSING,
+        dataset__isnull=True,
+        origin=FileOrigin.MERGED,
+        operation_crop__isnull=True,
+        updated_time__lt=limit,
     )
-    for file in lone.select_related("core_user"):
-        file_fail(file, f"{INTERNAL_ERROR} (processing did not finish in time)")
-        counts["failed"] += 1
+    for file in merges.select_related("core_user"):
+        outcome = derived_file_sweep(file, partial(_tasks().file_merge_process.delay, str(file.pk)))
+        if outcome:
+            counts[outcome] += 1
     return counts
+
+
+def derived_file_sweep(file: File, send: Callable[[], object]) -> str | None:
+    """The sweep's step for a derived file (merged, cropped) left processing longer than
+    CONVERSION_STUCK_AFTER_SECONDS since its last update: after CONVERSION_MAX_ATTEMPTS re-sends it fails with a
+    reason ("failed"); before, the re-send is counted and the file judged again from now, then `send()` sends its
+    task again ("resent"; its task is idempotent). None when another sweep took it first."""
+    if file.sweep_attempts >= settings.CONVERSION_MAX_ATTEMPTS:
+        file_fail(file, f"{INTERNAL_ERROR} ({STUCK_MESSAGE.format(attempts=file.sweep_attempts + 1)})")
+        return "failed"
+    claimed = File.objects.filter(pk=file.pk, status=FileStatus.PROCESSING, sweep_attempts=file.sweep_attempts).update(
+        sweep_attempts=F("sweep_attempts") + 1, updated_time=timezone.now()
+    )
+    if not claimed:
+        return None
+    send()
+    return "resent"

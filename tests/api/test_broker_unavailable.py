@@ -3,15 +3,18 @@ would retry into a 409), nothing committed is undone (an upload's zip was delete
 the sweeps send the tasks again once the broker is back."""
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.core.files.storage import default_storage
+from django.utils import timezone
 
-from conversion.models import Batch, BatchStatus
-from conversion.services import batch_open
+from conversion.models import Batch, BatchStatus, File
+from conversion.services import batch_open, conversion_sweep
 from platform_site.celery import app
 from tests.conftest import set_eager
 from tests.fields.helpers import square
+from tests.operations.helpers import grid_table, processed_file
 from webhooks.models import Delivery
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
@@ -68,4 +71,31 @@ def test_writes_that_commit_while_the_broker_is_down_answer_as_committed(
     # Back up: what the sweep sends again converts from the kept zip.
     set_eager(True)
     batch_open(str(batch.pk))
-    assert Batch.objects.get(pk=batch.pk).status == BatchStatus.PROCESSED
+    batch = Batch.objects.get(pk=batch.pk)
+    assert batch.status == BatchStatus.PROCESSED, (
+        batch.status,
+        batch.status_details,
+        list(batch.datasets.values_list("id", "status", "attempts", "message")),
+    )
+
+
+def test_a_merge_accepted_while_the_broker_is_down_is_completed_by_the_sweep_once_it_is_back(
+    broker_down, api_client, core_user, settings
+):
+    """The sweep failed such a merge ("processing did not finish in time"): the client had to merge again."""
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    second = processed_file(core_user, grid_table(start="2024-09-01T14:00:00", seed=2))
+    answer = api_client.post(
+        "/services/operations/api/files/merge", {"ids": [str(first.pk), str(second.pk)]}, format="json"
+    )
+    assert answer.status_code == 201, answer.content
+    merged_id = answer.json()["id"]
+
+    # Back up: once the merge has waited longer than the stuck limit, the sweep sends it again.
+    set_eager(True)
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    File.objects.filter(pk=merged_id).update(updated_time=long_ago)
+    assert conversion_sweep() == {"resent": 1, "failed": 0}
+    body = api_client.get(f"/services/operations/api/files/{merged_id}").json()
+    assert body["status"] == "processed", body
+    assert body["pointCount"] == 2 * len(grid_table())

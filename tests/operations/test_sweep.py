@@ -1,5 +1,6 @@
 """Nothing of an operation stays processing: the sweep re-sends a build whose task was lost and fails it with a
-reason after CONVERSION_MAX_ATTEMPTS; the conversion sweep leaves automerged files to it."""
+reason after CONVERSION_MAX_ATTEMPTS, and does the same for crops; the conversion sweep leaves automerged and
+cropped files to it and does the same for merges."""
 
 from datetime import timedelta
 
@@ -18,6 +19,7 @@ from .helpers import grid_box, grid_table, processed_file
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 OPS_URL = "/services/operations/api/operations"
+FILES_URL = "/services/operations/api/files"
 
 
 @pytest.fixture
@@ -80,21 +82,103 @@ def test_the_conversion_sweep_leaves_automerged_files_to_their_operation(lost_bu
     assert Operation.objects.get().status == Operation.Status.PROCESSED
 
 
-def test_the_conversion_sweep_fails_a_merged_file_judged_from_its_last_update(core_user, settings):
+def _touched_long_ago(settings, file_id) -> None:
+    long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    File.objects.filter(pk=file_id).update(updated_time=long_ago)
+
+
+def _file(api_client, file_id) -> dict:
+    response = api_client.get(f"{FILES_URL}/{file_id}")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+@pytest.fixture
+def lost_merge(api_client, core_user, monkeypatch) -> str:
+    """The id of a merge accepted (201) whose task never reached a worker (the broker was down)."""
     first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
     second = processed_file(core_user, grid_table(start="2024-09-01T14:00:00", seed=2))
+    with monkeypatch.context() as patch:
+        patch.setattr("conversion.tasks.file_merge_process.delay", lambda file_id: None)
+        response = api_client.post(f"{FILES_URL}/merge", {"ids": [str(first.pk), str(second.pk)]}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def test_a_merge_whose_task_was_lost_is_sent_again_judged_from_its_last_update(api_client, lost_merge, settings):
+    """The sweep failed it ("processing did not finish in time"): a merge asked for while the broker was down, or
+    whose worker died, was lost for good."""
     long_ago = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
-    merged = File.objects.create(
-        core_user=core_user, file_name="merged", file_format="MERGED", provider="Other", origin=FileOrigin.MERGED,
-        status=FileStatus.PROCESSING,
-    )  # fmt: skip
-    merged.sources.set([first, second])
-    File.objects.filter(pk=merged.pk).update(created_time=long_ago)  # created long ago, but touched just now
-    assert conversion_sweep()["failed"] == 0
-    File.objects.filter(pk=merged.pk).update(updated_time=long_ago)
-    assert conversion_sweep()["failed"] == 1
-    merged.refresh_from_db()
-    assert merged.status == FileStatus.FAILED and "did not finish in time" in merged.status_message
+    File.objects.filter(pk=lost_merge).update(created_time=long_ago)  # created long ago, but touched just now
+    assert conversion_sweep() == {"resent": 0, "failed": 0}
+    assert _file(api_client, lost_merge)["status"] == "processing"
+
+    _touched_long_ago(settings, lost_merge)
+    assert conversion_sweep() == {"resent": 1, "failed": 0}
+    body = _file(api_client, lost_merge)
+    assert body["status"] == "processed", body
+    assert body["pointCount"] == 2 * len(grid_table())
+    assert conversion_sweep() == {"resent": 0, "failed": 0}
+
+
+def test_a_merge_that_never_completes_fails_after_the_last_re_send(api_client, lost_merge, settings, monkeypatch):
+    monkeypatch.setattr("conversion.tasks.file_merge_process.delay", lambda file_id: None)  # every send is lost
+    for _ in range(settings.CONVERSION_MAX_ATTEMPTS):
+        _touched_long_ago(settings, lost_merge)
+        assert conversion_sweep() == {"resent": 1, "failed": 0}
+        assert conversion_sweep() == {"resent": 0, "failed": 0}  # just sent: judged again from now
+        assert _file(api_client, lost_merge)["status"] == "processing"
+    _touched_long_ago(settings, lost_merge)
+    assert conversion_sweep() == {"resent": 0, "failed": 1}
+    body = _file(api_client, lost_merge)
+    assert body["status"] == "failed"
+    assert f"did not finish in time after {settings.CONVERSION_MAX_ATTEMPTS + 1} attempts" in body["statusDetails"]
+    _touched_long_ago(settings, lost_merge)
+    assert conversion_sweep() == {"resent": 0, "failed": 0}  # nothing left in flight
+
+
+@pytest.fixture
+def lost_crop(api_client, core_user, field, monkeypatch) -> dict:
+    """A crop accepted (202) whose task never reached a worker, and its operation."""
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=2))
+    operation = Operation.objects.get()
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.operation_crop_process, "delay", lambda crop_id: None)
+        response = api_client.post(f"{OPS_URL}/cropOperationByField", {"id": str(operation.pk)}, format="json")
+    assert response.status_code == 202, response.content
+    return {"file": response.json()["coreFileId"], "operation": operation}
+
+
+def test_a_crop_whose_task_was_lost_is_sent_again_by_the_operations_sweep(api_client, lost_crop, settings):
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}  # too recent: its task may be on its way
+    _touched_long_ago(settings, lost_crop["file"])
+    assert conversion_sweep() == {"resent": 0, "failed": 0}  # a crop belongs to its operation
+    assert operations_sweep() == {"resent": 1, "failed": 0, "grouped": 0}
+    body = _file(api_client, lost_crop["file"])
+    assert body["status"] == "processed", body
+    assert body["pointCount"] == 2 * len(grid_table())  # the field covers the whole grid
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}
+
+
+def test_a_crop_waiting_for_its_operations_rebuild_is_left_to_the_build(api_client, lost_crop, settings):
+    merged_file_id = lost_crop["operation"].merged_file_id
+    File.objects.filter(pk=merged_file_id).update(status=FileStatus.PROCESSING)  # being rebuilt
+    _touched_long_ago(settings, lost_crop["file"])
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}
+    assert _file(api_client, lost_crop["file"])["status"] == "processing"
+    File.objects.filter(pk=merged_file_id).update(status=FileStatus.PROCESSED)  # built; the build's send was lost
+    assert operations_sweep() == {"resent": 1, "failed": 0, "grouped": 0}
+    assert _file(api_client, lost_crop["file"])["status"] == "processed"
+
+
+def test_a_crop_that_never_completes_fails_after_the_last_re_send(api_client, lost_crop, settings):
+    File.objects.filter(pk=lost_crop["file"]).update(sweep_attempts=settings.CONVERSION_MAX_ATTEMPTS)
+    _touched_long_ago(settings, lost_crop["file"])
+    assert operations_sweep() == {"resent": 0, "failed": 1, "grouped": 0}
+    body = _file(api_client, lost_crop["file"])
+    assert body["status"] == "failed"
+    assert f"did not finish in time after {settings.CONVERSION_MAX_ATTEMPTS + 1} attempts" in body["statusDetails"]
 
 
 def test_a_file_whose_grouping_was_lost_joins_its_operation_at_the_next_sweep(api_client, core_user, field, settings):
