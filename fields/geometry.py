@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
-from shapely.geometry import MultiPolygon, shape
+from shapely.affinity import translate
+from shapely.geometry import MultiPolygon, Point, shape
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
@@ -144,6 +145,23 @@ def to_geojson_each(geometries) -> list[dict]:
 def to_geojson(geometry: MultiPolygon) -> dict:
     """GeoJSON MultiPolygon dict with lists (not tuples): see `to_geojson_each`."""
     return to_geojson_each([geometry])[0]
+
+
+def centroid_lonlat(geometry: MultiPolygon) -> Point:
+    """The planar centroid of a lon/lat geometry, longitude in [-180, 180]. A field split at the antimeridian (parts
+    at both ends of the longitudes, as GeoJSON asks) is taken as one piece across it: its plain centroid lay near
+    longitude 0, on the other side of the Earth."""
+    parts = list(as_multipolygon(geometry).geoms)
+    west, _, east, _ = geometry.bounds
+    if east - west <= 180.0:
+        return geometry.centroid
+    # The parts wholly west of the prime meridian, moved one turn east: kept when the whole is then narrower.
+    moved = MultiPolygon([translate(part, xoff=360.0) if part.bounds[2] <= 0.0 else part for part in parts])
+    moved_west, _, moved_east, _ = moved.bounds
+    if moved_east - moved_west >= east - west:
+        return geometry.centroid
+    centroid = moved.centroid
+    return Point(centroid.x - 360.0 if centroid.x > 180.0 else centroid.x, centroid.y)
 
 
 def to_geos(geometry: MultiPolygon) -> GEOSGeometry:

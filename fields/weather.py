@@ -5,7 +5,9 @@ default speaks the Open-Meteo historical archive protocol at `settings.WEATHER_B
 can be named with the optional setting `WEATHER_SOURCE` (dotted path of a class taking no arguments).
 """
 
+import json
 import logging
+import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Protocol
@@ -17,13 +19,16 @@ from django.utils.module_loading import import_string
 
 from platform_site.api.errors import DomainError, ServiceUnavailableError
 from platform_site.api.serializers import format_timestamp
+from platform_site.outbound import read_at_most
+from webhooks.urlsafety import deadline_session
 
-from .geometry import from_geos
+from .geometry import centroid_lonlat, from_geos
 from .models import Field
 
 logger = logging.getLogger(__name__)
 
 MAX_DAYS = 366
+ANSWER_MAX_BYTES = 4 << 20  # 366 days of the six variables are about 30 KB
 DAILY_VARIABLES = (
     "rain_sum",
     "temperature_2m_max",
@@ -82,43 +87,55 @@ class OpenMeteoArchiveSource:
             "timezone": "UTC",
         }
         try:
-            response = requests.get(self.base_url, params=params, timeout=self.timeout)
+            # The timeout bounds each read; the session's deadline, the whole call (a source sending its answer a
+            # byte at a time held the request as long as it liked).
+            with deadline_session(2 * self.timeout) as session:
+                response = session.get(self.base_url, params=params, timeout=self.timeout, stream=True)
+                raw = read_at_most(response, ANSWER_MAX_BYTES)
         except requests.RequestException as exc:
             logger.warning("weather source unreachable: %s", exc)
             raise WeatherSourceUnavailable("The weather source cannot be reached; try again later.") from None
+        if raw is None:
+            raise WeatherSourceUnavailable(f"The weather source answered more than {ANSWER_MAX_BYTES >> 20} MiB.")
         if response.status_code != 200:
-            logger.warning("weather source answered %s: %s", response.status_code, response.text[:300])
-            if response.status_code == 400 and (reason := _refusal(response)):
+            logger.warning("weather source answered %s: %r", response.status_code, raw[:300])
+            if response.status_code == 400 and (reason := _refusal(raw)):
                 raise WeatherRequestRejected(f"The weather source cannot answer for these days: {reason}")
             raise WeatherSourceUnavailable(f"The weather source answered with status {response.status_code}.")
         try:
-            daily = response.json()["daily"]
+            daily = json.loads(raw)["daily"]
             days = [date.fromisoformat(day[:10]) for day in daily["time"]]
             values = {name: [_number(v) for v in daily[name]] for name in DAILY_VARIABLES}
-        except (ValueError, KeyError, TypeError) as exc:
-            logger.warning("weather source answered an unexpected document: %s", exc)
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+            logger.warning("weather source answered an unexpected document: %s", type(exc).__name__)
             raise WeatherSourceUnavailable("The weather source answered an unexpected document.") from None
         if any(len(v) != len(days) for v in values.values()):
             raise WeatherSourceUnavailable("The weather source answered an unexpected document.")
+        if days != [start + timedelta(days=n) for n in range((end - start).days + 1)]:
+            raise WeatherSourceUnavailable("The weather source answered for other days than those asked for.")
         return DailyWeather(days=days, values=values)
 
 
-def _refusal(response: requests.Response) -> str | None:
+def _refusal(raw: bytes) -> str | None:
     """The `reason` of the archive's answer to a request it refuses (`{"error": true, "reason": "..."}`)."""
     try:
-        body = response.json()
-    except ValueError:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     reason = body.get("reason") if isinstance(body, dict) and body.get("error") is True else None
     return " ".join(reason.split())[:300] if isinstance(reason, str) and reason.strip() else None
 
 
 def _number(value) -> float | None:
+    """A daily value: a finite JSON number, or null (a day the archive has no value for)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"not a number: {value!r}")
-    return float(value)
+    number = float(value)  # OverflowError past the largest double
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {value!r}")
+    return number
 
 
 def weather_source() -> WeatherSource:
@@ -159,7 +176,7 @@ def field_weather(*, field: Field, start: date, end: date, source: WeatherSource
     """The spec's weather Feature of `field`: centroid Point, six daily properties with units, processedTime."""
     if field.boundary_id is None:
         raise DomainError("The field has no active boundary, so it has no location.", error_key="fieldWithoutBoundary")
-    centroid = from_geos(field.boundary.geometry).centroid
+    centroid = centroid_lonlat(from_geos(field.boundary.geometry))
     weather = (source or weather_source()).daily(latitude=centroid.y, longitude=centroid.x, start=start, end=end)
     properties: dict = {}
     for variable, (name, unit) in PROPERTIES.items():

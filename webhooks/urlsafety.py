@@ -89,8 +89,18 @@ def safe_session(url: str, *, deadline: float | None = None) -> "DeadlineSession
     connection to any other host (a proxy from the environment, say) is refused. With a `deadline` (seconds), its
     connections are shut once that long has passed. Close it after use."""
     host, addresses = _resolve(url)
+    return _session(deadline, host if addresses else None, addresses)
+
+
+def deadline_session(deadline: float) -> "DeadlineSession":
+    """A requests session for a URL the deployment configured (no address checks, proxies from the environment
+    as usual) whose connections are shut once `deadline` seconds have passed. Close it after use."""
+    return _session(deadline, None, ())
+
+
+def _session(deadline: float | None, host: str | None, addresses: tuple[str, ...]) -> "DeadlineSession":
     session = DeadlineSession(deadline)
-    adapter = _PinnedAdapter(host if addresses else None, addresses, session.sockets)
+    adapter = _PinnedAdapter(host, addresses, session.sockets)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session

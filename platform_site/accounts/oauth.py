@@ -11,6 +11,7 @@ import requests
 from django.conf import settings
 from django.utils import timezone
 
+from platform_site.outbound import read_at_most
 from platform_site.text import storable
 
 from .models import ProviderApplication
@@ -57,7 +58,7 @@ def token_request(
             allow_redirects=False,
             stream=True,
         )
-        raw = _read_at_most(response, ANSWER_MAX_BYTES)
+        raw = read_at_most(response, ANSWER_MAX_BYTES)
     except requests.RequestException as exc:
         raise TokenRequestFailed(f"{application.provider} could not be reached ({type(exc).__name__}).") from exc
     if raw is None:
@@ -82,20 +83,6 @@ def token_request(
         scope=storable(str(body.get("scope") or ""))[:2000],
         expires_at=_expires_at(body.get("expires_in")),
     )
-
-
-def _read_at_most(response: requests.Response, limit: int) -> bytes | None:
-    """The answer's body (decompressed), or None once it passes `limit` bytes (the rest is not read)."""
-    chunks, size = [], 0
-    try:
-        for chunk in response.iter_content(64 * 1024):
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
-    finally:
-        response.close()
-    return b"".join(chunks)
 
 
 def _json_object(raw: bytes) -> dict:

@@ -2,12 +2,14 @@
 
 import json
 import socket
+import time
 from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from fields import weather
 from tests.fields.helpers import create_field, field_url, rect
 from tests.receiver import serve_on_loopback
 from tests.tenancy import assert_problem
@@ -23,6 +25,9 @@ class FakeOpenMeteo:
     def __init__(self):
         self.status = 200
         self.requests: list[dict] = []
+        self.answer: bytes | None = None  # sent instead of the document, as is
+        self.byte_every: float | None = None  # seconds between the bytes of the answer (a server sending slowly)
+        self.bytes_sent = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,12 +39,23 @@ class FakeOpenMeteo:
                     body = {"error": True, "reason": "Parameter 'start_date' is out of allowed range"}
                 else:
                     body = outer.document(query)
-                payload = json.dumps(body).encode()
+                payload = outer.answer if outer.answer is not None else json.dumps(body).encode()
                 self.send_response(outer.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if outer.byte_every is None:
+                    self.wfile.write(payload)
+                    outer.bytes_sent += len(payload)
+                    return
+                try:
+                    for index in range(len(payload)):
+                        self.wfile.write(payload[index : index + 1])
+                        self.wfile.flush()
+                        outer.bytes_sent += 1
+                        time.sleep(outer.byte_every)
+                except OSError:  # the client hung up
+                    pass
 
             def log_message(self, *args):
                 pass
@@ -183,3 +199,116 @@ def test_an_unreachable_source_is_503(api_client, core_user, settings):
 def test_weather_of_an_unknown_field_is_404(api_client, core_user, open_meteo):
     response = api_client.get(weather_url(core_user, "nope"), {"startTime": "2024-01-01", "endTime": "2024-01-02"})
     assert_problem(response, 404, "notFound")
+
+
+def _document(start: str, end: str) -> dict:
+    return FakeOpenMeteo.document(
+        {
+            "start_date": start,
+            "end_date": end,
+            "daily": ",".join(weather.DAILY_VARIABLES),
+            "latitude": 0,
+            "longitude": 0,
+        }
+    )
+
+
+def _with_first_rain(value) -> bytes:
+    document = _document("2024-01-01", "2024-01-02")
+    document["daily"]["rain_sum"][0] = value
+    return json.dumps(document).encode()  # NaN and Infinity as Python's json writes them
+
+
+def _other_days() -> bytes:
+    return json.dumps(_document("1999-01-01", "1999-01-02")).encode()
+
+
+def _one_day_short() -> bytes:
+    return json.dumps(_document("2024-01-01", "2024-01-01")).encode()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(_with_first_rain(float("nan")), id="NaN"),
+        pytest.param(_with_first_rain(float("inf")), id="Infinity"),
+        pytest.param(_with_first_rain(10**400), id="past-the-largest-double"),
+        pytest.param(_with_first_rain("3.2"), id="text"),
+        pytest.param(b'{"daily":' + b"[" * 100_000, id="nested-100000-deep"),
+        pytest.param(_other_days(), id="other-days"),
+        pytest.param(_one_day_short(), id="one-day-short"),
+        pytest.param(b"<html>busy</html>", id="not-json"),
+    ],
+)
+def test_an_answer_that_is_not_the_days_asked_for_as_finite_numbers_is_503(api_client, core_user, open_meteo, answer):
+    """NaN, Infinity, a number past the largest double and a document nested too deep were 500s; days other than
+    those asked for were passed on as if they were them."""
+    field = create_field(api_client, core_user, FIELD)
+    open_meteo.answer = answer
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-01-02"})
+    assert_problem(response, 503, "weatherSourceUnavailable")
+
+
+def test_a_source_sending_its_answer_slowly_is_cut_at_the_deadline(api_client, core_user, open_meteo, settings):
+    """The timeout bounded each read only: a source sending a byte within each timeout held the request as long as
+    it liked. The whole call now has twice the timeout."""
+    settings.WEATHER_TIMEOUT_SECONDS = 0.5
+    open_meteo.byte_every = 0.05  # the answer (a few kilobytes) would take minutes; every read is well in time
+    field = create_field(api_client, core_user, FIELD)
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-01-02"})
+    assert_problem(response, 503, "weatherSourceUnavailable")
+    assert 0 < open_meteo.bytes_sent < 200  # cut off after about a second of it
+
+
+def test_an_answer_larger_than_the_limit_is_503_and_not_read_whole(api_client, core_user, open_meteo, monkeypatch):
+    monkeypatch.setattr(weather, "ANSWER_MAX_BYTES", 4096)
+    field = create_field(api_client, core_user, FIELD)
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-12-31"})
+    body = assert_problem(response, 503, "weatherSourceUnavailable")
+    assert "answered more than" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    ("east_part", "west_part", "longitude"),
+    [
+        # Equal parts either side of 180: the centroid is on it.
+        ((179.95, 180.0), (-180.0, -179.95), 180.0),
+        # More of the field east of 180 (the western hemisphere's side): the centroid is there.
+        ((179.95, 180.0), (-180.0, -179.9), -179.975),
+        # More of it west of 180.
+        ((179.9, 180.0), (-180.0, -179.95), 179.975),
+    ],
+)
+def test_a_field_split_at_the_antimeridian_has_its_weather_there(
+    api_client, core_user, open_meteo, east_part, west_part, longitude
+):
+    """Its centroid was taken as the plain mean of its longitudes: near 0, on the other side of the Earth."""
+    (east_west, east_east), (west_west, west_east) = east_part, west_part
+    geometry = {
+        "type": "MultiPolygon",
+        "coordinates": [
+            *rect(east_west, 50.0, east_east, 50.1)["coordinates"],
+            *rect(west_west, 50.0, west_east, 50.1)["coordinates"],
+        ],
+    }
+    field = create_field(api_client, core_user, geometry)
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-01-02"})
+    assert response.status_code == 200, response.content
+    point = response.json()["geometry"]["coordinates"]
+    assert abs(point[0]) == pytest.approx(abs(longitude), abs=1e-6) and point[1] == pytest.approx(50.05)
+    if abs(longitude) != 180.0:
+        assert point[0] == pytest.approx(longitude, abs=1e-6)
+    (sent,) = open_meteo.requests
+    assert float(sent["longitude"]) == pytest.approx(point[0], abs=1e-6)
+
+
+def test_a_field_whose_parts_lie_closer_together_across_the_prime_meridian_keeps_its_plain_centroid(
+    api_client, core_user, open_meteo
+):
+    # 186 degrees from the westernmost to the easternmost part; 192 the other way round, across 180.
+    parts = [rect(-170.0, 10.0, -169.0, 11.0), rect(-1.0, 10.0, 1.0, 11.0), rect(15.0, 10.0, 16.0, 11.0)]
+    geometry = {"type": "MultiPolygon", "coordinates": [polygon for part in parts for polygon in part["coordinates"]]}
+    field = create_field(api_client, core_user, geometry)
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-01-02"})
+    # The mean of the parts' centroids weighted by their (planar) areas 1, 2 and 1.
+    assert response.json()["geometry"]["coordinates"] == pytest.approx([(-169.5 + 0.0 * 2 + 15.5) / 4, 10.5])
