@@ -293,6 +293,8 @@ def boundary_provider_sync(
     if provider_status is not None and provider_status not in Boundary.ProviderStatus.values:
         raise ValueError(f"unknown provider status {provider_status!r}")
     _field_lock(field, merge_may_follow=True)
+    # As it is now that the field is locked: the caller's copy may predate a merge, or a merged field's deletion.
+    field.refresh_from_db(fields=["boundary", "merged_field"])
     current = (
         Boundary.objects.select_for_update()
         .filter(field=field, provider_boundary_id=provider_boundary_id)
@@ -398,9 +400,10 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
 def _merged_refresh(*, merged: Field, created: bool = False, sources_changed: bool = False) -> None:
     """Give a MERGED field a new boundary: the union of its sources' ACTIVE boundaries. When the union is
     unchanged but `sources_changed` (a field joined or left), it is updated all the same (`updatedTime`, event
-    mergedFieldUpdated with its current boundary): its `sources` changed. The merged field is locked before the
-    sources are read: a concurrent change of another source then waits, and reads this one's boundary once this
-    transaction commits (reading first, each would union the other's old boundary)."""
+    mergedFieldUpdated with its current boundary): its `sources` changed. When no source has an ACTIVE boundary,
+    neither has the merged field: its last one becomes INACTIVE (named by the event). The merged field is locked
+    before the sources are read: a concurrent change of another source then waits, and reads this one's boundary
+    once this transaction commits (reading first, each would union the other's old boundary)."""
     if not _field_lock(merged, missing_ok=True):
         return
     merged.refresh_from_db(fields=["boundary"])
@@ -408,20 +411,29 @@ def _merged_refresh(*, merged: Field, created: bool = False, sources_changed: bo
         Field.objects.filter(merged_field=merged, boundary__status=Boundary.Status.ACTIVE).select_related("boundary")
     )
     if not sources:
-        return
-    union = as_multipolygon(unary_union([from_geos(s.boundary.geometry) for s in sources]))
-    if merged.boundary_id and not created and from_geos(merged.boundary.geometry).equals(union):
-        if not sources_changed:
-            return
-        merged.save(update_fields=["updated_at"])
+        # No source has an outline now (the provider deleted or deactivated them all): neither has the merged
+        # field, until one has again. Its last outline becomes INACTIVE; kept, it still answered intersects.
         boundary = merged.boundary
+        if boundary is None and not sources_changed:
+            return
+        if boundary is not None:
+            Boundary.objects.filter(pk=boundary.pk).update(status=Boundary.Status.INACTIVE)
+        merged.boundary = None
+        merged.save(update_fields=["boundary", "updated_at"])
     else:
-        boundary = _boundary_add(field=merged, geometry=union)
+        union = as_multipolygon(unary_union([from_geos(s.boundary.geometry) for s in sources]))
+        if merged.boundary_id and not created and from_geos(merged.boundary.geometry).equals(union):
+            if not sources_changed:
+                return
+            merged.save(update_fields=["updated_at"])
+            boundary = merged.boundary
+        else:
+            boundary = _boundary_add(field=merged, geometry=union)
     source_ids = sorted(s.pk for s in Field.objects.filter(merged_field=merged).only("pk"))
     event_emit(
         type=EventType.MERGED_FIELD_CREATED if created else EventType.MERGED_FIELD_UPDATED,
         core_user=merged.core_user,
-        payload={"fieldId": merged.pk, "boundaryId": str(boundary.pk), "sources": source_ids},
+        payload={"fieldId": merged.pk, "boundaryId": str(boundary.pk) if boundary else None, "sources": source_ids},
     )
 
 

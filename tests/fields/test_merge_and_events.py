@@ -7,8 +7,10 @@ from shapely.geometry import shape
 
 from configs.services import config_owner_update, config_user_set
 from fields.models import Field
+from fields.services import boundary_provider_sync
 from tests.concurrency import needs_postgresql, request_later, run_together
-from tests.fields.helpers import BASE, create_field, field_url, rect, square
+from tests.fields.helpers import BASE, create_field, field_url, fields_url, provider_field, rect, square
+from tests.tenancy import assert_problem
 
 pytestmark = [pytest.mark.embedded]
 
@@ -145,6 +147,56 @@ def test_a_field_joining_or_leaving_without_changing_the_union_updates_the_merge
     assert events == [
         ("mergedFieldUpdated", merged_id, before["boundaries"][-1], joined["sources"]),
         ("mergedFieldUpdated", merged_id, before["boundaries"][-1], left["sources"]),
+    ]
+
+
+@pytest.mark.parametrize("how", ["deleted on the provider", "inactive on the provider"])
+def test_a_merged_field_has_no_outline_while_none_of_its_sources_has_one(
+    transactional_db, owner, core_user, api_client, webhook_receiver, subscribe, how
+):
+    """It kept the union of the last source to lose its outline, ACTIVE: its geometry and area were still answered,
+    and intersects still found it."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    first = provider_field(core_user, A, provider_field_id="p1")
+    second = provider_field(core_user, B, provider_field_id="p2")
+    merged = Field.objects.get(type=Field.Type.MERGED)
+    subscribe(owner, webhook_receiver, ["mergedFieldUpdated"])
+
+    def lose(field):
+        if how == "deleted on the provider":
+            boundary_provider_sync(field=field, provider_boundary_id="pb", deleted=True)
+        else:
+            boundary_provider_sync(field=field, provider_boundary_id="pb", provider_status="INACTIVE")
+
+    lose(first)
+    body = api_client.get(field_url(core_user, merged.pk)).json()
+    assert shape(body["geometry"]).equals(shape(B))
+    last_outline = body["boundaries"][-1]
+    lose(second)
+    body = api_client.get(field_url(core_user, merged.pk)).json()
+    assert body["geometry"] is None and body["area"] is None
+    assert body["sources"] == sorted([first.pk, second.pk]) and body["boundaries"][-1] == last_outline
+    assert api_client.get(f"{field_url(core_user, merged.pk)}/boundaries/{last_outline}").json()["status"] == "INACTIVE"
+    assert_problem(api_client.get(f"{field_url(core_user, merged.pk)}/boundary"), 404)
+    found = api_client.post(f"{fields_url(core_user)}/intersects", {"geometry": A}, format="json").json()
+    assert found == []
+
+    # One source has an outline again: so has the merged field, a new ACTIVE one.
+    if how == "deleted on the provider":
+        boundary_provider_sync(field=second, provider_boundary_id="pb2", geometry=shape(B))
+    else:
+        boundary_provider_sync(field=second, provider_boundary_id="pb", provider_status="ACTIVE")
+    body = api_client.get(field_url(core_user, merged.pk)).json()
+    assert shape(body["geometry"]).equals(shape(B)) and body["boundaries"][-1] != last_outline
+    found = api_client.post(f"{fields_url(core_user)}/intersects", {"geometry": A}, format="json").json()
+    assert sorted(f["id"] for f in found) == sorted([merged.pk, second.pk])
+
+    webhook_receiver.wait_for(3)
+    events = [(e["type"], e["boundaryId"]) for e in webhook_receiver.events()]
+    assert events == [
+        ("mergedFieldUpdated", last_outline),  # the union of the second source alone
+        ("mergedFieldUpdated", last_outline),  # that outline now INACTIVE: none
+        ("mergedFieldUpdated", body["boundaries"][-1]),
     ]
 
 
