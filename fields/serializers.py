@@ -240,7 +240,8 @@ class CoreUserRowIdField(StrictIntegerField):
 class FieldCreateSerializer(ApiSerializer):
     """POST body: `geometry` required; `id` (client-chosen, kept for ever) and `name` optional."""
 
-    id = StrictCharField(required=False, max_length=255)
+    # Taken as sent: trimmed, " north-40 " became "north-40", an id the client never sent.
+    id = StrictCharField(required=False, max_length=255, trim_whitespace=False)
     name = StrictCharField(required=False, allow_blank=True, max_length=255)
     geometry = GeoJSONMultiPolygonField()
     farmId = CoreUserRowIdField(model=Farm, noun="farm", required=False, allow_null=True, source="farm")

@@ -20,7 +20,7 @@ from .models import MagicLink
 from .services import EXPIRES_IN_DEFAULT, EXPIRES_IN_MAX, EXPIRES_IN_MIN, oauth_redirect_uri
 
 PROVIDERS = ConnectableProvider.values
-COLOR = re.compile(r"^#[0-9A-Fa-f]{6}$")
+COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
 
 
 class HttpUrlField(serializers.URLField):
@@ -46,7 +46,7 @@ class MagicLinkSettingsSerializer(ApiSerializer):
     disconnectedEnabled = StrictBooleanField(required=False)
 
     def validate_backgroundColor(self, value):  # noqa: N802 (DRF names validators after the field)
-        if not COLOR.match(value):
+        if not COLOR.fullmatch(value):
             raise serializers.ValidationError("A hexadecimal color such as #F5F5F5 is required.")
         return value.upper()
 

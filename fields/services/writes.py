@@ -23,7 +23,7 @@ from ..geometry import from_geos, to_geos
 from ..models import Boundary, Farm, Field, FieldFile
 from .queries import DEFAULT_INTERSECTION_THRESHOLD, fields_overlapping
 
-FIELD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._~:-]{1,255}$")
+FIELD_ID_PATTERN = re.compile(r"[A-Za-z0-9._~:-]{1,255}")
 # Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`, and the
 # path segments clients and proxies resolve before sending (`.../fields/..` is `.../users/{id}/`).
 RESERVED_FIELD_IDS = frozenset({"intersects", "intersect", ".", ".."})
@@ -130,7 +130,7 @@ def field_create(
     """A new ORIGINAL field with its first (ACTIVE) boundary. A client id must be unused (409
     `fieldAlreadyExists`); provider sync passes the provider keys. Auto-merge runs when configured.
     Events: fieldCreated, fieldBoundaryCreated (and mergedField* when a merge happens)."""
-    if id is not None and (not FIELD_ID_PATTERN.match(id) or id in RESERVED_FIELD_IDS):
+    if id is not None and (not FIELD_ID_PATTERN.fullmatch(id) or id in RESERVED_FIELD_IDS):
         raise DomainError(
             "A field id is 1 to 255 letters, digits or . _ ~ : - (and not 'intersects', 'intersect', '.' or '..').",
             field_errors=[{"field": "id", "message": "Invalid field id."}],

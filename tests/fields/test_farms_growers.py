@@ -107,6 +107,11 @@ def test_lists_and_their_filters(api_client, core_user, owner):
     assert ids(f"{BASE}/growers", coreUserId=str(core_user.id)) == [grower["id"]]
     provider_grower = api_client.get(f"{BASE}/growers", {"provider": "ProviderA"}).json()
     assert [g["providerGrowerId"] for g in provider_grower] == ["x"]
+    assert ids(f"{BASE}/farms", provider="ServiceOwn") == [with_grower["id"], theirs["id"]]
+    assert ids(f"{BASE}/growers", provider="ServiceOwn") == [grower["id"]]
+    for url in (f"{BASE}/farms", f"{BASE}/growers"):  # a misspelt provider answered an empty list
+        body = assert_problem(api_client.get(url, {"provider": "providerA"}), 400, "validation")
+        assert body["fieldErrors"][0]["field"] == "provider"
     for url, params in [
         (f"{BASE}/farms", {"growerId": "x"}),
         (f"{BASE}/farms", {"coreUserId": "x"}),

@@ -80,7 +80,9 @@ def test_client_id_is_kept_and_cannot_be_reused(api_client, core_user, other_cli
     assert Field.objects.count() == 1
 
 
-@pytest.mark.parametrize("bad_id", ["", "a/b", "x" * 256, "intersects", 12, ".", ".."])
+@pytest.mark.parametrize(
+    "bad_id", ["", "a/b", "x" * 256, "intersects", 12, ".", "..", " north-40 ", "\tnorth-40", "north-40\n", " "]
+)
 def test_bad_client_ids_are_400(api_client, core_user, bad_id):
     response = api_client.post(fields_url(core_user), {"id": bad_id, "geometry": square(1, 1)}, format="json")
     assert_problem(response, 400)
@@ -262,6 +264,11 @@ def test_list_filters_pages_and_sorts(api_client, core_user, owner):
     assert set(listed(coreUserId=str(other_user.id))) == {foreign}
     assert listed(farmId=farm["id"]) == [ids[0]]
     assert listed(provider="ProviderB") == ["prov"]
+    assert set(listed(provider="ServiceOwn")) == {*ids, foreign}  # made in the service: no provider name
+    assert listed(provider="ProviderA") == []
+    for odd in ("Foo", "providerB", "PROVIDERB", "ProviderB "):  # answered an empty list
+        body = assert_problem(api_client.get(f"{BASE}/fields", {"provider": odd}), 400, "validation")
+        assert body["fieldErrors"][0]["field"] == "provider"
     assert listed(type="MERGED") == []
     assert listed(sort="name,desc", coreUserId=str(core_user.id)) == [*reversed(ids), "prov"]
     response = api_client.get(f"{BASE}/fields", {"size": 2, "page": 1, "sort": "name"})
