@@ -1,8 +1,9 @@
 """Tenant-scoped viewsets. Every queryset is scoped to the authenticated API owner; another
 owner's id answers 404 exactly like a missing one."""
 
+from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import QuerySet
+from django.db.models import IntegerField, QuerySet
 from django.utils.functional import cached_property
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import NotFound
@@ -14,11 +15,30 @@ from platform_site.api.schema import ApiAutoSchema
 
 
 def get_or_404(queryset: QuerySet, **lookup):
-    """`queryset.get(**lookup)`, with a missing row or a malformed id (not a UUID...) as a 404."""
+    """`queryset.get(**lookup)`, with a missing row or a malformed id (not a UUID...) as a 404. A numeric id given
+    as text must be written as the id is (`/farms/7`): `+7`, `07`, ` 7` or `٧` (an Arabic-Indic seven) named farm
+    7 too, as Python reads them all as 7."""
+    if not all(_canonical_id(queryset.model, name, value) for name, value in lookup.items()):
+        raise NotFound(NOT_FOUND)
     try:
         return queryset.get(**lookup)
     except (queryset.model.DoesNotExist, DjangoValidationError, ValueError, TypeError):
         raise NotFound(NOT_FOUND) from None
+
+
+def _canonical_id(model, name: str, value) -> bool:
+    """False for text given for an integer column that is not its plain decimal writing."""
+    if not isinstance(value, str):
+        return True
+    try:
+        field = model._meta.pk if name == "pk" else model._meta.get_field(name)
+    except FieldDoesNotExist:
+        return True
+    if field.is_relation:
+        field = field.target_field
+    if not isinstance(field, IntegerField):
+        return True
+    return value.isascii() and value.isdigit() and str(int(value)) == value
 
 
 def owned_core_user_or_404(owner, core_user_id) -> CoreUser:

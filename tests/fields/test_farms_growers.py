@@ -84,6 +84,19 @@ def test_unknown_farm_or_grower_is_404(api_client, core_user):
         assert_problem(api_client.put(url, {}, format="json"), 404, "notFound")
 
 
+def test_an_id_written_otherwise_than_as_it_is_names_nothing(api_client, core_user):
+    """`+7`, `07`, ` 7` and an Arabic-Indic `٧` all named farm 7 (Python reads each as 7)."""
+    farm = api_client.post(farms_url(core_user), {"name": "Home"}, format="json").json()
+    grower = api_client.post(growers_url(core_user), {"name": "Smith"}, format="json").json()
+    for url, row_id in ((farms_url(core_user), farm["id"]), (growers_url(core_user), grower["id"])):
+        assert api_client.get(f"{url}/{row_id}").status_code == 200
+        arabic_indic = "".join(chr(0x660 + int(digit)) for digit in str(row_id))
+        for written in (f"+{row_id}", f"0{row_id}", f"%20{row_id}", f"{row_id}%20", arabic_indic, f"{row_id}.0"):
+            assert_problem(api_client.get(f"{url}/{written}"), 404, "notFound")
+            assert_problem(api_client.put(f"{url}/{written}", {"name": "x"}, format="json"), 404, "notFound")
+    assert Farm.objects.get().name == "Home" and Grower.objects.get().name == "Smith"
+
+
 def test_lists_and_their_filters(api_client, core_user, owner):
     other_user = CoreUserFactory(owner=owner)
     grower = api_client.post(growers_url(core_user), {"name": "G"}, format="json").json()
