@@ -125,8 +125,11 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
 
 def to_geojson_each(geometries) -> list[dict]:
     """GeoJSON MultiPolygon dicts (lists, not tuples) of a sequence of polygonal shapely geometries (the polygonal
-    part of each), positions as [longitude, latitude]. The coordinates of all come out of shapely in one call."""
+    part of each), positions as [longitude, latitude], rings wound as RFC 7946 asks (exteriors counterclockwise,
+    holes clockwise; a union or intersection comes out of GEOS the other way round). The coordinates of all come
+    out of shapely in one call."""
     polygons, owners = polygon_parts(geometries)
+    polygons = shapely.orient_polygons(polygons, exterior_cw=False)
     rings, ring_polygons, _ = polygon_rings(polygons)
     coordinates = shapely.get_coordinates(rings).tolist()
     found: list[dict] = [{"type": "MultiPolygon", "coordinates": []} for _ in geometries]

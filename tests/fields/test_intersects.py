@@ -1,7 +1,7 @@
 """Geometric queries: intersects with the threshold rule, the deprecated query, intersect."""
 
 import pytest
-from shapely.geometry import shape
+from shapely.geometry import LinearRing, shape
 
 from configs.services import config_owner_update
 from fields.geodesy import geodesic_area_ha
@@ -162,6 +162,36 @@ def test_intersect_answers_the_common_multipolygon(api_client, core_user):
     three = api_client.post(f"{fields_url(core_user)}/intersect", [a, b, c], format="json").json()
     assert shape(three).equals(shape(rect(0.015, 0.01, 0.02, 0.02)))
     assert geodesic_area_ha(shape(three)) > 0
+
+
+def _wound_as_rfc_7946_asks(geometry: dict) -> bool:
+    """Exteriors counterclockwise, holes clockwise."""
+    return all(
+        LinearRing(ring).is_ccw == (index == 0)
+        for polygon in geometry["coordinates"]
+        for index, ring in enumerate(polygon)
+    )
+
+
+def test_geometries_are_answered_wound_as_rfc_7946_asks(api_client, core_user, owner):
+    """A union or an intersection came out of GEOS clockwise, and a field sent so was answered so."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    outline = rect(0, 0, 0.02, 0.02)["coordinates"][0][0]
+    hole = rect(0.002, 0.002, 0.004, 0.004)["coordinates"][0][0]
+    clockwise = {"type": "MultiPolygon", "coordinates": [[outline[::-1], hole]]}  # both wound the wrong way
+    a = create_field(api_client, core_user, clockwise)
+    b = create_field(api_client, core_user, rect(0.01, 0.01, 0.03, 0.03))
+    assert shape(a["geometry"]).equals(shape(clockwise))
+    merged = api_client.get(field_url(core_user, b["mergedFieldId"])).json()
+    common = api_client.post(f"{fields_url(core_user)}/intersect", [a["id"], b["id"]], format="json").json()
+    found = api_client.post(f"{fields_url(core_user)}/intersects", {"geometry": rect(0, 0, 0.05, 0.05)}, format="json")
+    assert found.status_code == 200 and len(found.json()) == 3
+    boundaries = api_client.get(f"{field_url(core_user, a['id'])}/boundaries").json()
+    answered = [a["geometry"], merged["geometry"], common, boundaries[0]["geometry"]]
+    answered += [field["geometry"] for field in found.json()]
+    for geometry in answered:
+        assert _wound_as_rfc_7946_asks(geometry), geometry
+    assert len(merged["geometry"]["coordinates"][0]) == 2  # the hole stayed a hole of the union
 
 
 def test_intersect_of_disjoint_fields_is_an_empty_multipolygon(api_client, core_user):
