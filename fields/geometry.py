@@ -88,9 +88,9 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     """A validated shapely MultiPolygon from a GeoJSON `MultiPolygon` (or `Polygon`, promoted).
 
     Raises `InvalidGeometry` (400 `invalidGeometry`) with the reason: wrong type, malformed coordinates,
-    unclosed rings, longitude/latitude out of range, a polygon wider than 180 degrees of longitude (the database
-    reads edges as flat lines, the area follows geodesics: they agree only on one side of the antimeridian), or an
-    invalid shape (self-intersection...). Positions may carry an altitude; it is dropped."""
+    unclosed rings, longitude/latitude out of range, a polygon wider than 180 degrees of longitude (edges are flat
+    lines in longitude and latitude: one across the antimeridian goes round the other way), or an invalid shape
+    (self-intersection...). Positions may carry an altitude; it is dropped."""
     if not isinstance(data, dict):
         raise InvalidGeometry("must be a GeoJSON object with 'type' and 'coordinates'.")
     _check_crs(data.get("crs"))

@@ -161,3 +161,13 @@ def subscribe(settings):
         return webhook_register(owner=owner, name="test hook", url=receiver.url, secret=secret, events=list(events))
 
     return make
+
+
+@pytest.fixture
+def latest_schema_after():
+    """Every migration applied again once the test is done (tests/migrating.py): a test that stopped at an older
+    one left the tests after it a database without the newer columns."""
+    from tests.migrating import migrate_latest
+
+    yield
+    migrate_latest()

@@ -1,4 +1,5 @@
-"""Running migrations forwards or back to one of them in a test, over rows written in the older schema."""
+"""Running migrations forwards or back to one of them in a test, over rows written in the older schema. A module
+that does so uses the fixture `latest_schema_after` (tests/conftest.py): the tests after it need every migration."""
 
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -11,3 +12,10 @@ def migrate(target: tuple[str, str]):
     executor.loader.build_graph()
     executor.migrate([target])
     return executor.loader.project_state([target]).apps
+
+
+def migrate_latest() -> None:
+    """Apply every migration (the state the rest of the suite expects)."""
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -4,7 +4,11 @@ import pytest
 
 from tests.migrating import migrate
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.embedded,
+    pytest.mark.usefixtures("latest_schema_after"),
+]
 
 BEFORE, AFTER = ("conversion", "0002_dataset_progress_at"), ("conversion", "0003_summary_machinery_keys")
 

@@ -6,7 +6,11 @@ from django.db import IntegrityError, transaction
 
 from tests.migrating import migrate
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.embedded,
+    pytest.mark.usefixtures("latest_schema_after"),
+]
 
 BEFORE, AFTER = ("fields", "0001_initial"), ("fields", "0002_boundary_one_active_per_field")
 
