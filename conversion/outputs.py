@@ -125,4 +125,5 @@ def load_points(file: File) -> PointTable:
 
 
 def original_download_name(file: File) -> str:
-    return f"{Path(file.file_name).stem or file.pk}.zip"
+    """The file's name (a data set's name has no extension: `Yield 2016.09.19 v1.2` keeps its `.2`) as a zip."""
+    return f"{Path(file.file_name).name or file.pk}.zip"

@@ -20,8 +20,10 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 
 from platform_site.api.errors import DomainError
+from platform_site.text import storable
 
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
+UPLOAD_FIELD = "file"  # the multipart field of the zip; no other file part is taken
 # Room for the multipart envelope and form fields around the file in a body whose length is declared.
 MULTIPART_OVERHEAD = 1024 * 1024
 
@@ -75,12 +77,14 @@ class TemporaryZip(UploadedFile):
 
 
 class ZipUploadHandler(FileUploadHandler):
-    """Streams the multipart field `file` to disk with the cap and the zip check (see the module doc)."""
+    """Streams the multipart field `file` to disk with the cap and the zip check (see the module doc); any other file
+    part, or a second `file`, is a 400."""
 
     def __init__(self, request=None, *, max_bytes: int | None = None):
         super().__init__(request)
         self.max_bytes = upload_max_bytes() if max_bytes is None else max_bytes
         self.received = 0
+        self.files_seen = 0
         self.zip: TemporaryZip | None = None
         self.head = b""
 
@@ -92,6 +96,20 @@ class ZipUploadHandler(FileUploadHandler):
     def new_file(self, field_name, file_name, content_type, content_length, charset=None, content_type_extra=None):
         super().new_file(field_name, file_name, content_type, content_length, charset, content_type_extra)
         self._discard()
+        if field_name != UPLOAD_FIELD:
+            # Streamed as the zip, it was refused as "not a zip" in the name of `file`.
+            name = storable(field_name)[:100]
+            raise DomainError(
+                f"Unexpected file part '{name}': send the zip alone, as the form field '{UPLOAD_FIELD}'.",
+                field_errors=[{"field": name, "message": "Unknown field."}],
+            )
+        if self.files_seen:
+            # The last one became the batch, silently.
+            raise DomainError(
+                f"Send one zip per upload: the form has '{UPLOAD_FIELD}' more than once.",
+                field_errors=[{"field": UPLOAD_FIELD, "message": "Given more than once."}],
+            )
+        self.files_seen += 1
         self.received = 0
         self.head = b""
         self.zip = TemporaryZip(file_name, content_type, charset, upload_temp_dir())

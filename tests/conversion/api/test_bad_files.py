@@ -230,6 +230,19 @@ def test_shapefile_points_off_the_globe_are_dropped(api_client, core_user):
         assert -180 <= lon <= 180 and -90 <= lat <= 90
 
 
+def test_the_original_file_is_named_after_its_data_set_dots_and_all(api_client, core_user):
+    """`Yield 2016.09.19 v1.2` was downloaded as `Yield 2016.09.19 v1.zip`: its name was cut at the last dot."""
+    parts = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
+    entries = {name.replace("rate", "Yield 2016.09.19 v1.2"): data for name, data in parts.items()}
+    batch = _batch(api_client, core_user, zip_entries(entries))
+    assert batch["status"] == "PROCESSED", batch
+    file = _file(api_client, batch["files"][0])
+    assert file["fileName"] == "Yield 2016.09.19 v1.2"
+    response = api_client.get(f"{FILES_URL}/{file['id']}/originalFile")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="Yield 2016.09.19 v1.2.zip"'
+
+
 @pytest.mark.parametrize("empty", [".shp", ".dbf", ".shx"])
 def test_an_empty_shapefile_part_fails_its_file_with_a_reason(api_client, core_user, empty, caplog):
     parts = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])

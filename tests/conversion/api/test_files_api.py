@@ -97,6 +97,17 @@ FILE_CASES = [
 ]
 
 
+def test_a_crop_longer_than_any_file_can_hold_matches_nothing(api_client, core_user, converted):
+    """55,000 characters were a 500 on SQLite (a LIKE pattern over 50,000 bytes); no file's crops hold so many."""
+    url = FIELDS.format(user=core_user.pk, field=converted[0].pk)
+    for listing in (f"{url}/files", url):  # and the deprecated path
+        for crop in ("soybeans" + " " * 2000 + "x", "x" * 55_000):
+            response = api_client.get(listing, {"crop": crop})
+            assert response.status_code == 200, response.content[:300]
+            assert response.json() == []
+    assert len(_ids(api_client.get(f"{url}/files", {"crop": "soybeans", "origin": "uploaded"}))) == 2
+
+
 def test_field_file_and_file_list_filters(api_client, core_user, converted):
     """Every filter on the uploaded files (operations may add automerged files of their own)."""
     field, _, _, files = converted

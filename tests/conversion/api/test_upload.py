@@ -52,6 +52,33 @@ def test_a_body_that_is_not_a_zip_is_refused_and_nothing_is_kept(api_client, cor
     assert _leftovers() == []
 
 
+def test_a_file_part_other_than_file_is_refused_by_its_name_and_nothing_is_kept(api_client, core_user):
+    """It was streamed as the zip and refused as "not a zip" in the name of `file` (a client sending metadata
+    beside the zip could not tell why)."""
+    metadata = io.BytesIO(b'{"note": "harvest"}')
+    metadata.name = "meta.json"
+    archive = io.BytesIO(SMALL_ZIP)
+    archive.name = "card.zip"
+    response = api_client.post(
+        f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"file": archive, "metadata": metadata}
+    )
+    body = assert_problem(response, 400, "validation")
+    assert "metadata" in body["detail"] and body["fieldErrors"] == [{"field": "metadata", "message": "Unknown field."}]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
+def test_two_zips_in_one_upload_are_refused(api_client, core_user):
+    """The last one became the batch, silently."""
+    first, second = io.BytesIO(SMALL_ZIP), io.BytesIO(zip_entries({"other.txt": b"x"}))
+    first.name, second.name = "a.zip", "b.zip"
+    response = api_client.post(f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"file": [first, second]})
+    body = assert_problem(response, 400, "validation")
+    assert body["fieldErrors"] == [{"field": "file", "message": "Given more than once."}]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
 def test_an_empty_file_is_not_a_zip(api_client, core_user):
     assert_problem(upload(api_client, core_user.pk, b""), 400, "invalidArchive")
     assert Batch.objects.count() == 0
