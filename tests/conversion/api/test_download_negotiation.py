@@ -43,7 +43,7 @@ def _downloads(file) -> list[tuple[str, str, bytes]]:
 
 def test_each_download_answers_its_own_media_type_and_any(api_client, file):
     for url, media_type, head in _downloads(file):
-        accepts = [media_type, f"{media_type.split('/')[0]}/*", "*/*", None]
+        accepts = [media_type, f"{media_type.split('/')[0]}/*", "*/*", None, "application/json"]
         if media_type == "image/png":
             accepts.append(BROWSER_IMAGE)
         for accept in accepts:
