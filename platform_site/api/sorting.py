@@ -16,6 +16,8 @@ def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
     """Translate `sort` query values into Django `order_by` terms; raise 400 on anything unknown."""
     ordering: list[str] = []
     for value in values:
+        if not value.strip():
+            continue  # `sort=` is no sort, as an empty filter is no filter (it was a 400)
         parts = [part.strip() for part in value.split(",") if part.strip()]
         direction = ""
         if parts and parts[-1].lower() in ("asc", "desc"):

@@ -82,6 +82,21 @@ def test_sort_is_multi_valued_and_directional(api_client, owner):
 def test_unknown_sort_property_is_400(api_client):
     body = assert_problem(api_client.get(URL, {"sort": "password,desc"}), 400, "validation")
     assert "password" in body["detail"]
+    for names_nothing in ("desc", ",", " , asc"):
+        assert_problem(api_client.get(URL, {"sort": names_nothing}), 400, "validation")
+
+
+def test_an_empty_sort_is_no_sort_as_an_empty_filter_is_no_filter(api_client, owner):
+    """`sort=` was a 400 while an empty `page`, `size` or filter is taken as absent (a client building its query
+    string from optional settings sends them so)."""
+    CoreUserFactory(owner=owner, name="b")
+    CoreUserFactory(owner=owner, name="a")
+    plain = api_client.get(URL).json()
+    for empty in ("", " ", ["", "name"]):
+        response = api_client.get(URL, {"sort": empty})
+        assert response.status_code == 200, response.content
+        expected = sorted(plain, key=lambda user: user["name"]) if isinstance(empty, list) else plain
+        assert response.json() == expected
 
 
 def test_malformed_json_is_400_not_500(api_client):
