@@ -124,6 +124,47 @@ def usable_positions(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
     return np.isfinite(lon) & np.isfinite(lat) & (np.abs(lon) <= 180) & (np.abs(lat) <= 90)
 
 
+_STATUS_ON = frozenset({"on", "true", "yes", "y"})
+_STATUS_OFF = frozenset({"off", "false", "no", "n"})
+
+
+def recording_status(values: Sequence | np.ndarray) -> np.ndarray:
+    """Per point, the recording status a file gives: 1.0 On, 0.0 Off, NaN unknown (the one rule of every reader
+    that reads a status column: shapefile `WorkStatus`, GeoJSON `recordingStatus`).
+
+    A number is On when it is 1 and Off when it is 0, whatever its type (1, 1.0, True); any other number (the states 2
+    "error" and 3 "not available" of ISO 11783) is unknown. Text is read case-insensitively: on/true/yes/y, off/
+    false/no/n, or a number written as text ("1", "1.0"). Anything else is unknown: cleaning drops only points
+    known to be Off, so a status the file does not make plain never loses a working point."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiub":
+        numbers = values.astype(float)
+        return np.where(numbers == 1, 1.0, np.where(numbers == 0, 0.0, np.nan))
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    out = np.full(len(items), np.nan)
+    texts: dict[str, float] = {}
+    for i, value in enumerate(items):
+        if type(value) is str:
+            if value not in texts:
+                texts[value] = _status_of_text(value)
+            out[i] = texts[value]
+        elif isinstance(value, int | float | np.number | np.bool_):  # a bool is a number: True is 1
+            out[i] = 1.0 if value == 1 else 0.0 if value == 0 else np.nan
+    return out
+
+
+def _status_of_text(text: str) -> float:
+    word = text.strip().lower()
+    if word in _STATUS_ON:
+        return 1.0
+    if word in _STATUS_OFF:
+        return 0.0
+    try:
+        number = float(word)
+    except ValueError:
+        return np.nan
+    return 1.0 if number == 1 else 0.0 if number == 0 else np.nan
+
+
 class Reader(abc.ABC):
     """A format plugin: reads one `Dataset` of its `format` into point tables (`read_tables`); `read` hands them
     over with their values cleaned (`table_values_clean`)."""

@@ -12,6 +12,7 @@ length), then numpy gathers for every field at once; a DLV's values are decoded 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,12 @@ class TimeLogHeader:
 
 @dataclass
 class TimeLog:
-    """A parsed time log: per-record TC time, PTN fields and the logged DLV values (sparse, see `values`)."""
+    """A parsed time log: per-record TC time, PTN fields and the logged DLV values (sparse, see `values`).
+
+    `tc_time` is the task controller's clock, of no stated zone. `gps_time` is UTC where the log states it: GPS time
+    (PTN H/I) where logged and valid, else a fixed start written with its UTC offset (TIM A="...-05:00"); NaT
+    elsewhere, None when the log states no UTC time at all.
+    """
 
     name: str
     header: TimeLogHeader
@@ -158,7 +164,7 @@ class TimeLog:
         return self.raw_values(index) * ddis.resolution(self.header.dlvs[index].ddi)
 
     def time(self, *, prefer_gps: bool = True) -> np.ndarray:
-        """Per-record timestamps (datetime64[ms]): GPS UTC where logged and valid, else the TC clock."""
+        """Per-record timestamps (datetime64[ms]): UTC where the log states it (`gps_time`), else the TC clock."""
         if prefer_gps and self.gps_time is not None:
             return np.where(np.isnat(self.gps_time), self.tc_time, self.gps_time)
         return self.tc_time
@@ -173,6 +179,8 @@ def parse_header(xml_path: Path) -> TimeLogHeader:
     if root.tag != "TIM":
         raise TimeLogError(f"{xml_path.name}: header root is <{root.tag}>, expected <TIM>")
     time_attr = root.get("A")
+    if time_attr:
+        _fixed_time(xml_path.name, time_attr)  # a malformed start fails the header, which names it
     ptn_in_binary: list[tuple[str, str, str]] = []
     ptn_fixed: dict[str, float] = {}
     ptn = root.find("PTN")
@@ -245,13 +253,15 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
     buf = np.frombuffer(data, dtype=np.uint8)
 
     pos = 0
+    fixed_utc = None
     if header.time_in_binary:
         ms = values_at(data, offsets, "<u4").astype(np.int64)
         days = values_at(data, offsets + 4, "<u2").astype(np.int64)
         tc_time = EPOCH_1980 + (days * MS_PER_DAY + ms).astype("timedelta64[ms]")
         pos = 6
     elif header.time_fixed:
-        tc_time = np.full(n, np.datetime64(header.time_fixed[:23], "ms"))
+        clock, fixed_utc = _fixed_time(name, header.time_fixed)
+        tc_time = np.full(n, clock)
     else:
         tc_time = np.full(n, np.datetime64("NaT", "ms"))
 
@@ -266,6 +276,9 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
     gps_time = None
     if "gps_time" in ptn:
         gps_time = _gps_times(ptn.pop("gps_time"), ptn.pop("gps_date", None), tc_time)
+    if fixed_utc is not None:
+        # The start's own UTC offset says when it was; GPS time, where logged and valid, still comes first.
+        gps_time = np.full(n, fixed_utc) if gps_time is None else np.where(np.isnat(gps_time), fixed_utc, gps_time)
     for fname in list(ptn):
         scale = _PTN_SCALE.get(fname)
         ptn[fname] = ptn[fname] * scale if scale is not None else ptn[fname].astype(np.float64)
@@ -307,6 +320,18 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         _pair_indexes=indexes,
         _pair_offsets=pair_offsets,
     )
+
+
+def _fixed_time(name: str, value: str) -> tuple[np.datetime64, np.datetime64 | None]:
+    """A fixed TIM start (A with a value, ISO 8601): the TC clock's reading and, when the value carries a UTC
+    offset (`-05:00`, `Z`), the UTC instant it names."""
+    try:
+        moment = datetime.fromisoformat(value.strip())
+        utc = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else None
+    except (ValueError, OverflowError) as exc:  # OverflowError: an offset that moves year 1 or 9999 out of range
+        raise TimeLogError(f"{name}: the fixed start time TIM A={value!r} is not an ISO 8601 date and time") from exc
+    clock = np.datetime64(moment.replace(tzinfo=None), "ms")
+    return clock, (np.datetime64(utc, "ms") if utc is not None else None)
 
 
 def _gps_times(ms: np.ndarray, days: np.ndarray | None, tc_time: np.ndarray) -> np.ndarray:

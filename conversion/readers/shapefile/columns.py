@@ -175,15 +175,6 @@ def _operation(metadata, columns, rate_name, target_name, meta_units, by_norm) -
 # -- column values --------------------------------------------------------------------------------------------
 
 
-def _status(values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind == "f":
-        return np.where(np.isnan(values), np.nan, (values > 0).astype(float))
-    lowered = np.array([str(v).strip().lower() if v is not None else "" for v in values], dtype=object)
-    on = np.isin(lowered, ["on", "1", "true", "yes", "y"])
-    off = np.isin(lowered, ["off", "0", "false", "no", "n"])
-    return np.where(on, 1.0, np.where(off, 0.0, np.nan))
-
-
 def _map_strings(values: np.ndarray, fn) -> np.ndarray:
     if values.dtype.kind == "f":
         uniques, inverse = np.unique(values, return_inverse=True)

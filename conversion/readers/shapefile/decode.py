@@ -1,4 +1,5 @@
-"""Decoding the files of a shapefile: the DBF records, the shapes of the .shp (through its .shx index) and the .prj.
+"""Decoding the files of a shapefile: the DBF records in their code page, the shapes of the .shp (through its .shx
+index when the data set has one) and the .prj.
 
 pyshp reads the headers and any non-point geometry; point geometry and the DBF records, which are fixed-width,
 are decoded with numpy because a per-record Python loop is 20 times slower on exports of a million rows.
@@ -6,6 +7,9 @@ are decoded with numpy because a per-record Python loop is 20 times slower on ex
 
 from __future__ import annotations
 
+import codecs
+import re
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +37,73 @@ def _sibling(path: Path, suffix: str) -> Path | None:
 
 # -- DBF ------------------------------------------------------------------------------------------------------
 
+# Code pages of the DBF header's language driver id (byte 29), as dBase, ESRI and GDAL read them. 0x57 means "the
+# current ANSI code page": Windows-1252 on the Western systems these exports come from.
+_LANGUAGE_DRIVERS = {
+    0x01: "cp437", 0x02: "cp850", 0x03: "cp1252", 0x08: "cp865", 0x09: "cp437", 0x0A: "cp850", 0x0B: "cp437",
+    0x0D: "cp437", 0x0E: "cp850", 0x0F: "cp437", 0x10: "cp850", 0x11: "cp437", 0x12: "cp850", 0x13: "cp932",
+    0x14: "cp850", 0x15: "cp437", 0x16: "cp850", 0x17: "cp865", 0x18: "cp437", 0x19: "cp437", 0x1A: "cp850",
+    0x1B: "cp437", 0x1C: "cp863", 0x1D: "cp850", 0x1F: "cp852", 0x22: "cp852", 0x23: "cp852", 0x24: "cp860",
+    0x25: "cp850", 0x26: "cp866", 0x37: "cp850", 0x40: "cp852", 0x4D: "cp936", 0x4E: "cp949", 0x4F: "cp950",
+    0x50: "cp874", 0x57: "cp1252", 0x58: "cp1252", 0x59: "cp1252", 0x64: "cp852", 0x65: "cp866", 0x66: "cp865",
+    0x67: "cp861", 0x6A: "cp737", 0x6B: "cp857", 0x78: "cp950", 0x79: "cp949", 0x7A: "cp936", 0x7B: "cp932",
+    0x7C: "cp874", 0x86: "cp737", 0x87: "cp852", 0x88: "cp857", 0xC8: "cp1250", 0xC9: "cp1251", 0xCA: "cp1254",
+    0xCB: "cp1253", 0xCC: "cp1257",
+}  # fmt: skip
+# Text of a DBF that declares no code page and is not UTF-8: legacy Windows exporters write Windows-1252.
+_UNDECLARED_CODEC = "cp1252"
 
-def _read_dbf(dbf_path: Path, fields: list, encoding: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Columns of the DBF (numbers as float64 with NaN for blanks and `****`, text as bytes) and the kept rows."""
+
+def _dbf_codec(dbf_path: Path) -> tuple[str | None, str, list[str]]:
+    """(the codec the data set's .cpg file names, or None; the codec for text that is not UTF-8 when there is no
+    .cpg; warnings). The fallback is the code page of the DBF header's language driver, else Windows-1252: writers
+    set that byte to their default whatever they write (John Deere's exports say Windows-1252), so text that is all
+    UTF-8 is read as UTF-8 first (`_read_dbf`); Windows-1252 text is almost never valid UTF-8."""
+    warnings: list[str] = []
+    cpg = _sibling(dbf_path, ".cpg")
+    if cpg is not None:
+        lines = cpg.read_bytes()[:100].decode("utf-8", errors="replace").strip("\ufeff \t\r\n\x00").splitlines()
+        declared = lines[0].strip() if lines else ""
+        codec = _cpg_codec(declared)
+        if codec is not None:
+            return codec, codec, warnings
+        if declared:
+            warnings.append(f"{cpg.name}: code page {declared!r} not known; the text is read as the .dbf header says")
+    with dbf_path.open("rb") as dbf:
+        header = dbf.read(32)
+    fallback = _LANGUAGE_DRIVERS.get(header[29]) if len(header) == 32 else None
+    return None, fallback or _UNDECLARED_CODEC, warnings
+
+
+def _cpg_codec(declared: str) -> str | None:
+    """The Python codec of the code page a .cpg names: Python's names ("UTF-8", "ISO-8859-1", "cp1252") and ESRI's
+    spellings ("88591", "ISO 88591", "1252", "ANSI 1252", "65001"); None for one that is no known text encoding."""
+    name = declared
+    if match := re.fullmatch(r"(?:ISO)?[ _-]?8859[ _-]?(\d{1,2})", declared, re.IGNORECASE):
+        name = f"iso8859-{match.group(1)}"
+    elif match := re.fullmatch(r"(?:ANSI|OEM|CP|WINDOWS)?[ _-]?(\d{3,5})", declared, re.IGNORECASE):
+        number = int(match.group(1))
+        if number == 65001:
+            name = "utf-8"
+        elif 28591 <= number <= 28605:  # Windows' numbers for ISO-8859-1 to -15
+            name = f"iso8859-{number - 28590}"
+        else:
+            name = f"cp{number}"
+    try:
+        b"a".decode(name, errors="replace")  # LookupError for an unknown name and for bytes codecs (zlib, hex)
+    except (LookupError, ValueError):
+        return None
+    return codecs.lookup(name).name
+
+
+def _read_dbf(
+    dbf_path: Path, fields: list, codec: str | None, fallback: str = _UNDECLARED_CODEC
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Columns of the DBF (numbers as float64 with NaN for blanks and `****`, text decoded) and the kept rows.
+
+    `fields` are pyshp's, their names read as Latin-1 (the header's bytes one for one). Names and text are decoded
+    with `codec` (the .cpg's); without one, as UTF-8 when all of them are UTF-8, else with `fallback`.
+    """
     data = dbf_path.read_bytes()
     if len(data) < 32:
         raise UnreadableDataset(f"{dbf_path.name}: the .dbf file is truncated")
@@ -57,18 +125,35 @@ def _read_dbf(dbf_path: Path, fields: list, encoding: str) -> tuple[dict[str, np
     count = min(n_records, available)
     table = np.frombuffer(data, dtype=dtype, count=count, offset=header_len)
     keep = table["_deleted"] != b"*"
-    columns: dict[str, np.ndarray] = {}
+    # Per column: its name's bytes and its values (numbers), or the unique texts and where each row's is (text).
+    read: list[tuple[bytes, np.ndarray | tuple[np.ndarray, np.ndarray]]] = []
     for (name, ftype, _size, _dec), key in zip(fields, names, strict=True):
         col = table[key][keep]
         if ftype in ("N", "F"):
-            columns[name] = _to_float(col)
+            read.append((name.encode("latin-1"), _to_float(col)))
         elif ftype == "L":
             stripped = np.char.upper(np.char.strip(col))
             true, false = np.isin(stripped, [b"T", b"Y"]), np.isin(stripped, [b"F", b"N"])
-            columns[name] = np.where(true, 1.0, np.where(false, 0.0, np.nan))
+            read.append((name.encode("latin-1"), np.where(true, 1.0, np.where(false, 0.0, np.nan))))
         else:
-            columns[name] = _decode(col, encoding)
+            read.append((name.encode("latin-1"), np.unique(col, return_inverse=True)))
+    if codec is None:
+        texts = [raw for raw, _ in read] + [u for _, v in read if isinstance(v, tuple) for u in v[0]]
+        codec = "utf-8" if all(_is_utf8(text) for text in texts) else fallback
+    columns: dict[str, np.ndarray] = {}
+    for raw_name, values in read:
+        name = raw_name.decode(codec, errors="replace")
+        columns[name] = _decode(*values, codec) if isinstance(values, tuple) else values
     return columns, keep
+
+
+def _is_utf8(text: bytes) -> bool:
+    """Whether `text` is UTF-8; a character cut at the end (by a field's width) still counts."""
+    try:
+        codecs.utf_8_decode(text, "strict", False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _to_float(col: np.ndarray) -> np.ndarray:
@@ -97,9 +182,8 @@ def _to_float(col: np.ndarray) -> np.ndarray:
         return out
 
 
-def _decode(col: np.ndarray, encoding: str) -> np.ndarray:
-    uniques, inverse = np.unique(col, return_inverse=True)
-    decoded = np.array([u.decode(encoding or "utf-8", errors="replace").strip() or None for u in uniques], dtype=object)
+def _decode(uniques: np.ndarray, inverse: np.ndarray, codec: str) -> np.ndarray:
+    decoded = np.array([u.decode(codec, errors="replace").strip() or None for u in uniques], dtype=object)
     return decoded[inverse] if len(uniques) else np.empty(0, dtype=object)
 
 
@@ -113,25 +197,32 @@ def _read_geometry(
     reader: shapefile.Reader, shp_path: Path, n_dbf: int, to_wgs84: Transformer | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """x/y (source CRS) per record; per-record geodesic area (m2) for polygons, taken on the polygon brought to
-    WGS84 with `to_wgs84` (None: already longitude/latitude); Z for PointZ."""
+    WGS84 with `to_wgs84` (None: already longitude/latitude); Z for PointZ.
+
+    Points are read at the record offsets of the .shx index or, in a data set without one, at those found by
+    walking the .shp's record headers: the same points either way. A damaged index fails the data set, as any
+    damaged part does (`_index_starts`). pyshp reads polygons straight through the .shp, never using the index.
+    """
     shape_type = reader.shapeType
     shx_path = _sibling(shp_path, ".shx")
-    if shape_type in _POINT_TYPES and shx_path is not None:
-        x, y, z = _fast_points(shp_path.read_bytes(), shx_path.read_bytes(), shape_type)
+    if shape_type in _POINT_TYPES:
+        shp = shp_path.read_bytes()
+        if shx_path is not None:
+            starts = _index_starts(shp_path.name, shx_path, len(shp))
+        else:
+            starts = _walk_records(shp_path.name, shp)
+        x, y, z = _fast_points(shp_path.name, shp, starts, shape_type, shx_path)
         if len(x) != n_dbf:
             raise UnreadableDataset(f"{shp_path.name}: {len(x)} shapes but {n_dbf} attribute records")
         return x, y, None, z
-    if shape_type in _POINT_TYPES or shape_type in _POLYGON_TYPES:
+    if shape_type in _POLYGON_TYPES:
+        if shx_path is not None:
+            _index_starts(shp_path.name, shx_path, shp_path.stat().st_size)
         xs, ys, areas = [], [], []
-        for shape in reader.iterShapes():
+        for shape in _shapes(reader, shp_path.name):
             if shape.shapeType == shapefile.NULL or not shape.points:
                 xs.append(np.nan)
                 ys.append(np.nan)
-                areas.append(np.nan)
-                continue
-            if shape.shapeType in _POINT_TYPES:
-                xs.append(shape.points[0][0])
-                ys.append(shape.points[0][1])
                 areas.append(np.nan)
                 continue
             geom = shp_geometry.shape(shape.__geo_interface__)
@@ -141,27 +232,89 @@ def _read_geometry(
             areas.append(geodesic_area_m2(_transformed(geom, to_wgs84)))
         if len(xs) != n_dbf:
             raise UnreadableDataset(f"{shp_path.name}: {len(xs)} shapes but {n_dbf} attribute records")
-        area = np.asarray(areas) if shape_type in _POLYGON_TYPES else None
-        return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), area, None
+        return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float), np.asarray(areas), None
     raise UnreadableDataset(f"{shp_path.name}: geometry type {reader.shapeTypeName} is not points or polygons")
 
 
-def _fast_points(shp: bytes, shx: bytes, shape_type: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    index = np.frombuffer(shx, dtype=">i4", offset=100).reshape(-1, 2)
-    starts = index[:, 0].astype(np.int64) * 2 + 8  # 16-bit words -> bytes, past the record header
+def _shapes(reader: shapefile.Reader, shp_name: str):
+    """pyshp's shapes of the .shp, one by one to its end; a record cut short fails the data set."""
+    try:
+        yield from reader.iterShapes()
+    except (shapefile.ShapefileException, struct.error) as exc:
+        raise UnreadableDataset(f"{shp_name}: the .shp file is cut short or corrupt ({exc})") from exc
+
+
+def _index_starts(shp_name: str, shx_path: Path, shp_size: int) -> np.ndarray:
+    """Byte offsets of the .shp's records by its .shx index (big-endian offset and length per 8-byte entry, in
+    16-bit words). A damaged index is refused, never trusted or passed over: entries cut short, or an offset before
+    the first record (0 and negative ones included) or past the end of the .shp."""
+    shx = shx_path.read_bytes()
+    entry_bytes = len(shx) - 100
+    if entry_bytes % 8:
+        raise UnreadableDataset(
+            f"{shp_name}: the {shx_path.name} index is cut short "
+            f"({entry_bytes} bytes of entries, not a whole number of 8-byte entries)"
+        )
+    starts = np.frombuffer(shx, dtype=">i4", offset=100)[::2].astype(np.int64) * 2
+    outside = (starts < 100) | (starts + 12 > shp_size)  # a record header and its shape type
+    if outside.any():
+        entry = int(np.argmax(outside))
+        raise UnreadableDataset(
+            f"{shp_name}: entry {entry + 1} of the {shx_path.name} index points outside the records of the .shp "
+            f"(byte {int(starts[entry])} of {shp_size})"
+        )
+    return starts
+
+
+def _walk_records(shp_name: str, shp: bytes) -> np.ndarray:
+    """Byte offsets of the .shp's records found without an index: each record header gives its content's length."""
+    size = len(shp)
+    if size >= 108:
+        # Point records all have one length: try that stride and check it against every record header.
+        words = int.from_bytes(shp[104:108], "big", signed=True)
+        stride = 8 + 2 * words
+        if words >= 2 and (size - 100) % stride == 0:
+            starts = np.arange(100, size, stride, dtype=np.int64)
+            if (values_at(shp, starts + 4, ">i4") == words).all():
+                return starts
+    found: list[int] = []
+    pos = 100
+    while pos < size:
+        words = int.from_bytes(shp[pos + 4 : pos + 8], "big", signed=True) if pos + 8 <= size else -1
+        if words < 2 or pos + 8 + 2 * words > size:  # at least the shape type
+            raise UnreadableDataset(f"{shp_name}: the .shp file is cut short or corrupt at record {len(found) + 1}")
+        found.append(pos)
+        pos += 8 + 2 * words
+    return np.asarray(found, dtype=np.int64)
+
+
+def _fast_points(
+    shp_name: str, shp: bytes, starts: np.ndarray, shape_type: int, shx_path: Path | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """x, y (and z for PointZ) of the point records whose headers start at `starts`, found by the index `shx_path`
+    (None: by walking the .shp); NaN for null shapes."""
     buf = np.frombuffer(shp, dtype=np.uint8)
-    if len(starts) and starts.max() + 20 > len(buf):
-        raise UnreadableDataset("the .shp file is shorter than its .shx index says")
-    types = values_at(buf, starts, "<i4")
-    x = values_at(buf, starts + 4, "<f8").copy()
-    y = values_at(buf, starts + 12, "<f8").copy()
+    types = values_at(buf, starts + 8, "<i4")
     null = types == shapefile.NULL
-    x[null] = np.nan
-    y[null] = np.nan
+    wrong = ~null & (types != shape_type)
+    if wrong.any():
+        at = int(np.argmax(wrong))
+        where = f"entry {at + 1} of the {shx_path.name} index points at" if shx_path else f"record {at + 1} is"
+        raise UnreadableDataset(
+            f"{shp_name}: {where} no {shapefile.SHAPETYPE_LOOKUP[shape_type]} shape of the .shp (type {int(types[at])})"
+        )
+    coords = starts[~null] + 12
+    if len(coords) and coords.max() + 16 > len(buf):
+        told = f"its {shx_path.name} index says" if shx_path else "its record headers say"
+        raise UnreadableDataset(f"{shp_name}: the .shp file is shorter than {told}")
+    x = np.full(len(starts), np.nan)
+    y = np.full(len(starts), np.nan)
+    x[~null] = values_at(buf, coords, "<f8")
+    y[~null] = values_at(buf, coords + 8, "<f8")
     z = None
-    if shape_type == shapefile.POINTZ and (starts.max(initial=0) + 28 <= len(buf)):
-        z = values_at(buf, starts + 20, "<f8").copy()
-        z[null] = np.nan
+    if shape_type == shapefile.POINTZ and (len(coords) == 0 or coords.max() + 24 <= len(buf)):
+        z = np.full(len(starts), np.nan)
+        z[~null] = values_at(buf, coords + 16, "<f8")
     return x, y, z
 
 

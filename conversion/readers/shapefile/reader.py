@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from conversion.readers.base import (
     PointTable,
     Reader,
     UnreadableDataset,
+    recording_status,
     register,
     usable_positions,
 )
@@ -40,11 +42,10 @@ from .columns import (
     _operation,
     _parse_iso,
     _parse_text_times,
-    _status,
     _uniques,
     _unit_from_suffix,
 )
-from .decode import _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84, _wgs84_transformer
+from .decode import _dbf_codec, _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84, _wgs84_transformer
 
 
 @register
@@ -63,25 +64,33 @@ class ShapefileReader(Reader):
         for part, header_bytes in ((shp_path, 100), (shx_path, 100), (dbf_path, 32)):
             if part is not None and part.stat().st_size < header_bytes:
                 raise UnreadableDataset(f"{shp_path.name}: the {part.name} file is empty or cut short")
-        try:
-            reader = shapefile.Reader(shp=str(shp_path), dbf=str(dbf_path), shx=_opt(shx_path))
-        except (shapefile.ShapefileException, OSError, ValueError) as exc:
-            raise UnreadableDataset(f"{shp_path.name}: not a readable shapefile ({exc})") from exc
-        except struct.error as exc:  # a header cut short
-            raise UnreadableDataset(f"{shp_path.name}: not a readable shapefile (a part is cut short)") from exc
-        with reader:
-            return [self._read(reader, shp_path, dbf_path)]
+        with ExitStack() as parts:
+            try:
+                # pyshp gets no .shx: the decoder reads the index itself, and a data set may lack it. Field names
+                # come through Latin-1, byte for byte, for `_read_dbf` to decode in the DBF's code page.
+                reader = shapefile.Reader(
+                    shp=parts.enter_context(shp_path.open("rb")),
+                    dbf=parts.enter_context(dbf_path.open("rb")),
+                    encoding="latin-1",
+                )
+            except (shapefile.ShapefileException, OSError, ValueError) as exc:
+                raise UnreadableDataset(f"{shp_path.name}: not a readable shapefile ({exc})") from exc
+            except struct.error as exc:  # a header cut short
+                raise UnreadableDataset(f"{shp_path.name}: not a readable shapefile (a part is cut short)") from exc
+            with reader:
+                return [self._read(reader, shp_path, dbf_path)]
 
     def _read(self, reader: shapefile.Reader, shp_path: Path, dbf_path: Path) -> PointTable:
         metadata = _jd_metadata(shp_path)
         fields = [f for f in reader.fields if f[0] != "DeletionFlag"]
-        records, keep = _read_dbf(dbf_path, fields, reader.encoding)
+        codec, fallback, codec_warnings = _dbf_codec(dbf_path)
+        records, keep = _read_dbf(dbf_path, fields, codec, fallback)
         prj = _sibling(shp_path, ".prj")
         to_wgs84 = _wgs84_transformer(shp_path, prj)
         lon, lat, area, z = _read_geometry(reader, shp_path, len(keep), to_wgs84)
         lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
         lon, lat = _to_wgs84(shp_path, prj, to_wgs84, lon, lat)
-        warnings: list[str] = []
+        warnings: list[str] = list(codec_warnings)
 
         meta_units = _meta_units(metadata)
         columns: dict[str, np.ndarray] = {"lon": lon, "lat": lat}
@@ -118,7 +127,7 @@ class ShapefileReader(Reader):
                 continue
             if rule.prop in ("sectionId", "recordingStatus"):
                 values = records[name]
-                columns[rule.prop] = _status(values) if rule.prop == "recordingStatus" else values
+                columns[rule.prop] = recording_status(values) if rule.prop == "recordingStatus" else values
                 used.add(name)
                 continue
             unit = _meta_unit(meta_units, name) or _unit_from_suffix(name) or rule.default_unit
@@ -215,7 +224,3 @@ class ShapefileReader(Reader):
             table = table.select(valid)
         table.refresh_time_range()
         return table
-
-
-def _opt(path: Path | None) -> str | None:
-    return str(path) if path else None

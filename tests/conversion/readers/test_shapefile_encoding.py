@@ -1,0 +1,123 @@
+"""DBF text in the code page the data set's .cpg declares, else UTF-8 when it all is, else in the code page of the DBF
+header's language driver, else Windows-1252: on John Deere's application export with its product name rewritten as
+other exporters write it."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conversion.readers import Dataset, get_reader
+from tests.conversion.readers.sample_variants import copy_shapefile_set, set_dbf_text
+
+pytestmark = pytest.mark.embedded
+
+APPLICATION = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Application.zip"
+SMALL_SET = "Merriweather Farms-JT-01-SB 2 PowerMax only Use 1"
+PRODUCT = "Düngerstreuer"
+NO_DRIVER = 0x00  # what the byte holds when the writer declares no code page (pyshp, many scripts)
+
+
+@pytest.fixture
+def application(extracted) -> Path:
+    [folder] = {shp.parent for shp in extracted(APPLICATION).rglob("*.shp")}
+    return folder
+
+
+def _variant(application: Path, tmp_path: Path, text: bytes, *, cpg: bytes | None, driver: int) -> Path:
+    shp = copy_shapefile_set(application, SMALL_SET, tmp_path)
+    set_dbf_text(shp.with_suffix(".dbf"), "Product", text, language_driver=driver)
+    if cpg is not None:
+        shp.with_suffix(".cpg").write_bytes(cpg)
+    return shp
+
+
+def _read(shp: Path):
+    [table] = get_reader("SHAPEFILE").read(Dataset("SHAPEFILE", shp, shp.parent, shp.stem))
+    return table
+
+
+def _assert_product_read(table, product: str) -> None:
+    assert len(table) > 0
+    assert (table.columns["products"] == product).all()
+    assert (table.raw_columns["Product"] == product).all()
+    assert product in table.products
+
+
+@pytest.mark.parametrize(
+    ("codec", "cpg", "driver"),
+    [
+        ("latin-1", b"ISO-8859-1", NO_DRIVER),
+        ("latin-1", b"ISO 88591\r\n", NO_DRIVER),
+        ("latin-1", b"88591", 0x58),  # the .cpg before the header's driver
+        ("cp1252", b"1252", NO_DRIVER),
+        ("cp1252", b"ANSI 1252", NO_DRIVER),
+        ("cp1252", b"windows-1252", NO_DRIVER),
+        ("cp850", b"850", 0x57),
+        ("utf-8", b"UTF-8", 0x58),  # JD's own header byte (Western European ANSI), overruled by the .cpg
+        ("utf-8", b"\xef\xbb\xbfUTF-8\n", NO_DRIVER),
+    ],
+)
+def test_text_is_read_in_the_code_page_of_the_cpg(application, tmp_path, codec, cpg, driver):
+    # Given the export with its product name written in `codec` and a .cpg saying so
+    shp = _variant(application, tmp_path, PRODUCT.encode(codec), cpg=cpg, driver=driver)
+    # Then the name reads as written
+    table = _read(shp)
+    _assert_product_read(table, PRODUCT)
+    assert table.warnings == _read(copy_shapefile_set(application, SMALL_SET, tmp_path / "original")).warnings
+
+
+@pytest.mark.parametrize(
+    ("codec", "driver"),
+    [("cp1252", 0x57), ("cp1252", 0x58), ("cp1252", 0x03), ("cp437", 0x01), ("cp850", 0x02), ("cp1250", 0xC8)],
+)
+def test_without_a_cpg_text_is_read_in_the_code_page_of_the_language_driver(application, tmp_path, codec, driver):
+    shp = _variant(application, tmp_path, PRODUCT.encode(codec), cpg=None, driver=driver)
+    _assert_product_read(_read(shp), PRODUCT)
+
+
+@pytest.mark.parametrize("driver", [0x58, 0x57, 0x01, 0xC9])
+def test_without_a_cpg_text_that_is_all_utf8_is_read_as_utf8_whatever_the_language_driver_says(
+    application, tmp_path, driver
+):
+    """Writers set the byte to their default whatever they write (John Deere's say Windows-1252): UTF-8 text read
+    as Windows-1252 became `DÃ¼ngerstreuer`; Windows-1252 text is almost never valid UTF-8."""
+    shp = _variant(application, tmp_path, PRODUCT.encode("utf-8"), cpg=None, driver=driver)
+    _assert_product_read(_read(shp), PRODUCT)
+
+
+@pytest.mark.parametrize("codec", ["utf-8", "cp1252"])
+def test_undeclared_text_is_utf8_when_it_is_else_windows_1252(application, tmp_path, codec):
+    # Given no .cpg and no language driver: the text itself decides
+    shp = _variant(application, tmp_path, "Dünger – 5 €".encode(codec), cpg=None, driver=NO_DRIVER)
+    _assert_product_read(_read(shp), "Dünger – 5 €")
+
+
+def test_undeclared_utf8_cut_by_the_field_width_stays_utf8(application, tmp_path):
+    # Given a UTF-8 name that an exporter cut inside its last character to fit the 23-byte field
+    name = "Düngerstreuer Ölrettü".encode()
+    assert len(name) == 24
+    shp = copy_shapefile_set(application, SMALL_SET, tmp_path)
+    set_dbf_text(shp.with_suffix(".dbf"), "Product", name[:23], language_driver=NO_DRIVER)
+    table = _read(shp)
+    # Then the file is still read as UTF-8: every whole character is right
+    assert all(p.startswith("Düngerstreuer Ölrett") for p in table.columns["products"])
+
+
+def test_a_cpg_naming_no_known_code_page_is_passed_over_with_a_warning(application, tmp_path):
+    shp = _variant(application, tmp_path, PRODUCT.encode("cp1252"), cpg=b"KLINGON-42", driver=0x57)
+    table = _read(shp)
+    _assert_product_read(table, PRODUCT)
+    assert any(".cpg: code page 'KLINGON-42' not known" in w for w in table.warnings), table.warnings
+
+
+def test_a_column_name_in_the_code_page_is_read(application, tmp_path):
+    # Given a column named in Latin-1 (the header's name bytes of "Elevation" rewritten as "Höhe")
+    shp = _variant(application, tmp_path, PRODUCT.encode("latin-1"), cpg=b"ISO-8859-1", driver=NO_DRIVER)
+    dbf = shp.with_suffix(".dbf")
+    data = dbf.read_bytes()
+    at = data.index(b"Elevation\0")
+    dbf.write_bytes(data[:at] + "Höhe".encode("latin-1").ljust(10, b"\0") + data[at + 10 :])
+    table = _read(shp)
+    original = _read(copy_shapefile_set(application, SMALL_SET, tmp_path / "original"))
+    np.testing.assert_array_equal(table.raw_columns["Höhe"], original.raw_columns["Elevation"])

@@ -1,0 +1,83 @@
+"""A time log whose header fixes the start time (TIM A with a value) for all its records, on the real SingleDPD
+export rewritten so: a start written with a UTC offset is that UTC instant; one that is no date and time fails the
+data set with the reason, never as an internal error."""
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conversion.readers import Dataset, UnreadableDataset
+from conversion.readers.isoxml import IsoxmlReader
+from tests.conversion.readers.conftest import DOTNET
+from tests.conversion.readers.sample_variants import fixed_start_time_log
+
+pytestmark = pytest.mark.embedded
+
+SINGLE_DPD = f"{DOTNET}/LoadFromStream/SingleDPD.zip"
+
+
+@pytest.fixture
+def single_dpd(samples_dir, tmp_path) -> Path:
+    folder = tmp_path / "original"
+    with zipfile.ZipFile(samples_dir / SINGLE_DPD) as zf:
+        zf.extractall(folder)
+    return folder
+
+
+def _variant(original: Path, dest: Path, start: str, *, task_zone: str = "") -> Path:
+    """SingleDPD with TLG00001 fixed to `start`; `task_zone` is appended to the task's TIM/ASP times in
+    TASKDATA.XML (the zone the reader shifts the TC clock by)."""
+    shutil.copytree(original, dest)
+    xml, binary = fixed_start_time_log(original / "TLG00001.XML", original / "TLG00001.BIN", start)
+    (dest / "TLG00001.XML").write_bytes(xml)
+    (dest / "TLG00001.BIN").write_bytes(binary)
+    taskdata = (dest / "TASKDATA.XML").read_text()
+    for stamp in ("2022-10-19T16:03:11", "2022-10-19T16:05:26", "2022-10-19T16:03:13"):
+        assert f'"{stamp}"' in taskdata
+        taskdata = taskdata.replace(f'"{stamp}"', f'"{stamp}{task_zone}"')
+    (dest / "TASKDATA.XML").write_text(taskdata)
+    return dest / "TASKDATA.XML"
+
+
+def _read(taskdata: Path):
+    reader = IsoxmlReader()
+    tables = reader.read(Dataset("ISOXML", taskdata, taskdata.parent, taskdata.parent.name))
+    assert not reader.failed, "a task met an internal error"
+    [table] = tables
+    return table
+
+
+@pytest.mark.parametrize(
+    ("start", "task_zone"),
+    [
+        ("2022-10-19T16:03:35-05:00", ""),  # the log's own offset, the task's times without zone
+        ("2022-10-19T16:03:35-05:00", "-05:00"),  # both say the zone: it is applied once
+        ("2022-10-19T21:03:35Z", ""),
+        ("2022-10-19T23:03:35.000+02:00", ""),
+        ("2022-10-19T16:03:35", "-05:00"),  # no offset: TC clock time, in the task's zone as before
+    ],
+)
+def test_a_fixed_start_is_the_utc_time_of_every_point(single_dpd, tmp_path, start, task_zone):
+    # Given the SingleDPD task, its time log rewritten to one fixed start that is 21:03:35 UTC
+    original = _read(single_dpd / "TASKDATA.XML")
+    taskdata = _variant(single_dpd, tmp_path / "fixed", start, task_zone=task_zone)
+    # When it is read
+    table = _read(taskdata)
+    # Then every point has that UTC time, and the points are the ones the log records
+    assert (table.columns["timestamp"] == np.datetime64("2022-10-19T21:03:35", "ms")).all()
+    assert len(table) == len(original)
+    assert sorted(zip(table.columns["lon"], table.columns["lat"], strict=True)) == sorted(
+        zip(original.columns["lon"], original.columns["lat"], strict=True)
+    )
+
+
+@pytest.mark.parametrize("start", ["19.10.2022 16:03:35", "2022-10-19T25:03:35-05:00", "2022-10-19T16:03:35-05:"])
+def test_a_fixed_start_that_is_no_date_and_time_fails_the_data_set_with_the_reason(single_dpd, tmp_path, start):
+    taskdata = _variant(single_dpd, tmp_path / "bad", start)
+    with pytest.raises(UnreadableDataset) as failure:
+        _read(taskdata)
+    assert "TLG00001.XML: the fixed start time TIM A=" in str(failure.value)
+    assert repr(start) in str(failure.value)
