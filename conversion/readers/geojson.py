@@ -1,7 +1,9 @@
 """GeoJSON FeatureCollections of points with the standard property names (or recognisable SMS/JD ones).
 
-Standard names are taken as already in canonical units (supplement: units of GeoJSON uploads are the exporting
-system's defaults, and ours is metric). Other names go through the same column rules as shapefiles.
+Standard names, spelt exactly as ours, are taken as already in canonical units (supplement: units of GeoJSON uploads
+are the exporting system's defaults, and ours is metric). Other names go through the same column rules as shapefiles
+(JD's `DISTANCE` is feet, its `WetMass` lb/ac), and a name no exporter uses that is ours in other letter case is ours.
+The time comes from the best time property that parses: `timestamp`, then JD's `IsoTime` (UTC), then a `Time` text.
 
 The file is read as a stream (uploads may be gigabytes): the top-level object member by member, the `features`
 array one feature at a time, each decoded by the standard library's JSON scanner (so values read exactly as
@@ -21,10 +23,28 @@ from typing import IO
 import numpy as np
 
 from conversion.crops import normalize_crop_name
-from conversion.readers.base import Dataset, PointTable, Reader, UnreadableDataset, register, usable_positions
+from conversion.readers.base import (
+    Dataset,
+    PointTable,
+    Reader,
+    UnreadableDataset,
+    recording_status,
+    register,
+    usable_positions,
+)
 from conversion.readers.crs import wgs84_transformer
-from conversion.readers.shapefile.columns import COLUMN_RULES, RATE_NAMES, TARGET_NAMES, _norm
-from conversion.readers.units import to_canonical
+from conversion.readers.shapefile.columns import (
+    COLUMN_RULES,
+    RATE_NAMES,
+    TARGET_NAMES,
+    TIME_ISO_NAMES,
+    TIME_TEXT_NAMES,
+    _match,
+    _norm,
+    _parse_text_times,
+    _unit_from_suffix,
+)
+from conversion.readers.units import normalize_unit, to_canonical
 from conversion.readers.values import text_value
 from fields.geodesy import geojson_crs
 
@@ -54,7 +74,9 @@ STANDARD_UNITS: dict[str, str] = {
 }
 _STANDARD_BY_NORM = {_norm(k): k for k in STANDARD_UNITS}
 _STRING_PROPS = {"crop": "crop", "variety": "variety", "products": "products", "product": "products"}
-_TIME_KEYS = ("timestamp", "time", "isotime", "datetime")
+# Where a point's time is looked for, best first: our own `timestamp`, then the exporters' columns as the shapefile
+# reader ranks them (JD's IsoTime, UTC with ms, before its local `Time` text).
+_TIME_NAMES = ("timestamp", *TIME_ISO_NAMES, *TIME_TEXT_NAMES)
 
 
 # Property names are taken from the first KEY_SAMPLE points (a property that first appears later is left out): a
@@ -118,7 +140,8 @@ class GeojsonReader(Reader):
         units: dict[str, str] = {}
         source_units: dict[str, str] = {}
         raw: dict[str, np.ndarray] = {}
-        by_rule = {name: rule for rule in COLUMN_RULES for name in rule.names}
+        # Names that are not our own spelling, by normalised name (the first spelling of one wins): the exporters'.
+        by_norm: dict[str, str] = {}
         operation = None
         for key in keys:
             column = points.columns[key]
@@ -127,47 +150,22 @@ class GeojsonReader(Reader):
             if key == "operationType":
                 found = {v for v in column.values(keep) if isinstance(v, str) and v}
                 operation = found.pop() if len(found) == 1 else operation
-                continue
-            if nkey in _TIME_KEYS and "timestamp" not in columns:
-                columns["timestamp"] = _times(column.values(keep))
-                continue
-            if nkey in _STRING_PROPS:
+            elif nkey in _STRING_PROPS:
                 # Names as `readers.values.text_value` takes them: a number is its digits, an object no name.
                 mapper = normalize_crop_name if nkey == "crop" else text_value
                 columns[_STRING_PROPS[nkey]] = np.asarray([mapper(v) for v in column.values(keep)], dtype=object)
-                continue
-            if nkey == "recordingstatus":
-                columns["recordingStatus"] = np.asarray(
-                    [
-                        1.0 if str(v).lower() in ("on", "1", "true") else 0.0 if v is not None else np.nan
-                        for v in column.values(keep)
-                    ]
-                )
-                continue
-            numbers = column.numbers_at(keep)
-            if np.isnan(numbers).all():
-                continue
-            if nkey in _STANDARD_BY_NORM:
-                prop = _STANDARD_BY_NORM[nkey]
-                columns[prop] = numbers
-                if STANDARD_UNITS[prop]:
-                    units[prop] = source_units[prop] = STANDARD_UNITS[prop]
-                continue
-            rule = by_rule.get(nkey)
-            prop, unit = (rule.prop, rule.default_unit) if rule else (None, None)
-            if rule is None and any(nkey.startswith(n) for n in RATE_NAMES):
-                prop = "appliedRate"
-            elif rule is None and any(nkey.startswith(n) for n in TARGET_NAMES):
-                prop = "appliedRateTarget"
-            if prop is None or prop in columns:
-                continue
-            conv = to_canonical(unit)
-            columns[prop] = numbers * conv[1] if conv else numbers
-            units[prop] = conv[0] if conv else "unknown"
-            if unit:
-                source_units[prop] = unit
-        if "timestamp" not in columns:
-            columns["timestamp"] = np.full(len(lon), np.datetime64("NaT", "ms"))
+            elif key == "recordingStatus":
+                columns[key] = recording_status(column.values(keep))
+            elif key in STANDARD_UNITS:
+                numbers = column.numbers_at(keep)
+                if not np.isnan(numbers).all():
+                    columns[key] = numbers
+                    if STANDARD_UNITS[key]:
+                        units[key] = source_units[key] = STANDARD_UNITS[key]
+            else:
+                by_norm.setdefault(nkey, key)
+        _exporter_columns(points, keep, by_norm, columns, units, source_units)
+        columns["timestamp"] = _timestamps(points, keep, len(lon), keys, by_norm)
         if operation not in ("harvested", "planted", "applied", "tillage", "other"):
             operation = _guess_operation(columns)
         table = PointTable(
@@ -491,18 +489,93 @@ def _floats(values: list) -> np.ndarray:
     return out
 
 
+def _exporter_columns(
+    points: _Points,
+    keep,
+    by_norm: dict[str, str],
+    columns: dict[str, np.ndarray],
+    units: dict[str, str],
+    source_units: dict[str, str],
+) -> None:
+    """Properties named as an exporter names its columns (JD, SMS), read by the shapefile reader's column rules
+    (`shapefile.columns.COLUMN_RULES`): a unit written in the name, else the exporter's default (US) unit,
+    converted to canonical. A property already given under its standard name keeps that."""
+    used: set[str] = set()
+    for rule in COLUMN_RULES:
+        name = _match(by_norm, rule.names, used)
+        if name is None or rule.prop in columns:
+            continue
+        column = points.columns[name]
+        if rule.prop == "recordingStatus":
+            columns[rule.prop] = recording_status(column.values(keep))
+            used.add(name)
+            continue
+        numbers = column.numbers_at(keep)
+        if np.isnan(numbers).all():
+            continue
+        used.add(name)
+        if rule.prop == "sectionId":
+            columns[rule.prop] = numbers
+            continue
+        unit = _unit_from_suffix(name) or rule.default_unit
+        conv = to_canonical(unit)
+        columns[rule.prop] = numbers * conv[1] if conv else numbers
+        units[rule.prop] = conv[0] if conv else "unknown"
+        if conv:
+            source_units[rule.prop] = normalize_unit(unit) or conv[0]
+    for prop, names in (("appliedRate", RATE_NAMES), ("appliedRateTarget", TARGET_NAMES)):
+        name = _match(by_norm, names, used, prefix=True)
+        if name is None or prop in columns:
+            continue
+        numbers = points.columns[name].numbers_at(keep)
+        if not np.isnan(numbers).all():
+            # The rate's unit is not known (no metadata, as in a JD or SMS shapefile export): kept as it is.
+            columns[prop] = numbers
+            units[prop] = "unknown"
+            used.add(name)
+    # A name no exporter uses that is ours in other letter case or with separators (`WET_MASS_PER_AREA`).
+    for nkey, name in by_norm.items():
+        prop = _STANDARD_BY_NORM.get(nkey)
+        if prop is None or prop in columns or name in used:
+            continue
+        numbers = points.columns[name].numbers_at(keep)
+        if not np.isnan(numbers).all():
+            columns[prop] = numbers
+            if STANDARD_UNITS[prop]:
+                units[prop] = source_units[prop] = STANDARD_UNITS[prop]
+
+
+def _timestamps(points: _Points, keep, count: int, keys: list[str], by_norm: dict[str, str]) -> np.ndarray:
+    """The `count` kept points' times from the first time property in `_TIME_NAMES` order that gives any (our own
+    `timestamp` first, then the exporters' names in any letter case; a column none of whose values parses gives way
+    to the next); NaT without one."""
+    candidates = ["timestamp"] if "timestamp" in keys else []
+    candidates += [by_norm[name] for name in _TIME_NAMES if name in by_norm]
+    for name in dict.fromkeys(candidates):
+        stamps = _times(points.columns[name].values(keep))
+        if not np.isnat(stamps).all():
+            return stamps
+    return np.full(count, np.datetime64("NaT", "ms"))
+
+
 def _times(values: list) -> np.ndarray:
+    """ISO 8601 text as UTC (an offset honoured, none taken as UTC); other text in the exporters' formats
+    (`9/19/2016 4:45:10 PM`, as the shapefile reader reads it); NaT for anything else."""
     out = np.full(len(values), np.datetime64("NaT", "ms"))
+    other: list[int] = []
     for i, v in enumerate(values):
         if not isinstance(v, str):
             continue
         try:
             stamp = datetime.fromisoformat(v.strip().replace("Z", "+00:00"))
         except ValueError:
+            other.append(i)
             continue
         if stamp.tzinfo is not None:
             stamp = (stamp - stamp.utcoffset()).replace(tzinfo=None)
         out[i] = np.datetime64(stamp, "ms")
+    if other:
+        out[other] = _parse_text_times(_object_array([values[i] for i in other]))
     return out
 
 

@@ -1,6 +1,7 @@
 """Derived values: what a source lacks and the outputs need, computed from what it has.
 
-Distance, heading and speed from the track; area from distance and working width; dry yields from wet at the crop's
+Distance, heading and speed from the track; area from distance and working width; wet yield from the flow when only
+the flow is logged (flow / (speed x width)); dry yields from wet at the crop's
 standard moisture: dry = wet x (100 - M) / (100 - Ms) when M > Ms, else dry = wet (a point without a moisture takes
 the file's area-weighted mean moisture; a file without any gets no dry values); volumes from masses via the
 standard bushel weight; per-point totals as rate x area.
@@ -114,10 +115,24 @@ def track_distance_heading(table: PointTable) -> tuple[np.ndarray, np.ndarray, n
     return dist, heading, speed
 
 
+def yield_from_flow(columns: dict[str, np.ndarray], units: dict[str, str]) -> np.ndarray | None:
+    """Wet mass per area (kg/ha) where only the flow is logged (FORMATS.md 2.6, 5.2): flow / (speed x width), i.e.
+    kg/s over the m2/s the machine covers, x 10,000 m2/ha. NaN at a point without a positive speed and width (a
+    stationary machine covers nothing, so no rate can be told). None without the three columns in kg/s, m/s, m."""
+    needed = {"cropFlow": "kg/s", "speed": "m/s", "equipmentWidth": "m"}
+    if any(name not in columns or units.get(name) != unit for name, unit in needed.items()):
+        return None
+    flow, speed, width = (np.asarray(columns[name], dtype=float) for name in needed)
+    covering = (speed > 0) & (width > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(covering, flow / (speed * width) * HA_M2, np.nan)
+
+
 def derive(table: PointTable) -> PointTable:
     """A copy with derived values added where the source lacks them.
 
-    distance/heading/speed from the track; `area` = distance x equipmentWidth; dry yields from wet via crop
+    distance/heading/speed from the track; `area` = distance x equipmentWidth; wet mass per area from the flow when
+    only the flow is logged (`yield_from_flow`); dry yields from wet via crop
     standard moisture and the points' moisture (`moisture_filled`); volumes from masses via standard bushel weight
     (bushels as volume, 35.239 L); per-point totals `wetMass`, `dryMass`, `wetVolume`, `dryVolume` = rate x area.
     """
@@ -138,6 +153,9 @@ def derive(table: PointTable) -> PointTable:
             put("speed", speed)
     if "area" not in cols and "distance" in cols and "equipmentWidth" in cols:
         put("area", cols["distance"] * cols["equipmentWidth"])
+    if "wetMassPerArea" not in cols and (rate := yield_from_flow(cols, units)) is not None:
+        cols["wetMassPerArea"] = rate
+        units["wetMassPerArea"] = "kg/ha"
 
     derived_table = replace(table, columns=cols)
     ms = point_standard_moisture(derived_table)

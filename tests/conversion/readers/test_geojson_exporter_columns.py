@@ -1,0 +1,113 @@
+"""GeoJSON points named as an exporter names its columns (a John Deere shapefile export's records written as GeoJSON)
+are read with the shapefile reader's column rules: JD's units, and the time from IsoTime. Only our own spelling of a
+standard name is taken as standard, in metric units."""
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shapefile
+
+from conversion import standardize
+from conversion.readers import Dataset, get_reader
+from conversion.readers.units import US_BUSHEL_L
+
+pytestmark = pytest.mark.embedded
+
+JD_HARVEST = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip"
+FT = 0.3048
+LB = 0.45359237
+ACRE_FT2 = 43_560.0
+
+
+@pytest.fixture(scope="module")
+def jd_points(extracted) -> list[tuple[list[float], dict]]:
+    """The JD harvest export's points as pyshp reads them: (lon, lat) and the DBF record."""
+    [shp] = extracted(JD_HARVEST).rglob("*.shp")
+    with shapefile.Reader(str(shp)) as reader:
+        return [
+            (shape.points[0][:2], record.as_dict())
+            for shape, record in zip(reader.shapes(), reader.records(), strict=True)
+        ]
+
+
+def _geojson(path: Path, points: list[tuple[list[float], dict]]):
+    features = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": list(xy)}, "properties": props}
+        for xy, props in points
+    ]
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    [table] = get_reader("GEOJSON").read(Dataset("GEOJSON", path, path.parent, path.stem))
+    return table
+
+
+def test_jd_export_as_geojson_gives_the_exports_own_totals_and_times(tmp_path, jd_points):
+    # Given the JD harvest export's records written as GeoJSON points (DISTANCE, SWATHWIDTH, WetMass, Elevation,
+    # Time, IsoTime... as the export names them)
+    table = _geojson(tmp_path / "harvest.geojson", jd_points)
+    records = [record for _xy, record in jd_points]
+
+    props = standardize.summary(standardize.derive(table))["properties"]
+
+    # Then the totals are the export's own, in JD's units (FORMATS.md 5.1): point area = DISTANCE x SWATHWIDTH ft2,
+    # wet mass = WetMass lb/ac x area, dry volume = VRYIELDVOL bu/ac x area.
+    acres = [r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for r in records]
+    assert props["totalArea"]["value"] == pytest.approx(sum(acres) * ACRE_FT2 * FT**2, rel=1e-9)
+    wet_kg = sum(r["WetMass"] * a for r, a in zip(records, acres, strict=True)) * LB
+    assert props["totalWetMass"] == {"value": pytest.approx(wet_kg, rel=1e-9), "unit": "kg"}
+    dry_l = sum(r["VRYIELDVOL"] * a for r, a in zip(records, acres, strict=True)) * US_BUSHEL_L
+    assert props["totalDryVolume"] == {"value": pytest.approx(dry_l, rel=1e-9), "unit": "L"}
+    # And each point has the time its IsoTime (UTC) says, and its elevation in metres from feet
+    iso = [np.datetime64(datetime.fromisoformat(r["IsoTime"].replace("Z", "")), "ms") for r in records]
+    np.testing.assert_array_equal(table.columns["timestamp"], iso)
+    np.testing.assert_allclose(table.columns["elevation"], [r["Elevation"] * FT for r in records], rtol=1e-12)
+
+
+def test_jd_export_as_geojson_reads_as_the_shapefile_does(tmp_path, jd_points, extracted):
+    [shp] = extracted(JD_HARVEST).rglob("*.shp")
+    [from_shapefile] = get_reader("SHAPEFILE").read(Dataset("SHAPEFILE", shp, shp.parent, shp.stem))
+    from_geojson = _geojson(tmp_path / "harvest.geojson", jd_points)
+
+    from_both = [standardize.summary(standardize.derive(t))["properties"] for t in (from_shapefile, from_geojson)]
+
+    for total in ("totalArea", "totalDistance", "totalWetMass", "totalDryMass", "totalWetVolume", "totalDryVolume"):
+        assert from_both[1][total]["value"] == pytest.approx(from_both[0][total]["value"], rel=1e-9), total
+    assert (from_both[1]["startTime"], from_both[1]["endTime"]) == (from_both[0]["startTime"], from_both[0]["endTime"])
+
+
+def _point(i: int, **props) -> tuple[list[float], dict]:
+    return [-93.0 + i * 1e-5, 41.0], props
+
+
+def test_our_own_spelling_is_metric_and_an_exporters_is_its_unit(tmp_path):
+    table = _geojson(
+        tmp_path / "names.geojson",
+        [_point(0, distance=2.0, equipmentWidth=10.0, wetMassPerArea=5000.0, elevation=300.0)],
+    )
+    exported = _geojson(
+        tmp_path / "jd.geojson", [_point(0, DISTANCE=2.0, SWATHWIDTH=10.0, WetMass=5000.0, Elevation=300.0)]
+    )
+
+    given = {"distance": 2.0, "equipmentWidth": 10.0, "wetMassPerArea": 5000.0, "elevation": 300.0}
+    assert {p: table.columns[p][0] for p in given} == given
+    assert [exported.columns[p][0] for p in ("distance", "equipmentWidth", "elevation")] == pytest.approx(
+        [2.0 * FT, 10.0 * FT, 300.0 * FT]
+    )
+    # lb/ac to kg/ha: x 0.45359237 kg / 0.40468564 ha
+    assert exported.columns["wetMassPerArea"][0] == pytest.approx(5000.0 * LB / (ACRE_FT2 * FT**2 / 1e4))
+
+
+def test_utc_iso_time_is_taken_before_a_local_time_text(tmp_path):
+    # Given a local `Time` text five hours off UTC, named before the IsoTime
+    points = [_point(0, Time="9/19/2016 11:45:10 AM", IsoTime="2016-09-19T16:45:10.250Z", WetMass=1.0)]
+    table = _geojson(tmp_path / "jd.geojson", points)
+
+    assert table.columns["timestamp"].tolist() == [datetime(2016, 9, 19, 16, 45, 10, 250_000)]
+
+
+def test_a_time_text_alone_is_read_as_the_shapefile_reader_reads_it(tmp_path):
+    table = _geojson(tmp_path / "jd.geojson", [_point(0, Time="9/19/2016 4:45:10 PM", WetMass=1.0)])
+
+    assert table.columns["timestamp"].tolist() == [datetime(2016, 9, 19, 16, 45, 10)]
