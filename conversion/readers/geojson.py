@@ -39,10 +39,10 @@ from conversion.readers.shapefile.columns import (
     TARGET_NAMES,
     TIME_ISO_NAMES,
     TIME_TEXT_NAMES,
-    _match,
-    _norm,
-    _parse_text_times,
-    _unit_from_suffix,
+    column_match,
+    normalized_name,
+    parse_text_times,
+    unit_from_suffix,
 )
 from conversion.readers.units import normalize_unit, to_canonical
 from conversion.readers.values import text_value
@@ -72,7 +72,7 @@ STANDARD_UNITS: dict[str, str] = {
     "harvestMoisture": "percentage",
     "cropFlow": "kg/s",
 }
-_STANDARD_BY_NORM = {_norm(k): k for k in STANDARD_UNITS}
+_STANDARD_BY_NORM = {normalized_name(k): k for k in STANDARD_UNITS}
 _STRING_PROPS = {"crop": "crop", "variety": "variety", "products": "products", "product": "products"}
 # Where a point's time is looked for, best first: our own `timestamp`, then the exporters' columns as the shapefile
 # reader ranks them (JD's IsoTime, UTC with ms, before its local `Time` text).
@@ -146,7 +146,7 @@ class GeojsonReader(Reader):
         for key in keys:
             column = points.columns[key]
             raw[key] = column.raw(keep)
-            nkey = _norm(key)
+            nkey = normalized_name(key)
             if key == "operationType":
                 found = {v for v in column.values(keep) if isinstance(v, str) and v}
                 operation = found.pop() if len(found) == 1 else operation
@@ -502,7 +502,7 @@ def _exporter_columns(
     converted to canonical. A property already given under its standard name keeps that."""
     used: set[str] = set()
     for rule in COLUMN_RULES:
-        name = _match(by_norm, rule.names, used)
+        name = column_match(by_norm, rule.names, used)
         if name is None or rule.prop in columns:
             continue
         column = points.columns[name]
@@ -517,14 +517,14 @@ def _exporter_columns(
         if rule.prop == "sectionId":
             columns[rule.prop] = numbers
             continue
-        unit = _unit_from_suffix(name) or rule.default_unit
+        unit = unit_from_suffix(name) or rule.default_unit
         conv = to_canonical(unit)
         columns[rule.prop] = numbers * conv[1] if conv else numbers
         units[rule.prop] = conv[0] if conv else "unknown"
         if conv:
             source_units[rule.prop] = normalize_unit(unit) or conv[0]
     for prop, names in (("appliedRate", RATE_NAMES), ("appliedRateTarget", TARGET_NAMES)):
-        name = _match(by_norm, names, used, prefix=True)
+        name = column_match(by_norm, names, used, prefix=True)
         if name is None or prop in columns:
             continue
         numbers = points.columns[name].numbers_at(keep)
@@ -575,7 +575,7 @@ def _times(values: list) -> np.ndarray:
             stamp = (stamp - stamp.utcoffset()).replace(tzinfo=None)
         out[i] = np.datetime64(stamp, "ms")
     if other:
-        out[other] = _parse_text_times(_object_array([values[i] for i in other]))
+        out[other] = parse_text_times(_object_array([values[i] for i in other]))
     return out
 
 

@@ -1,5 +1,5 @@
 """What the exporters' columns mean: which column carries which standard property, in which unit, and what the
-operation was; and the values of text, status and time columns.
+operation was; and the values of text and time columns (status values: `readers.base.recording_status`).
 
 Column names are matched case-insensitively, including the abbreviated forms that DBF re-exports produce
 (FORMATS.md 5.1, 5.2). Units come from the JD `-Deere-Metadata.json` sidecar when there is one, else from the
@@ -56,13 +56,14 @@ PRODUCT_NAMES = ("product", "productname", "prodct")
 JD_OPERATIONS = {"harvest": "harvested", "seeding": "planted", "application": "applied", "tillage": "tillage"}
 
 
-def _norm(name: str) -> str:
+def normalized_name(name: str) -> str:
+    """A column name as the rules name it: lower case, letters and digits only (`Yld_Mass_W` -> `yldmassw`)."""
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def _meta_unit(meta_units: dict[str, str | None], name: str) -> str | None:
     """The metadata unit of a DBF column; DBF names are cut to 10 characters, so a prefix match counts."""
-    key = _norm(name)
+    key = normalized_name(name)
     if key in meta_units:
         return meta_units[key]
     matches = [unit for full, unit in meta_units.items() if full.startswith(key)]
@@ -93,7 +94,7 @@ def _meta_units(metadata: dict | None) -> dict[str, str | None]:
     for attribute in _meta_dicts((metadata or {}).get("DataAttributes")):
         name = text_value(attribute.get("Name"))
         if name:
-            units[_norm(name)] = text_value(attribute.get("Unit"))
+            units[normalized_name(name)] = text_value(attribute.get("Unit"))
     return units
 
 
@@ -112,7 +113,12 @@ def _meta_products(metadata: dict | None) -> list[str]:
     return names
 
 
-def _match(by_norm: dict[str, str], names: tuple[str, ...], used: set[str], *, prefix: bool = False) -> str | None:
+def column_match(
+    by_norm: dict[str, str], names: tuple[str, ...], used: set[str], *, prefix: bool = False
+) -> str | None:
+    """The column (of `by_norm`: normalised name -> column name) first named in `names` and not `used` yet; with
+    `prefix`, else the first whose normalised name starts with one of them. Shared by the shapefile and GeoJSON
+    readers."""
     for wanted in names:
         name = by_norm.get(wanted)
         if name is not None and name not in used:
@@ -141,7 +147,7 @@ _SUFFIX_UNITS = (
 )
 
 
-def _unit_from_suffix(name: str) -> str | None:
+def unit_from_suffix(name: str) -> str | None:
     """A unit written into an SMS-style column name (`Rt_Apd_gal_ac`, `Tgt_Rate_lb_ac`), if it is unambiguous."""
     parts = re.split(r"[_\s]+", name.lower())
     if len(parts) < 2:
@@ -161,7 +167,7 @@ def _operation(metadata, columns, rate_name, target_name, meta_units, by_norm) -
     for name in (rate_name, target_name):
         if name is None:
             continue
-        unit = _meta_unit(meta_units, name) or _unit_from_suffix(name)
+        unit = _meta_unit(meta_units, name) or unit_from_suffix(name)
         canonical = to_canonical(unit)
         if (canonical and canonical[0] == "seeds/ha") or "seed" in name.lower() or "sds" in name.lower():
             return "planted"
@@ -226,7 +232,8 @@ _TEXT_FORMATS = (
 )
 
 
-def _parse_text_times(values: np.ndarray) -> np.ndarray:
+def parse_text_times(values: np.ndarray) -> np.ndarray:
+    """Times written as the exporters write them (`9/19/2016 4:45:10 PM`, ISO 8601...), NaT where none parses."""
     uniques, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
     parsed = np.full(len(uniques), np.datetime64("NaT", "ms"))
     for i, text in enumerate(uniques):

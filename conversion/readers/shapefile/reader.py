@@ -34,16 +34,16 @@ from .columns import (
     VARIETY_NAMES,
     _jd_metadata,
     _map_strings,
-    _match,
     _meta_products,
     _meta_unit,
     _meta_units,
-    _norm,
     _operation,
     _parse_iso,
-    _parse_text_times,
     _uniques,
-    _unit_from_suffix,
+    column_match,
+    normalized_name,
+    parse_text_times,
+    unit_from_suffix,
 )
 from .decode import _dbf_codec, _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84, _wgs84_transformer
 
@@ -98,7 +98,7 @@ class ShapefileReader(Reader):
         source_units: dict[str, str] = {}
         raw: dict[str, np.ndarray] = {}
         raw_units: dict[str, str] = {}
-        by_norm = {_norm(name): name for name in records}
+        by_norm = {normalized_name(name): name for name in records}
         used: set[str] = set()
 
         def numeric(name: str) -> np.ndarray:
@@ -122,7 +122,7 @@ class ShapefileReader(Reader):
             used.add(name)
 
         for rule in COLUMN_RULES:
-            name = _match(by_norm, rule.names, used)
+            name = column_match(by_norm, rule.names, used)
             if name is None:
                 continue
             if rule.prop in ("sectionId", "recordingStatus"):
@@ -130,16 +130,16 @@ class ShapefileReader(Reader):
                 columns[rule.prop] = recording_status(values) if rule.prop == "recordingStatus" else values
                 used.add(name)
                 continue
-            unit = _meta_unit(meta_units, name) or _unit_from_suffix(name) or rule.default_unit
+            unit = _meta_unit(meta_units, name) or unit_from_suffix(name) or rule.default_unit
             put(rule.prop, name, unit)
 
-        rate_name = _match(by_norm, RATE_NAMES, used, prefix=True)
-        target_name = _match(by_norm, TARGET_NAMES, used, prefix=True)
+        rate_name = column_match(by_norm, RATE_NAMES, used, prefix=True)
+        target_name = column_match(by_norm, TARGET_NAMES, used, prefix=True)
         operation = _operation(metadata, columns, rate_name, target_name, meta_units, by_norm)
         for name, is_target in ((rate_name, False), (target_name, True)):
             if name is None:
                 continue
-            unit = _meta_unit(meta_units, name) or _unit_from_suffix(name)
+            unit = _meta_unit(meta_units, name) or unit_from_suffix(name)
             canonical = to_canonical(unit)
             seeds = operation == "planted" and (canonical is None or canonical[0] == "seeds/ha")
             prop = ("seedRate" if seeds else "appliedRate") + ("Target" if is_target else "")
@@ -151,13 +151,13 @@ class ShapefileReader(Reader):
 
         # Timestamps: JD's IsoTime is UTC with ms; the plain Time column is local time of unknown zone.
         timestamp = None
-        iso_name = _match(by_norm, TIME_ISO_NAMES, used)
+        iso_name = column_match(by_norm, TIME_ISO_NAMES, used)
         if iso_name is not None:
             timestamp = _parse_iso(records[iso_name])
             used.add(iso_name)
-        text_name = _match(by_norm, TIME_TEXT_NAMES, used)
+        text_name = column_match(by_norm, TIME_TEXT_NAMES, used)
         if text_name is not None and (timestamp is None or np.isnat(timestamp).all()):
-            timestamp = _parse_text_times(records[text_name])
+            timestamp = parse_text_times(records[text_name])
             used.add(text_name)
         if timestamp is None:
             timestamp = np.full(len(lon), np.datetime64("NaT", "ms"))
@@ -167,7 +167,7 @@ class ShapefileReader(Reader):
         crops: list[str] = []
         varieties: list[str] = []
         products: list[str] = []
-        crop_name = _match(by_norm, CROP_NAMES, used)
+        crop_name = column_match(by_norm, CROP_NAMES, used)
         if crop_name is not None:
             per_point = _map_strings(records[crop_name], normalize_crop_name)
             columns["crop"] = per_point
@@ -177,12 +177,12 @@ class ShapefileReader(Reader):
             token = normalize_crop_name(metadata.get("CropToken"))
             if token and token not in crops:
                 crops.append(token)
-        variety_name = _match(by_norm, VARIETY_NAMES, used)
+        variety_name = column_match(by_norm, VARIETY_NAMES, used)
         if variety_name is not None:
             columns["variety"] = _map_strings(records[variety_name], text_value)
             varieties = _uniques(columns["variety"])
             used.add(variety_name)
-        product_name = _match(by_norm, PRODUCT_NAMES, used)
+        product_name = column_match(by_norm, PRODUCT_NAMES, used)
         if product_name is not None:
             columns["products"] = _map_strings(records[product_name], text_value)
             products = _uniques(columns["products"])

@@ -43,12 +43,11 @@ def _kept_statuses(table) -> tuple[list[int], list]:
     return kept, [f["properties"].get("recordingStatus") for f in features]
 
 
-def test_geojson_status_values_follow_the_rule(tmp_path):
+@pytest.mark.parametrize("name", ["recordingStatus", "WorkStatus"])  # ours, and an export's column
+def test_geojson_status_values_follow_the_rule(tmp_path, name):
     # Given a harvest GeoJSON whose points each write one status value
     path = tmp_path / "harvest.geojson"
-    path.write_text(
-        json.dumps({"type": "FeatureCollection", "features": _features([{"recordingStatus": v} for v, _ in STATUSES])})
-    )
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": _features([{name: v} for v, _ in STATUSES])}))
     [table] = get_reader("GEOJSON").read(Dataset("GEOJSON", path, tmp_path, "harvest"))
 
     kept, written = _kept_statuses(table)
@@ -56,18 +55,6 @@ def test_geojson_status_values_follow_the_rule(tmp_path):
     # Then only the points recorded Off are dropped, and each kept point says On, or nothing when unknown
     expected = [(i, meaning) for i, (_value, meaning) in enumerate(STATUSES) if meaning != "Off"]
     assert list(zip(kept, written, strict=True)) == expected
-
-
-def test_geojson_work_status_column_of_an_export_follows_the_rule(tmp_path):
-    path = tmp_path / "harvest.geojson"
-    path.write_text(
-        json.dumps({"type": "FeatureCollection", "features": _features([{"WorkStatus": v} for v, _ in STATUSES])})
-    )
-    [table] = get_reader("GEOJSON").read(Dataset("GEOJSON", path, tmp_path, "harvest"))
-
-    kept, written = _kept_statuses(table)
-
-    assert list(zip(kept, written, strict=True)) == [(i, m) for i, (_v, m) in enumerate(STATUSES) if m != "Off"]
 
 
 def _shapefile(path, field: tuple, values: list) -> Dataset:
