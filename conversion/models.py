@@ -154,6 +154,9 @@ class File(models.Model):
     sources = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="derived")
     summary = models.JSONField(null=True, blank=True)
     units = models.JSONField(null=True, blank=True)
+    # The same map in the units the source used where it used imperial ones (`?unitSystem=imperial`); null for files
+    # processed before it was kept (made from the stored points on first request).
+    imperial_units = models.JSONField(null=True, blank=True)
     # {step: {"status": processed|failed|skipped|processing, "message": str|None}} for FILE_STEPS.
     steps = models.JSONField(default=dict, blank=True)
     # Storage names of what the file produced (relative to the storage root); empty until produced.

@@ -44,6 +44,7 @@ class Produced:
     table: PointTable
     summary: dict
     units: dict
+    imperial_units: dict
     names: dict[str, str]
     steps: dict[str, dict]
     size: int
@@ -58,6 +59,7 @@ class Produced:
         file.end_time = to_datetime(self.table.end)
         file.summary = self.summary
         file.units = self.units
+        file.imperial_units = self.imperial_units
         file.steps = self.steps
         file.point_count = len(self.table)
         file.area = (props.get("totalArea") or {}).get("value")
@@ -115,7 +117,8 @@ def produce(file: File, table: PointTable, *, original_name: str = "", clean: bo
     }
     images, steps["propertiesPNGs"] = file_images_render(file, cleaned, summary=summary, units=units)
     size = default_storage.size(names.get("original") or names["standard"])
-    return Produced(cleaned, summary, units, names, steps, size, dropped, reasons, images)
+    imperial_units = standardize.units(cleaned, imperial=True)
+    return Produced(cleaned, summary, units, imperial_units, names, steps, size, dropped, reasons, images)
 
 
 def load_points(file: File) -> PointTable:
@@ -127,3 +130,24 @@ def load_points(file: File) -> PointTable:
 def original_download_name(file: File) -> str:
     """The file's name (a data set's name has no extension: `Yield 2016.09.19 v1.2` keeps its `.2`) as a zip."""
     return f"{Path(file.file_name).name or file.pk}.zip"
+
+
+UNIT_SYSTEMS = ("metric", "imperial")
+
+
+def file_units(file: File, unit_system: str = "metric") -> dict | None:
+    """A processed file's units map: metric, as its outputs are; or `imperial`: the units the source used where it
+    used imperial ones (supplement: "imperial on request where the source is imperial"). A file processed before
+    the imperial map was kept gets it from its stored points (their source units), each time: nothing is written."""
+    if unit_system == "metric" or file.units is None:
+        return file.units
+    if file.imperial_units is None:
+        return standardize.units(load_points(file), imperial=True)
+    return file.imperial_units
+
+
+def file_summary(file: File, unit_system: str = "metric") -> dict | None:
+    """A processed file's summary, its measures in the units of `file_units` (the stored summary is metric)."""
+    if unit_system == "metric" or file.summary is None:
+        return file.summary
+    return standardize.summary_in_units(file.summary, file.units or {}, file_units(file, unit_system) or {})

@@ -65,12 +65,29 @@ BATCH_SORT_FIELDS = {
 }
 
 
+UNIT_SYSTEM_PARAMETER = OpenApiParameter(
+    "unitSystem",
+    str,
+    enum=list(outputs.UNIT_SYSTEMS),
+    description="`metric` (default), or `imperial`: the units the source used where it used imperial ones.",
+)
+
+
+def unit_system(request) -> str:
+    """The `unitSystem` a summary or units map is asked in (`metric` when absent or empty); another value is 400."""
+    value = request.query_params.get("unitSystem") or "metric"
+    if value not in outputs.UNIT_SYSTEMS:
+        message = f"Must be one of: {', '.join(outputs.UNIT_SYSTEMS)}."
+        raise DomainError(f"unitSystem: {message}", field_errors=[{"field": "unitSystem", "message": message}])
+    return value
+
+
 def _files_of(owner):
     return File.objects.filter(core_user__owner=owner)
 
 
 # A file's outputs (summary, units, images, steps) are kilobytes of JSON each, answered only by their own endpoints.
-_OUTPUT_COLUMNS = ("summary", "units", "images", "steps")
+_OUTPUT_COLUMNS = ("summary", "units", "imperial_units", "images", "steps")
 
 
 def _file_records(files):
@@ -147,21 +164,21 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
             raise NotFound("The file has no such output (it is not processed).")
         return file
 
-    def _processed_output(self, attribute: str):
-        file = self._processed_file()
-        if getattr(file, attribute) is None:
+    def _processed_output(self, read):
+        output = read(self._processed_file(), unit_system(self.request))
+        if output is None:
             raise NotFound("The file has no such output (it is not processed).")
-        return Response(getattr(file, attribute))
+        return Response(output)
 
-    @extend_schema(responses={200: SUMMARY_SCHEMA})
+    @extend_schema(parameters=[UNIT_SYSTEM_PARAMETER], responses={200: SUMMARY_SCHEMA})
     @action(detail=True)
     def summary(self, request, pk=None):
-        return self._processed_output("summary")
+        return self._processed_output(outputs.file_summary)
 
-    @extend_schema(responses={200: UNITS_SCHEMA})
+    @extend_schema(parameters=[UNIT_SYSTEM_PARAMETER], responses={200: UNITS_SCHEMA})
     @action(detail=True)
     def units(self, request, pk=None):
-        return self._processed_output("units")
+        return self._processed_output(outputs.file_units)
 
     @extend_schema(responses=ImageSerializer(many=True))
     @action(detail=True)

@@ -8,9 +8,10 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from conversion import outputs
 from conversion.models import File, FileStatus
 from conversion.serializers import GEOJSON_DOWNLOAD, SUMMARY_SCHEMA, UNITS_SCHEMA, ImageSerializer, images_data
-from conversion.views import stored_download, stored_image
+from conversion.views import UNIT_SYSTEM_PARAMETER, stored_download, stored_image, unit_system
 from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload
 from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
 
@@ -62,15 +63,15 @@ class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.Retrie
             raise NotFound("The operation has no such output yet (it is not processed).")
         return file
 
-    @extend_schema(responses={200: SUMMARY_SCHEMA})
+    @extend_schema(parameters=[UNIT_SYSTEM_PARAMETER], responses={200: SUMMARY_SCHEMA})
     @action(detail=True)
     def summary(self, request, pk=None):
-        return Response(self._merged_file().summary)
+        return Response(outputs.file_summary(self._merged_file(), unit_system(request)))
 
-    @extend_schema(responses={200: UNITS_SCHEMA})
+    @extend_schema(parameters=[UNIT_SYSTEM_PARAMETER], responses={200: UNITS_SCHEMA})
     @action(detail=True)
     def units(self, request, pk=None):
-        return Response(self._merged_file().units)
+        return Response(outputs.file_units(self._merged_file(), unit_system(request)))
 
     @extend_schema(responses=ImageSerializer(many=True))
     @action(detail=True)

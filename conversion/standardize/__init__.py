@@ -23,7 +23,7 @@ from .derived import (
 )
 from .geojson import write_raw_geojson, write_standard_geojson
 from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2, PRIMARY_RATES, PROPERTY_ORDER, RATE_PROPERTIES
-from .summaries import summary, totals, units
+from .summaries import summary, summary_in_units, totals, units
 
 __all__ = [
     "DEFAULT_CELL_M",
@@ -46,6 +46,7 @@ __all__ = [
     "primary_rate",
     "standardize",
     "summary",
+    "summary_in_units",
     "totals",
     "track_distance_heading",
     "units",

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from conversion.readers.base import PointTable
-from conversion.readers.units import IMPERIAL_OF, normalize_unit
+from conversion.readers.units import IMPERIAL_OF, normalize_unit, to_canonical
 
 from .covered_area import coverage
 from .properties import DERIVED_UNITS, HA_M2, PROPERTY_ORDER, RATE_PROPERTIES, section_steps
@@ -50,6 +50,60 @@ def _imperial_unit(table: PointTable, name: str, unit: str) -> str:
     if not any(normalize_unit(u) in _IMPERIAL_SOURCES for u in table.source_units.values()):
         return unit
     return _IMPERIAL_VOLUME.get(name) or IMPERIAL_OF.get(unit, unit)
+
+
+# The summary's totals and the per-point property whose unit system each follows (rates for the applied and planted
+# totals, which have no per-point property: their imperial unit is the metric one's).
+_TOTAL_PROPERTIES = {
+    "totalArea": "area",
+    "totalDistance": "distance",
+    "totalWetMass": "wetMass",
+    "totalDryMass": "dryMass",
+    "totalWetVolume": "wetVolume",
+    "totalDryVolume": "dryVolume",
+    "totalApplied": "appliedRate",
+    "totalPlanted": "seedRate",
+}
+
+
+def summary_in_units(summary: dict, metric_units: dict[str, str], target_units: dict[str, str]) -> dict:
+    """A copy of a stored (metric) summary with each numeric property, total and recorded total in the unit
+    `target_units` (a `units` map, e.g. the imperial one) gives its property: avg/min/max and values converted,
+    `unit` renamed. What has no other unit there, or no known conversion, stays as it is."""
+    converted = dict(summary)
+    props = converted["properties"] = dict(summary.get("properties") or {})
+    for name, value in props.items():
+        if name == "recordedTotals" and isinstance(value, dict):
+            props[name] = {key: _measure_in(total, _total_unit(key, total, metric_units, target_units))
+                           for key, total in value.items()}  # fmt: skip
+        elif name in _TOTAL_PROPERTIES:
+            props[name] = _measure_in(value, _total_unit(name, value, metric_units, target_units))
+        elif isinstance(value, dict) and value.get("unit") == metric_units.get(name):
+            props[name] = _measure_in(value, target_units.get(name))
+    return converted
+
+
+def _total_unit(name: str, total, metric_units: dict[str, str], target_units: dict[str, str]) -> str | None:
+    prop = _TOTAL_PROPERTIES.get(name)
+    if prop is None or not isinstance(total, dict) or metric_units.get(prop) == target_units.get(prop):
+        return None
+    if name in ("totalApplied", "totalPlanted"):
+        return IMPERIAL_OF.get(total.get("unit"))
+    return target_units.get(prop)
+
+
+def _measure_in(measure, unit: str | None):
+    """`measure` ({avg, min, max, unit} or {value, unit}, metric) in `unit`, when one converts it; else as it is."""
+    if not isinstance(measure, dict) or not unit or unit == measure.get("unit"):
+        return measure
+    conversion = to_canonical(unit)
+    if conversion is None or conversion[0] != measure.get("unit"):
+        return measure
+    factor = conversion[1]
+    out = {key: (value / factor if isinstance(value, int | float) and not isinstance(value, bool) else value)
+           for key, value in measure.items() if key != "unit"}  # fmt: skip
+    out["unit"] = unit
+    return out
 
 
 def _iso(ts: np.datetime64 | None) -> str | None:
