@@ -7,7 +7,9 @@ validation errors. Services raise `DomainError` subclasses; views never catch an
 from http import HTTPStatus
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
@@ -204,4 +206,8 @@ def handler500(request):
 
 
 def handler400(request, exception=None):
+    if isinstance(exception, RequestDataTooBig):
+        # A form field (not the file) past DATA_UPLOAD_MAX_MEMORY_SIZE: too large, as a JSON body that long is.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return _plain_problem(request, 413, "requestTooLarge", f"A form field is larger than {limit} bytes.")
     return _plain_problem(request, 400, "malformedRequest", "The request could not be understood.")

@@ -68,6 +68,18 @@ def test_a_file_part_other_than_file_is_refused_by_its_name_and_nothing_is_kept(
     assert _leftovers() == []
 
 
+def test_a_form_field_past_the_memory_limit_is_413_and_nothing_is_kept(api_client, core_user, settings):
+    """It was a 400 `malformedRequest` ("could not be understood"), where a JSON body that long is a 413."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    archive = io.BytesIO(SMALL_ZIP)
+    archive.name = "card.zip"
+    url = f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other"
+    body = assert_problem(api_client.post(url, {"file": archive, "note": "x" * 2000}), 413, "requestTooLarge")
+    assert "1000 bytes" in body["detail"]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
 def test_two_zips_in_one_upload_are_refused(api_client, core_user):
     """The last one became the batch, silently."""
     first, second = io.BytesIO(SMALL_ZIP), io.BytesIO(zip_entries({"other.txt": b"x"}))
