@@ -74,7 +74,9 @@ _KEYWORDS: tuple[tuple[str, str], ...] = (
 )
 # A JD crop id: ASCII digits (`str.isdigit` is true for "²", which `int` refuses), few enough for `int` to take.
 _CROP_ID = re.compile(r"[0-9]{1,9}")
-_PREFIXES = ("winter", "sommer", "summer", "spring", "fall", "hard", "soft", "red", "white")
+# Qualifiers written in front of a crop in one word ("Winterweizen", German "Körnermais": grain maize). Silage maize
+# ("Silomais") is not grain: the grain standards would give it wrong dry values, so it keeps its own name.
+_PREFIXES = ("winter", "sommer", "summer", "spring", "fall", "hard", "soft", "red", "white", "korner", "koerner")
 
 
 def normalize_crop_name(name: str | int | float | None) -> str | None:

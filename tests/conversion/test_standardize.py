@@ -60,6 +60,8 @@ def test_crop_table_and_names():
     assert normalize_crop_name("Wintergerste") == "barley"
     assert normalize_crop_name("CORN_WET") == "corn"
     assert normalize_crop_name("Lupine") == "Lupine"
+    assert normalize_crop_name("Körnermais") == normalize_crop_name("Koernermais") == "corn"  # grain maize
+    assert normalize_crop_name("Silomais") == "Silomais"  # silage: no grain standards apply
 
 
 def test_derive_area_dry_values_and_point_totals():
