@@ -117,7 +117,7 @@ def produce(file: File, table: PointTable, *, original_name: str = "", clean: bo
     }
     images, steps["propertiesPNGs"] = file_images_render(file, cleaned, summary=summary, units=units)
     size = default_storage.size(names.get("original") or names["standard"])
-    imperial_units = standardize.units(cleaned, imperial=True)
+    imperial_units = standardize.imperial_units(cleaned, units)
     return Produced(cleaned, summary, units, imperial_units, names, steps, size, dropped, reasons, images)
 
 
@@ -142,7 +142,7 @@ def file_units(file: File, unit_system: str = "metric") -> dict | None:
     if unit_system == "metric" or file.units is None:
         return file.units
     if file.imperial_units is None:
-        return standardize.units(load_points(file), imperial=True)
+        return standardize.imperial_units(load_points(file), file.units)
     return file.imperial_units
 
 

@@ -23,7 +23,7 @@ from .derived import (
 )
 from .geojson import write_raw_geojson, write_standard_geojson
 from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2, PRIMARY_RATES, PROPERTY_ORDER, RATE_PROPERTIES
-from .summaries import summary, summary_in_units, totals, units
+from .summaries import imperial_units, summary, summary_in_units, totals, units
 
 __all__ = [
     "DEFAULT_CELL_M",
@@ -41,6 +41,7 @@ __all__ = [
     "coverage",
     "derive",
     "dry_from_wet",
+    "imperial_units",
     "point_bushel_weight_kg",
     "point_standard_moisture",
     "primary_rate",

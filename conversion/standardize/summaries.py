@@ -21,8 +21,7 @@ _NON_SUMMARY = frozenset({"lon", "lat", "timestamp", "sectionId", "recordingStat
 def units(table: PointTable, *, imperial: bool = False) -> dict[str, str]:
     """Flat `{property: unit}` of the numeric properties some point has a value of.
 
-    With `imperial`, properties whose source used imperial units are reported in them (the GeoJSON values stay
-    metric; this map is for display on request).
+    With `imperial`, properties whose source used imperial units are reported in them (`imperial_units`).
     """
     out: dict[str, str] = {}
     for name in PROPERTY_ORDER:
@@ -30,12 +29,16 @@ def units(table: PointTable, *, imperial: bool = False) -> dict[str, str]:
         # A column no point has a value in (speed of points without times) is not a property of the file.
         if values is not None and np.asarray(values).dtype.kind == "f" and np.isfinite(values).any():
             unit = table.units.get(name) or DERIVED_UNITS.get(name, "")
-            if not unit:
-                continue
-            if imperial:
-                unit = _imperial_unit(table, name, unit)
-            out[name] = unit
-    return out
+            if unit:
+                out[name] = unit
+    return imperial_units(table, out) if imperial else out
+
+
+def imperial_units(table: PointTable, metric_units: dict[str, str]) -> dict[str, str]:
+    """The `units` map `metric_units` of `table` with the properties whose source used imperial units reported in
+    them (the values stay metric; the summary is converted on request: `summary_in_units`). From the metric map, so
+    the columns are not scanned again."""
+    return {name: _imperial_unit(table, name, unit) for name, unit in metric_units.items()}
 
 
 _IMPERIAL_SOURCES = frozenset({"ft", "ac", "mph", "lb", "lb/ac", "lb/s", "gal", "gal/ac", "bu/ac", "seeds/ac"})
