@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 
 from platform_site.api.errors import DomainError, ServiceUnavailableError
 from platform_site.api.serializers import format_timestamp
-from platform_site.outbound import read_at_most
+from platform_site.outbound import call_deadline, json_object, read_at_most
 from webhooks.urlsafety import deadline_session
 
 from .geometry import centroid_lonlat, from_geos
@@ -89,7 +89,7 @@ class OpenMeteoArchiveSource:
         try:
             # The timeout bounds each read; the session's deadline, the whole call (a source sending its answer a
             # byte at a time held the request as long as it liked).
-            with deadline_session(2 * self.timeout) as session:
+            with deadline_session(call_deadline(self.timeout)) as session:
                 response = session.get(self.base_url, params=params, timeout=self.timeout, stream=True)
                 raw = read_at_most(response, ANSWER_MAX_BYTES)
         except requests.RequestException as exc:
@@ -118,11 +118,8 @@ class OpenMeteoArchiveSource:
 
 def _refusal(raw: bytes) -> str | None:
     """The `reason` of the archive's answer to a request it refuses (`{"error": true, "reason": "..."}`)."""
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    reason = body.get("reason") if isinstance(body, dict) and body.get("error") is True else None
+    body = json_object(raw)
+    reason = body.get("reason") if body.get("error") is True else None
     return " ".join(reason.split())[:300] if isinstance(reason, str) and reason.strip() else None
 
 

@@ -1,6 +1,16 @@
-"""Reading the answers of outside servers (OAuth providers, the weather source) without trusting their size."""
+"""Calling outside servers (webhook receivers, OAuth providers, the weather source): how long a whole call may take,
+and reading their answers without trusting their size or their shape."""
+
+import json
 
 import requests
+
+
+def call_deadline(timeout: float) -> float:
+    """The longest one call may take in all (connecting, then the answer) when `timeout` bounds each read: twice it.
+    A server sending its answer a byte at a time, each within the read timeout, would otherwise hold a call as long
+    as it liked."""
+    return 2 * timeout
 
 
 def read_at_most(response: requests.Response, limit: int) -> bytes | None:
@@ -15,3 +25,13 @@ def read_at_most(response: requests.Response, limit: int) -> bytes | None:
     finally:
         response.close()
     return b"".join(chunks)
+
+
+def json_object(raw: bytes) -> dict:
+    """The JSON object `raw` holds; {} for anything else: not JSON, another JSON value, or nested deeper than the
+    parser goes (a RecursionError, which was a 500 at the OAuth callback)."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return {}
+    return body if isinstance(body, dict) else {}

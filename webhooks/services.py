@@ -19,6 +19,7 @@ from django.utils import timezone
 from platform_site.api.errors import DomainError
 from platform_site.api.serializers import format_timestamp
 from platform_site.celery import send_on_commit
+from platform_site.outbound import call_deadline
 from platform_site.text import storable
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
@@ -139,7 +140,7 @@ def _jsonable(value):
 
 def _call_deadline() -> float:
     """The longest one post may take in all (connecting, then the answer): each timeout bounds one read only."""
-    return 2 * settings.WEBHOOK_TIMEOUT_SECONDS
+    return call_deadline(settings.WEBHOOK_TIMEOUT_SECONDS)
 
 
 def delivery_claim(delivery_id) -> Delivery | None:

@@ -3,7 +3,6 @@ the refresh. Plain HTTP, no state: callers store the result (`provider_credentia
 failures (`credentialsUnauthenticated`) themselves, from a layer that may emit events. Network I/O
 only: call it outside transactions."""
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -11,7 +10,7 @@ import requests
 from django.conf import settings
 from django.utils import timezone
 
-from platform_site.outbound import read_at_most
+from platform_site import outbound
 from platform_site.text import storable
 
 from .models import ProviderApplication
@@ -39,7 +38,7 @@ def _timeout() -> float:
 
 def call_deadline() -> float:
     """The longest a token request may take in all (connecting, then the answer): each timeout bounds one read."""
-    return 2 * _timeout()
+    return outbound.call_deadline(_timeout())
 
 
 def token_request(
@@ -58,12 +57,12 @@ def token_request(
             allow_redirects=False,
             stream=True,
         )
-        raw = read_at_most(response, ANSWER_MAX_BYTES)
+        raw = outbound.read_at_most(response, ANSWER_MAX_BYTES)
     except requests.RequestException as exc:
         raise TokenRequestFailed(f"{application.provider} could not be reached ({type(exc).__name__}).") from exc
     if raw is None:
         raise TokenRequestFailed(f"{application.provider} answered more than {ANSWER_MAX_BYTES // 1024} KiB.")
-    body = _json_object(raw)
+    body = outbound.json_object(raw)
     if response.status_code >= 300 or "error" in body:
         reason = body.get("error_description") or body.get("error") or f"HTTP {response.status_code}"
         raise TokenRequestFailed(f"{application.provider} refused the token request: {storable(str(reason))[:300]}")
@@ -83,16 +82,6 @@ def token_request(
         scope=storable(str(body.get("scope") or ""))[:2000],
         expires_at=_expires_at(body.get("expires_in")),
     )
-
-
-def _json_object(raw: bytes) -> dict:
-    """The JSON object `raw` holds; {} for anything else: not JSON, another JSON value, or nested deeper than the
-    parser goes (a RecursionError, which was a 500 at the OAuth callback)."""
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        return {}
-    return body if isinstance(body, dict) else {}
 
 
 def _expires_at(expires_in) -> datetime | None:
