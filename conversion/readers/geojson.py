@@ -157,11 +157,7 @@ class GeojsonReader(Reader):
             elif key == "recordingStatus":
                 columns[key] = recording_status(column.values(keep))
             elif key in STANDARD_UNITS:
-                numbers = column.numbers_at(keep)
-                if not np.isnan(numbers).all():
-                    columns[key] = numbers
-                    if STANDARD_UNITS[key]:
-                        units[key] = source_units[key] = STANDARD_UNITS[key]
+                _standard_column(key, column.numbers_at(keep), columns, units, source_units)
             else:
                 by_norm.setdefault(nkey, key)
         _exporter_columns(points, keep, by_norm, columns, units, source_units)
@@ -538,11 +534,18 @@ def _exporter_columns(
         prop = _STANDARD_BY_NORM.get(nkey)
         if prop is None or prop in columns or name in used:
             continue
-        numbers = points.columns[name].numbers_at(keep)
-        if not np.isnan(numbers).all():
-            columns[prop] = numbers
-            if STANDARD_UNITS[prop]:
-                units[prop] = source_units[prop] = STANDARD_UNITS[prop]
+        _standard_column(prop, points.columns[name].numbers_at(keep), columns, units, source_units)
+
+
+def _standard_column(
+    prop: str, numbers: np.ndarray, columns: dict[str, np.ndarray], units: dict[str, str], source_units: dict[str, str]
+) -> None:
+    """A standard property, already in its canonical unit (`STANDARD_UNITS`), unless no point has a number of it."""
+    if np.isnan(numbers).all():
+        return
+    columns[prop] = numbers
+    if STANDARD_UNITS[prop]:
+        units[prop] = source_units[prop] = STANDARD_UNITS[prop]
 
 
 def _timestamps(points: _Points, keep, count: int, keys: list[str], by_norm: dict[str, str]) -> np.ndarray:
