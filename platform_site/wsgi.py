@@ -38,8 +38,22 @@ class Request(WSGIRequest):
         return QueryDict(get_bytes_from_wsgi(self.environ, "QUERY_STRING", ""), encoding="utf-8")
 
 
+def length_unknown(meta) -> bool:
+    """A body sent without a Content-Length (`Transfer-Encoding: chunked`). Django reads such a body as empty, so a
+    JSON body was "geometry: This field is required." and an upload "no file"; the development server cannot even
+    decode it. It is refused with 411 before any view, as S3 does."""
+    return bool(meta.get("HTTP_TRANSFER_ENCODING")) and not meta.get("CONTENT_LENGTH")
+
+
 class Handler(WSGIHandler):
     request_class = Request
+
+    def get_response(self, request):
+        if length_unknown(request.META):
+            from platform_site.api.errors import length_required
+
+            return length_required(request)
+        return super().get_response(request)
 
 
 django.setup(set_prefix=False)

@@ -195,6 +195,16 @@ def _plain_problem(request, status_code: int, error_key: str, detail: str) -> Js
     )
 
 
+def length_required(request) -> JsonResponse:
+    """411 for a body of unknown length (`platform_site.wsgi.length_unknown`)."""
+    return _plain_problem(
+        request,
+        411,
+        "lengthRequired",
+        "Send the body with a Content-Length header: chunked transfer encoding is not accepted.",
+    )
+
+
 def handler404(request, exception=None):
     """Unknown URLs answer a problem document too."""
     return _plain_problem(request, 404, "notFound", "No such endpoint or resource.")

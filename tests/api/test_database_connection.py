@@ -2,57 +2,11 @@
 ended it (a restart, an administrator's `pg_terminate_backend`, an idle timeout): the next request answers as
 usual instead of failing. Real gunicorn on loopback over the test database."""
 
-import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
-from pathlib import Path
 
-import pytest
-from django.conf import settings
 from django.db import connection
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def server(transactional_db):
-    if connection.vendor != "postgresql":
-        pytest.skip("the kept connection is PostgreSQL's (the embedded default opens one per request)")
-    db = settings.DATABASES["default"]
-    name = f"api-test-{uuid.uuid4().hex[:12]}"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = os.environ | {
-        "DATABASE_URL": f"postgis://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-        f"?application_name={name}",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "platform_site.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "1", "--worker-class", "gthread", "--threads", "1", "--log-level", "warning"],
-        cwd=REPO, env=env,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(base + "/api/docs/", timeout=2).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("gunicorn did not start")
-            time.sleep(0.2)
-    try:
-        yield base, name
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _server_sessions(name: str) -> list[int]:
@@ -74,11 +28,11 @@ def _post_intersects(base: str, token: str, core_user) -> int:
         return error.code
 
 
-def test_a_connection_the_database_ended_is_replaced_before_the_next_request(server):
+def test_a_connection_the_database_ended_is_replaced_before_the_next_request(gunicorn_server):
     from platform_site.api.authentication import token_issue
     from tests.factories import CoreUserFactory, OwnerFactory
 
-    base, name = server
+    base, name = gunicorn_server
     owner = OwnerFactory()
     core_user = CoreUserFactory(owner=owner)
     token = token_issue(owner)

@@ -95,3 +95,24 @@ def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server)
     assert {body["errorKey"] for status, body in hooks if status == 400} == {"eventRegisteredTwice"}
     status, users = _call(base, "GET", "/services/usermanagement/api/users?size=100", token=token)
     assert status == 200 and sorted(u["externalId"] for u in users) == sorted(f"grower-{i}" for i in range(30))
+
+
+def test_a_chunked_body_is_411_on_the_embedded_server(embedded_server):
+    """The development server cannot decode `Transfer-Encoding: chunked`: Django read the body as empty (a field's
+    JSON was "geometry: This field is required."). It is refused with 411, and nothing is written."""
+    from tests.api.raw_http import post_chunked
+
+    base, token = embedded_server
+    status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "chunked"}, token)
+    assert status == 201, user
+    body = json.dumps(
+        {"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [0.01, 0], [0.01, 0.01], [0, 0]]]}}
+    ).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    fields = f"/services/fields/api/users/{user['id']}/fields"
+    status, problem = post_chunked(base, fields, [body[:20], body[20:]], headers)
+    assert (status, problem["errorKey"]) == (411, "lengthRequired"), problem
+    listed = f"/services/fields/api/fields?coreUserId={user['id']}"
+    assert _call(base, "GET", listed, token=token) == (200, [])
+    assert _call(base, "POST", fields, json.loads(body), token)[0] == 201
+    assert len(_call(base, "GET", listed, token=token)[1]) == 1

@@ -1,0 +1,54 @@
+"""Real servers on loopback for the tests of what only a server shows (kept connections, request framing)."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def gunicorn_server(transactional_db):
+    """gunicorn serving the project over the test database, as deployed: (base URL, the application_name of its
+    database sessions). PostgreSQL only: the embedded default's test database is not shared with a subprocess."""
+    if connection.vendor != "postgresql":
+        pytest.skip("gunicorn runs over the PostgreSQL test database (the embedded server has its own tests)")
+    db = settings.DATABASES["default"]
+    name = f"api-test-{uuid.uuid4().hex[:12]}"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = os.environ | {
+        "DATABASE_URL": f"postgis://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+        f"?application_name={name}",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "platform_site.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", "--worker-class", "gthread", "--threads", "1", "--log-level", "warning"],
+        cwd=REPO, env=env,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(base + "/api/docs/", timeout=2).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("gunicorn did not start")
+            time.sleep(0.2)
+    try:
+        yield base, name
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -1,0 +1,55 @@
+"""A body sent without a Content-Length (`Transfer-Encoding: chunked`) is refused with 411 `lengthRequired` before
+any view, and nothing is written. Django read such a body as empty: a field's JSON became "geometry: This field is
+required.", an upload "no file". Real gunicorn on loopback; the embedded server's case is in test_embedded_server."""
+
+import json
+import urllib.request
+
+from tests.api.raw_http import post_chunked
+
+FIELD = {
+    "id": "north-40",
+    "geometry": {"type": "Polygon", "coordinates": [[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.0]]]},
+}
+
+
+def _get(base: str, path: str, token: str):
+    request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_a_chunked_body_is_411_and_writes_nothing(gunicorn_server):
+    from platform_site.api.authentication import token_issue
+    from tests.factories import CoreUserFactory, OwnerFactory
+
+    base, _name = gunicorn_server
+    owner = OwnerFactory()
+    core_user = CoreUserFactory(owner=owner)
+    token = token_issue(owner)
+    auth = {"Authorization": f"Bearer {token}"}
+    body = json.dumps(FIELD).encode()
+    fields = f"/services/fields/api/users/{core_user.id}/fields"
+
+    status, problem = post_chunked(base, fields, [body[:30], body[30:]], auth | {"Content-Type": "application/json"})
+    assert (status, problem["errorKey"], problem["status"]) == (411, "lengthRequired", 411), problem
+    assert "Content-Length" in problem["detail"]
+    assert _get(base, "/services/fields/api/fields", token) == []
+
+    upload = b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nPK\x05\x06' + bytes(18)
+    status, problem = post_chunked(
+        base,
+        f"/services/operations/api/batch?coreUserId={core_user.id}&provider=Other",
+        [upload, b"\r\n--b--\r\n"],
+        auth | {"Content-Type": "multipart/form-data; boundary=b"},
+    )
+    assert (status, problem["errorKey"]) == (411, "lengthRequired"), problem
+    assert _get(base, "/services/operations/api/batch", token) == []
+
+    # The same body with its length is taken
+    request = urllib.request.Request(
+        base + fields, data=body, headers=auth | {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 201
+    assert [field["id"] for field in _get(base, "/services/fields/api/fields", token)] == ["north-40"]
