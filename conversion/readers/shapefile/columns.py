@@ -159,7 +159,9 @@ def unit_from_suffix(name: str) -> str | None:
     return None
 
 
-def _operation(metadata, columns, rate_name, target_name, meta_units, by_norm) -> str:
+def rate_operation(metadata, columns, rate_name, target_name, meta_units, by_norm) -> str:
+    """The operation of an export with rate columns: JD's metadata says it, else a harvest's columns, else a rate
+    named or written in seeds (a planting), else any rate (an application)."""
     if metadata and str(metadata.get("Operation", "")).lower() in JD_OPERATIONS:
         return JD_OPERATIONS[str(metadata["Operation"]).lower()]
     if any(p in columns for p in ("wetMassPerArea", "dryMassPerArea", "dryVolumePerArea", "wetVolumePerArea")):
@@ -176,6 +178,16 @@ def _operation(metadata, columns, rate_name, target_name, meta_units, by_norm) -
     if any("seed" in key or "sds" in key for key in by_norm):
         return "planted"
     return "other"
+
+
+def rate_property(operation: str | None, unit: str | None, *, target: bool) -> tuple[str, str | None]:
+    """The standard property of a rate column in `unit` (None: no unit stated), and its unit: in a planting, a
+    rate in seeds or of no stated unit is the seed rate, in JD's seeds/ac when nothing says (FORMATS.md 5.1);
+    else the applied rate, its unit None when not stated."""
+    canonical = to_canonical(unit)
+    seeds = operation == "planted" and (canonical is None or canonical[0] == "seeds/ha")
+    prop = ("seedRate" if seeds else "appliedRate") + ("Target" if target else "")
+    return prop, unit or ("seeds/ac" if seeds else None)
 
 
 # -- column values --------------------------------------------------------------------------------------------

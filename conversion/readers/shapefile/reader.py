@@ -37,12 +37,13 @@ from .columns import (
     _meta_products,
     _meta_unit,
     _meta_units,
-    _operation,
     _parse_iso,
     _uniques,
     column_match,
     normalized_name,
     parse_text_times,
+    rate_operation,
+    rate_property,
     unit_from_suffix,
 )
 from .decode import _dbf_codec, _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84, _wgs84_transformer
@@ -135,16 +136,13 @@ class ShapefileReader(Reader):
 
         rate_name = column_match(by_norm, RATE_NAMES, used, prefix=True)
         target_name = column_match(by_norm, TARGET_NAMES, used, prefix=True)
-        operation = _operation(metadata, columns, rate_name, target_name, meta_units, by_norm)
+        operation = rate_operation(metadata, columns, rate_name, target_name, meta_units, by_norm)
         for name, is_target in ((rate_name, False), (target_name, True)):
             if name is None:
                 continue
-            unit = _meta_unit(meta_units, name) or unit_from_suffix(name)
-            canonical = to_canonical(unit)
-            seeds = operation == "planted" and (canonical is None or canonical[0] == "seeds/ha")
-            prop = ("seedRate" if seeds else "appliedRate") + ("Target" if is_target else "")
-            if unit is None:
-                unit = "seeds/ac" if seeds else None
+            prop, unit = rate_property(
+                operation, _meta_unit(meta_units, name) or unit_from_suffix(name), target=is_target
+            )
             put(prop, name, unit)
             if unit is None and prop in columns:
                 warnings.append(f"{name}: no unit in the file; the value is kept as it is")

@@ -111,3 +111,91 @@ def test_a_time_text_alone_is_read_as_the_shapefile_reader_reads_it(tmp_path):
     table = _geojson(tmp_path / "jd.geojson", [_point(0, Time="9/19/2016 4:45:10 PM", WetMass=1.0)])
 
     assert table.columns["timestamp"].tolist() == [datetime(2016, 9, 19, 16, 45, 10)]
+
+
+JD_SEEDING = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Seeding.zip"
+JD_APPLICATION = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Application.zip"
+GAL_AC_IN_L_HA = 3.785411784 / (ACRE_FT2 * FT**2 / 1e4)
+LB_AC_IN_KG_HA = LB / (ACRE_FT2 * FT**2 / 1e4)
+SEEDS_AC_IN_SEEDS_HA = 1e4 / (ACRE_FT2 * FT**2)
+
+
+def _records_of(extracted, relative: str) -> list[list[tuple[list[float], dict]]]:
+    """Each shapefile of a sample zip as its points: (lon, lat) and the DBF record, as pyshp reads them."""
+    out = []
+    for shp in sorted(extracted(relative).rglob("*.shp")):
+        with shapefile.Reader(str(shp)) as reader:
+            out.append([(s.points[0][:2], r.as_dict()) for s, r in zip(reader.shapes(), reader.records(), strict=True)])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "prop", "unit", "factor"),
+    [
+        ("Rt_Apd_gal_ac", "appliedRate", "L/ha", GAL_AC_IN_L_HA),
+        ("Rt_Apd_lb_ac", "appliedRate", "kg/ha", LB_AC_IN_KG_HA),
+        ("Tgt_Rate_lb_ac", "appliedRateTarget", "kg/ha", LB_AC_IN_KG_HA),
+        ("TrgtRt_lb", "appliedRateTarget", "kg/ha", LB_AC_IN_KG_HA),
+        ("AppliedRate_kg_ha", "appliedRate", "kg/ha", 1.0),
+        ("AppliedRate_L_ha", "appliedRate", "L/ha", 1.0),
+        ("AppliedRate (gal/ac)", "appliedRate", "L/ha", GAL_AC_IN_L_HA),
+        ("Applied Rate (lb/ac)", "appliedRate", "kg/ha", LB_AC_IN_KG_HA),
+        ("TargetRate [kg/ha]", "appliedRateTarget", "kg/ha", 1.0),
+        ("AppliedRate seeds/ac", "seedRate", "seeds/ha", SEEDS_AC_IN_SEEDS_HA),
+        ("Rt_Apd_sds_ac", "seedRate", "seeds/ha", SEEDS_AC_IN_SEEDS_HA),
+        ("Rt_Apd_ksds", "seedRate", "seeds/ha", 1000 * SEEDS_AC_IN_SEEDS_HA),
+    ],
+)
+def test_a_rate_whose_name_says_its_unit_is_in_that_unit(tmp_path, name, prop, unit, factor):
+    # Given a rate column whose name ends in its unit, as SMS names them (`Rt_Apd_gal_ac`) or written out
+    table = _geojson(tmp_path / "rate.geojson", [_point(0, **{name: 12.5, "Speed_mph_": 5.0})])
+
+    # Then the units map gives that unit (in canonical metric) and the value is converted into it, as the shapefile
+    # reader does for the same names
+    assert standardize.units(table)[prop] == unit
+    assert table.columns[prop][0] == pytest.approx(12.5 * factor, rel=1e-12)
+    # And a seed rate makes the operation a planting, as in a shapefile
+    if prop == "seedRate":
+        assert table.operation_type == "planted"
+
+
+def test_jd_seeding_as_geojson_that_says_planted_has_seed_rates_in_seeds_per_acre(tmp_path, extracted):
+    # Given the JD seeding export's records as GeoJSON points of a planting (JD writes seeding rates in seeds1ac-1,
+    # FORMATS.md 5.1), and the same export read as a shapefile (its metadata names the unit)
+    [points] = _records_of(extracted, JD_SEEDING)
+    table = _geojson(tmp_path / "seeding.geojson", [(xy, {**r, "operationType": "planted"}) for xy, r in points])
+    [shp] = extracted(JD_SEEDING).rglob("*.shp")
+    [from_shapefile] = get_reader("SHAPEFILE").read(Dataset("SHAPEFILE", shp, shp.parent, shp.stem))
+
+    # Then the rates are seed rates in seeds/ha, as the shapefile reader reads them
+    assert standardize.units(table)["seedRate"] == standardize.units(from_shapefile)["seedRate"] == "seeds/ha"
+    assert standardize.units(table)["seedRateTarget"] == "seeds/ha"
+    assert standardize.units(table, imperial=True)["seedRate"] == "seeds/ac"
+    # And the seeds planted are the export's own: AppliedRat seeds/ac x DISTANCE x SWATHWIDTH ft2
+    seeds = sum(r["AppliedRat"] * r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for _xy, r in points)
+    props = standardize.summary(standardize.derive(table))["properties"]
+    assert props["totalPlanted"] == {"value": pytest.approx(seeds, rel=1e-9), "unit": "seeds"}
+
+
+def test_a_rate_whose_unit_nothing_states_stays_unknown(tmp_path, extracted):
+    # Given JD application records as GeoJSON (AppliedRat is gal/ac or lb/ac by product; only the metadata sidecar of
+    # the shapefile says which), and rates whose names state no unit
+    jd_tables = [_geojson(tmp_path / f"{i}.geojson", p) for i, p in enumerate(_records_of(extracted, JD_APPLICATION))]
+    unnamed = [
+        _geojson(tmp_path / "sms.geojson", [_point(0, **{"Rt Apd Ms Wet": 150.0, "Tgt_Rate_k": 140.0})]),
+        _geojson(tmp_path / "jd.geojson", [_point(0, AppliedRate=150.0, TargetRate=140.0)]),
+    ]
+
+    # Then their unit is unknown and the values are kept as the file gives them
+    for table in [*jd_tables, *unnamed]:
+        assert table.operation_type == "applied"
+        assert {p: standardize.units(table)[p] for p in ("appliedRate", "appliedRateTarget")} == {
+            "appliedRate": "unknown",
+            "appliedRateTarget": "unknown",
+        }
+    assert [unnamed[0].columns[p][0] for p in ("appliedRate", "appliedRateTarget")] == [150.0, 140.0]
+    # And the file's warnings say so, as a shapefile's do
+    assert unnamed[0].warnings == [
+        "Rt Apd Ms Wet: no unit in the file; the value is kept as it is",
+        "Tgt_Rate_k: no unit in the file; the value is kept as it is",
+    ]
