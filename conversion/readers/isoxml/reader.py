@@ -108,8 +108,8 @@ class IsoxmlReader(Reader):
         raise UnreadableDataset(reason)
 
     def read_task(self, td: TaskData, task: Element, *, name: str | None = None) -> PointTable | None:
-        """The points of one task, or None when it has no time log; UnreadableDataset when no log can be read.
-        `name` names the table (default: the task's designator)."""
+        """The points of one task, or None when it has no time log; UnreadableDataset when no log can be read or
+        none holds a complete record. `name` names the table (default: the task's designator)."""
         tlg_refs = [t.get("A", "") for t in task.findall("TLG")]
         if not tlg_refs:
             return None
@@ -123,9 +123,15 @@ class IsoxmlReader(Reader):
                 warnings.append(f"{ref}: {missing} file missing{td.files.missing_note(file_name)}, log skipped")
                 continue
             try:
-                read.append(read_time_log(xml_path, bin_path))
+                time_log = read_time_log(xml_path, bin_path)
             except TimeLogError as exc:
                 warnings.append(f"{exc}; log skipped")
+                continue
+            note = _binary_note(time_log, bin_path.name)
+            if note:
+                warnings.append(note)
+            if time_log.n_records:
+                read.append(time_log)
         if not read:
             raise UnreadableDataset(f"task {task_name}: no readable time log ({'; '.join(warnings)})")
         logs = join_parallel(read)
@@ -336,6 +342,26 @@ class IsoxmlReader(Reader):
         for prop, items in logged.items():
             totals[prop] = (sum(v for v, _ in items), items[0][1])
         return totals
+
+
+def _binary_note(log: TimeLog, file_name: str) -> str | None:
+    """What the user must be told about a time log binary that is empty or ends inside a record (an upload cut
+    short, a terminal switched off while writing), else None: otherwise the missing points go unnoticed."""
+    if log.size_bytes == 0:
+        return f"{file_name} is empty: no points logged"
+    if not log.truncated_record:
+        return None
+    left = _count(log.leftover_bytes, "byte")
+    if log.n_records == 0:
+        return f"{file_name} ends inside its first record: its {left} (a partial record) left unread, no points logged"
+    return (
+        f"{file_name} ends inside a record: {left} at its end (a partial record) left unread, "
+        f"the {_count(log.n_records, 'complete record')} before it read"
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _task_timezone(task: Element) -> np.timedelta64 | None:

@@ -80,6 +80,9 @@ class TimeLog:
     `tc_time` is the task controller's clock, of no stated zone. `gps_time` is UTC where the log states it: GPS time
     (PTN H/I) where logged and valid, else a fixed start written with its UTC offset (TIM A="...-05:00"); NaT
     elsewhere, None when the log states no UTC time at all.
+
+    `n_records` counts the complete records only: `truncated_record` says the binary ends inside a record, whose
+    bytes (`leftover_bytes`) were not read.
     """
 
     name: str
@@ -223,11 +226,11 @@ def parse_header(xml_path: Path) -> TimeLogHeader:
 
 
 def find_records(data: bytes, fixed_size: int) -> tuple[np.ndarray, int, bool]:
-    """Start offsets of the records, bytes consumed, and whether a truncated last record was trimmed.
+    """Start offsets of the complete records, the bytes they take, and whether the binary ends inside a record.
 
-    Records have variable length, so this one pass is sequential; everything after it is vectorised.
-    A last record cut inside its DLV pairs is kept with the complete pairs only (as ADAPT does); one cut
-    before its DLV count is dropped.
+    Records have variable length, so this one pass is sequential; everything after it is vectorised. A last record
+    cut short, wherever the cut falls (in its time or position, before its DLV count, among its DLV pairs), is left
+    out whole: with only some of its pairs, the DLVs it lost would carry earlier values forward as if logged then.
     """
     size = len(data)
     offsets: list[int] = []
@@ -238,11 +241,10 @@ def find_records(data: bytes, fixed_size: int) -> tuple[np.ndarray, int, bool]:
     while pos <= limit:
         end = pos + count_at + 1 + 5 * data[pos + count_at]
         if end > size:
-            append(pos)
-            return np.asarray(offsets, dtype=np.int64), size, True
+            break
         append(pos)
         pos = end
-    return np.asarray(offsets, dtype=np.int64), pos, False
+    return np.asarray(offsets, dtype=np.int64), pos, pos < size
 
 
 def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
@@ -284,10 +286,6 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         ptn[fname] = ptn[fname] * scale if scale is not None else ptn[fname].astype(np.float64)
 
     counts = buf[offsets + fixed_size].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
-    if truncated:
-        # Keep the complete pairs of a last record cut short.
-        counts[-1] = max(0, (len(data) - int(offsets[-1]) - fixed_size - 1) // 5)
-        consumed = int(offsets[-1]) + fixed_size + 1 + 5 * int(counts[-1])
     ends = np.cumsum(counts)
     total = int(ends[-1]) if n else 0
     # Byte offset of pair k of record i = start of its pairs + 5 * (k - pairs before record i). Offsets of a
@@ -301,10 +299,9 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
     if total and int(indexes.max()) >= n_dlv:
         bad = int(np.argmax(indexes >= n_dlv))
         rec = int(np.searchsorted(ends, bad, side="right"))
-        raise TimeLogError(
-            f"{name}: record {rec} (byte {int(offsets[rec])}) logs DLV index {int(indexes[bad])} "
-            f"but the header declares only {n_dlv} DLVs; the binary is corrupt or does not match its header"
-        )
+        raise _index_error(name, rec, int(offsets[rec]), int(indexes[bad]), n_dlv)
+    if truncated:
+        _partial_record_check(name, data, n, consumed, fixed_size, n_dlv)
     return TimeLog(
         name=name,
         header=header,
@@ -320,6 +317,26 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         _pair_indexes=indexes,
         _pair_offsets=pair_offsets,
     )
+
+
+def _index_error(name: str, record: int, byte: int, index: int, n_dlv: int) -> TimeLogError:
+    return TimeLogError(
+        f"{name}: record {record} (byte {byte}) logs DLV index {index} "
+        f"but the header declares only {n_dlv} DLVs; the binary is corrupt or does not match its header"
+    )
+
+
+def _partial_record_check(name: str, data: bytes, record: int, start: int, fixed_size: int, n_dlv: int) -> None:
+    """The partial last record is not read, but the DLV indexes of its complete pairs are checked: an index the
+    header does not declare means bytes that are no record (garbage over the end), corruption, not a log cut short."""
+    count_at = start + fixed_size
+    if count_at >= len(data):
+        return
+    complete = min(data[count_at], (len(data) - count_at - 1) // 5)
+    for pair in range(complete):
+        index = data[count_at + 1 + 5 * pair]
+        if index >= n_dlv:
+            raise _index_error(name, record, start, index, n_dlv)
 
 
 def _fixed_time(name: str, value: str) -> tuple[np.datetime64, np.datetime64 | None]:

@@ -43,8 +43,8 @@ def detect_zip(extracted):
 def walk_tlg(xml_path: Path, bin_path: Path) -> dict:
     """Independent reading of a time log, straight from the ISO 11783-10 layout with `struct`, record by record.
 
-    Returns the record count, bytes consumed, per-record (lat, lon) raw ints (None if absent), TC ms/day, GPS ms/day
-    and the raw values logged per DLV index, in order.
+    Returns the record count, bytes consumed, per-record (lat, lon) raw ints (None if absent), TC ms/day, GPS ms/day,
+    the raw values logged per DLV index, in order, and the byte offset where the record ends.
     """
     root = ElementTree.parse(xml_path).getroot()
     ptn = root.find("PTN")
@@ -70,5 +70,6 @@ def walk_tlg(xml_path: Path, bin_path: Path) -> dict:
             index, value = struct.unpack_from("<Bi", data, pos)
             rec["values"].append((index, value))
             pos += 5
+        rec["end"] = pos
         records.append(rec)
     return {"records": records, "consumed": pos, "size": len(data)}
