@@ -294,7 +294,7 @@ def boundary_provider_sync(
         raise ValueError(f"unknown provider status {provider_status!r}")
     _field_lock(field, merge_may_follow=True)
     # As it is now that the field is locked: the caller's copy may predate a merge, or a merged field's deletion.
-    field.refresh_from_db(fields=["boundary", "merged_field"])
+    field.refresh_from_db(fields=["boundary", "merged_field", "provider_boundary_id"])
     current = (
         Boundary.objects.select_for_update()
         .filter(field=field, provider_boundary_id=provider_boundary_id)
@@ -308,9 +308,17 @@ def boundary_provider_sync(
             return None
         current.status = Boundary.Status.DELETED_ON_PROVIDER
         current.save(update_fields=["status"])
+        # The field no longer has that boundary, nor the provider's id of it (`providerBoundaryId` named a boundary
+        # the provider had deleted).
+        changed = []
         if field.boundary_id == current.pk:
             field.boundary = None
-            field.save(update_fields=["boundary", "updated_at"])
+            changed.append("boundary")
+        if field.provider_boundary_id == provider_boundary_id:
+            field.provider_boundary_id = None
+            changed.append("provider_boundary_id")
+        if changed:
+            field.save(update_fields=[*changed, "updated_at"])
     else:
         old_geometry = from_geos(current.geometry) if current is not None else None
         status = provider_status or (current.provider_status if current else None) or Boundary.ProviderStatus.ACTIVE

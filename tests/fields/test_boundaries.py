@@ -181,7 +181,20 @@ def test_provider_deletion_marks_the_boundary_deleted_on_provider(api_client, co
     assert statuses(field) == [("DELETED_ON_PROVIDER", "ACTIVE")]
     body = api_client.get(field_url(core_user, field.pk)).json()
     assert body["geometry"] is None and body["area"] is None and len(body["boundaries"]) == 1
+    # Nor does it name the provider's boundary any more
+    assert body["providerBoundaryId"] is None
     assert_problem(api_client.get(f"{field_url(core_user, field.pk)}/boundary"), 404)
+    # A new boundary from the provider is named again
+    boundary_provider_sync(field=field, provider_boundary_id="pb2", geometry=parse_multipolygon(square(3, 3)))
+    assert api_client.get(field_url(core_user, field.pk)).json()["providerBoundaryId"] == "pb2"
+
+
+def test_deleting_another_provider_boundary_keeps_the_current_one(api_client, core_user):
+    field = provider_field(core_user)
+    boundary_provider_sync(field=field, provider_boundary_id="pb2", geometry=parse_multipolygon(square(3, 3)))
+    boundary_provider_sync(field=field, provider_boundary_id="pb", deleted=True)
+    body = api_client.get(field_url(core_user, field.pk)).json()
+    assert body["providerBoundaryId"] == "pb2" and body["geometry"] is not None
 
 
 def test_a_new_provider_boundary_id_becomes_the_current_boundary(core_user):
