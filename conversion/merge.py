@@ -3,7 +3,8 @@
 Pure numpy, no Django. The merged table holds every point of every table, sorted by time (stable, so points of
 one time keep their file order; points without a time come last), every column of any table (NaN / NaT / None
 where a table lacks it), and the union of the tables' crops, varieties, products, machines and operators in
-first-seen order.
+first-seen order. A point that repeats one of an earlier file (the same time and position: the same data uploaded
+twice, overlapping exports) is counted once, with a warning.
 
 Units: readers give standard columns in canonical metric units, but a column may still come in two spellings or
 scales (e.g. `m` and `mm`); those are converted to the first table's unit. Units of different kinds cannot be
@@ -55,10 +56,27 @@ def tables_merge(tables: list[PointTable], *, name: str) -> PointTable:
     )
     columns = _concat(converted, lengths)
     raw_columns = _concat(raw_converted, lengths)
+    totals = _summed_totals(tables)
+    repeated = _repeats(columns, sources) if source_count > 1 else None
+    if repeated is not None:
+        keep = ~repeated
+        columns = {k: v[keep] for k, v in columns.items()}
+        raw_columns = {k: v[keep] for k, v in raw_columns.items()}
+        sources = sources[keep]
+        bounds = np.cumsum([0, *lengths])
+        kept = [int(keep[a:b].sum()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        # A file whose points all repeat another's adds nothing to the totals; one repeating only some would count
+        # those twice, so no total is summed then.
+        partial = any(0 < k < n for k, n in zip(kept, lengths, strict=True))
+        totals = {} if partial else _summed_totals([t for t, k in zip(tables, kept, strict=True) if k])
+        warnings.append(
+            f"{int(repeated.sum())} points repeat points of another file (the same time and position) and are "
+            "counted once"
+        )
     if source_count > 1:
         columns[SOURCE_COLUMN] = sources
 
-    n = sum(lengths)
+    n = len(columns["lon"])
     timestamps = columns.get("timestamp")
     if timestamps is not None and n > 1:
         # NaT sorts last; a stable sort keeps each table's own order among equal times.
@@ -85,7 +103,7 @@ def tables_merge(tables: list[PointTable], *, name: str) -> PointTable:
         products=_union(t.products for t in tables),
         machines=_union(t.machines for t in tables),
         operators=_union(t.operators for t in tables),
-        recorded_totals=_summed_totals(tables),
+        recorded_totals=totals,
         source_format="+".join(formats),
         warnings=warnings,
     )
@@ -134,6 +152,28 @@ def _source_index(tables: list[PointTable]) -> tuple[np.ndarray, int]:
         parts.append(offset + index)
         offset += count
     return np.concatenate(parts), offset
+
+
+def _repeats(columns: dict[str, np.ndarray], sources: np.ndarray) -> np.ndarray | None:
+    """Per row, whether it repeats a point of an earlier source file: the same time, longitude and latitude (the
+    same data uploaded twice, exports that overlap). The first file's points stay, repeats within one file too (a
+    machine standing still); points without a time are never repeats. None when no row is one."""
+    times = columns.get("timestamp")
+    if times is None:
+        return None
+    timed = np.flatnonzero(~np.isnat(times))
+    if not len(timed):
+        return None
+    keys = np.empty(len(timed), dtype=[("t", np.int64), ("lon", np.float64), ("lat", np.float64)])
+    keys["t"] = times[timed].view(np.int64)
+    keys["lon"] = columns["lon"][timed]
+    keys["lat"] = columns["lat"][timed]
+    # Stable: the first row of each point, in table order, names the file that keeps it.
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    owner = sources[timed][first][inverse.reshape(-1)]
+    repeated = np.zeros(len(times), dtype=bool)
+    repeated[timed] = sources[timed] != owner
+    return repeated if repeated.any() else None
 
 
 def _concat(dicts: list[dict[str, np.ndarray]], lengths: list[int]) -> dict[str, np.ndarray]:

@@ -1,7 +1,10 @@
 """Merging tables of one operation: every point once, in time order, totals and lists summed or united."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
+from shapely.geometry import shape
 
 from conversion import standardize
 from conversion.merge import tables_merge
@@ -150,10 +153,16 @@ def test_merge_refuses_mixed_operation_types_and_nothing():
 
 @pytest.mark.embedded
 def test_time_steps_never_span_source_files():
-    # Given one per-section log twice, and a merge of that merge with the log once more
+    # Given one per-section log and a copy of it a hair (about 0.1 mm) to the east, as a second machine logging at
+    # the same times (an exact copy would be the same data twice: `test_the_same_task_merged_twice...`), and a
+    # merge of that merge with a third copy
     single = standardize.derive(section_table())
-    twice = tables_merge([single, single], name="twice")
-    thrice = tables_merge([twice, single], name="thrice")
+
+    def beside(shift: float) -> PointTable:
+        return replace(single, columns=single.columns | {"lon": single.columns["lon"] + shift})
+
+    twice = tables_merge([single, beside(1e-9)], name="twice")
+    thrice = tables_merge([twice, beside(2e-9)], name="thrice")
     for merged, copies in ((twice, 2), (thrice, 3)):
         # Then the distance of each file's time steps counts, and the machine is as wide as one file's
         expected = copies * standardize.totals(single)["totalDistance"]["value"]
@@ -161,7 +170,8 @@ def test_time_steps_never_span_source_files():
         assert _machine_width(merged, np.ones(len(merged), dtype=bool)) == _machine_width(
             single, np.ones(len(single), dtype=bool)
         )
-        assert standardize.coverage(merged) == standardize.coverage(single)
+        covered = shape(standardize.coverage(merged))
+        assert covered.equals_exact(shape(standardize.coverage(single)), tolerance=1e-8)
     # And a single table keeps its figures (one step per second: 160 steps of 5 m, 12 m wide)
     assert standardize.totals(tables_merge([single], name="one")) == standardize.totals(single)
     assert standardize.totals(single)["totalDistance"]["value"] == pytest.approx(160 * 5.0)
@@ -180,3 +190,61 @@ def test_rows_without_time_start_a_step_where_the_source_file_changes():
     merged = tables_merge([untimed([1, 2, 1]), untimed([2, 3])], name="m")
     # Then each file's rows form their own steps: (1, 2), (1) and (2, 3)
     assert standardize.totals(merged)["totalDistance"]["value"] == 15.0
+
+
+def test_the_same_task_merged_twice_counts_its_points_once(isoxml_tasks):
+    # Given a harvest task, and the same task again (the same data uploaded twice), with another task
+    task, other = isoxml_tasks["SAV"], isoxml_tasks["A02"]
+    alone = standardize.totals(standardize.derive(tables_merge([task, other], name="once")))
+
+    # When all three are merged
+    merged = tables_merge([task, other, task], name="twice")
+
+    # Then each point is there once, and the totals are those of the two tasks
+    assert len(merged) == len(task) + len(other)
+    totals = standardize.totals(standardize.derive(merged))
+    for key in ("totalArea", "totalWetMass", "totalDistance"):
+        assert totals[key]["value"] == pytest.approx(alone[key]["value"], rel=1e-12), key
+    assert merged.recorded_totals["totalWetMass"] == (259605.0 + 242461.0, "kg")
+    # And a warning says how many points were repeats
+    assert f"{len(task)} points repeat points of another file (the same time and position) and are counted once" in (
+        merged.warnings
+    )
+
+
+def test_overlapping_files_count_the_shared_points_once_and_sum_no_recorded_total():
+    # Given two logs of one machine sharing their last and first three seconds (exports that overlap), each with
+    # its own recorded total
+    first = _table("a", "2024-07-01T10:00:00", 10, recorded_totals={"totalWetMass": (100.0, "kg")})
+    second = _table("b", "2024-07-01T10:00:07", 10, recorded_totals={"totalWetMass": (100.0, "kg")})
+    second.columns["lon"][:3] = first.columns["lon"][-3:]
+
+    merged = tables_merge([first, second], name="overlap")
+
+    # Then the shared points are there once, the first file's
+    assert len(merged) == 17
+    assert merged.columns["timestamp"].tolist() == sorted(
+        set(first.columns["timestamp"].tolist()) | set(second.columns["timestamp"].tolist())
+    )
+    # And no recorded total is summed (it would count the shared part twice)
+    assert merged.recorded_totals == {}
+
+
+def test_points_at_the_same_time_elsewhere_or_repeated_in_one_file_are_kept():
+    # Given two machines logging at the same times in different places, one of them standing still (the same point
+    # twice), and points without a time
+    a = _table("a", "2024-07-01T10:00:00", 5)
+    a.columns["lon"][1] = a.columns["lon"][0]
+    a.columns["timestamp"][1] = a.columns["timestamp"][0]
+    b = _table("b", "2024-07-01T10:00:00", 5)
+    b.columns["lat"] = b.columns["lat"] + 0.001
+    c = _table("c", "2024-07-01T10:00:00", 2)
+    c.columns["timestamp"][:] = np.datetime64("NaT")
+    d = _table("d", "2024-07-01T10:00:00", 2)
+    d.columns["timestamp"][:] = np.datetime64("NaT")
+
+    merged = tables_merge([a, b, c, d], name="kept")
+
+    # Then every point is kept
+    assert len(merged) == 14
+    assert not any("repeat" in w for w in merged.warnings)

@@ -132,6 +132,20 @@ def test_operation_outputs(api_client, core_user, field):
     assert_problem(api_client.get(f"{OPS_URL}/{operation.pk}/images/nothing.png"), 404, "notFound")
 
 
+def test_the_same_data_uploaded_twice_counts_once_in_its_operation(api_client, core_user, field):
+    # Given a harvest log, then the same log again (uploaded twice, or by hand and by a provider)
+    first = processed_file(core_user, grid_table(start=_day(0), seed=1))
+    again = processed_file(core_user, grid_table(start=_day(0), seed=1))
+    operation = Operation.objects.get()
+    assert operation.files.count() == 2
+
+    # Then the operation counts its points once: its figures are the log's
+    summary = api_client.get(f"{OPS_URL}/{operation.pk}/summary").json()["properties"]
+    assert summary["pointCount"] == first.point_count == again.point_count
+    for key in ("totalWetMass", "totalArea"):
+        assert summary[key]["value"] == pytest.approx(first.summary["properties"][key]["value"], rel=1e-12), key
+
+
 def test_outputs_of_an_operation_being_built_are_404(api_client, core_user, field):
     processed_file(core_user, grid_table(start=_day(0)))
     operation = Operation.objects.get()
@@ -286,7 +300,7 @@ def test_coverage_of_files_logging_the_same_seconds_is_the_union_of_their_points
     # Then the operation covers the same part of the field: the machine is no wider for being logged twice
     (link,) = operation.field_links.all()
     assert link.coverage == pytest.approx(alone.coverage)
-    # And its automerged file counts both files' distance
+    # And its automerged file counts the log's distance once (the same data twice is counted once)
     merged = File.objects.get(pk=operation.merged_file_id)
     distance = [f.summary["properties"]["totalDistance"]["value"] for f in (first, second)]
-    assert merged.summary["properties"]["totalDistance"]["value"] == pytest.approx(sum(distance))
+    assert merged.summary["properties"]["totalDistance"]["value"] == pytest.approx(distance[0]) == distance[1]

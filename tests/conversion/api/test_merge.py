@@ -1,6 +1,7 @@
 """POST /files/merge: validation, the new file returned at once, completed by a task, its events."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from shapely.geometry import shape
@@ -54,9 +55,11 @@ def test_merge_returns_the_new_file_at_once_and_a_task_completes_it(api_client, 
 
 
 def test_merging_files_that_log_the_same_seconds_keeps_each_files_distance_and_width(api_client, core_user):
-    # Given one per-section log uploaded twice: every row of the second file shares its timestamp with the first's
-    first = processed_file(core_user, section_table())
-    second = processed_file(core_user, section_table())
+    # Given two per-section logs of the same seconds, the second a hair (about 0.1 mm) to the east: every row of the
+    # second file shares its timestamp with the first's (the same log twice is counted once: test below)
+    table = section_table()
+    first = processed_file(core_user, table)
+    second = processed_file(core_user, replace(table, columns=table.columns | {"lon": table.columns["lon"] + 1e-9}))
     single = first.summary["properties"]
     # A single file counts each time step's distance once (160 steps of 5 m), its sections' widths added up
     assert single["totalDistance"]["value"] == pytest.approx(160 * 5.0)
@@ -82,6 +85,21 @@ def test_merging_files_that_log_the_same_seconds_keeps_each_files_distance_and_w
         assert not any(k.startswith("_") for f in features for k in f["properties"]), url
     units = [api_client.get(f"{FILES_URL}/{f.pk}/units").json() for f in (first, merged)]
     assert units[0] == units[1]
+
+
+def test_merging_a_file_with_the_same_data_again_counts_it_once(api_client, core_user):
+    # Given one log uploaded twice
+    first = processed_file(core_user, section_table())
+    second = processed_file(core_user, section_table())
+
+    # When both are merged
+    merged = File.objects.get(pk=_merge(api_client, [first.pk, second.pk]).json()["id"])
+
+    # Then the merged file is the log: its points and figures once
+    assert merged.status == FileStatus.PROCESSED, merged.status_message
+    assert merged.point_count == first.point_count
+    for key in ("totalDistance", "totalArea", "totalWetMass"):
+        assert merged.summary["properties"][key]["value"] == pytest.approx(first.summary["properties"][key]["value"])
 
 
 def test_merge_events(api_client, owner, core_user, webhook_receiver, subscribe, monkeypatch):
