@@ -145,6 +145,9 @@ class File(models.Model):
     # Covered area in square metres (the summary's totalArea), for the `minArea` filter.
     area = models.FloatField(null=True, blank=True)
     point_count = models.BigIntegerField(null=True, blank=True)
+    # What the reader and the standardisation noted about the points (data left unread, values kept unconverted...),
+    # in their order, cleaned and capped (`outputs.file_warnings`); replaced by each completion, [] when it fails.
+    warnings = models.JSONField(default=list, blank=True)
     crops = models.JSONField(default=list, blank=True)
     # "|corn|soybeans|": the crops lower-case, for the `crop` filter on every database.
     crop_keys = models.CharField(max_length=1024, blank=True, default="", editable=False)

@@ -8,12 +8,14 @@ results onto the row (the caller saves it inside its transaction). Nothing here 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from django.core.files.storage import default_storage
+
+from platform_site.text import storable
 
 from . import archive, pointstore, standardize, storage
 from .file_images import file_images_render
@@ -37,9 +39,33 @@ def _step(status: str, message: str | None = None) -> dict:
     return {"status": status, "message": message}
 
 
+# A file record's `warnings` stay small whatever the file holds: every record of a list carries them.
+WARNINGS_MAX = 100
+WARNING_MAX_CHARS = 1000
+
+
+def file_warnings(warnings: Iterable[str]) -> list[str]:
+    """A file record's `warnings`: the table's warnings in their order, each cleaned like any text from a file
+    (`storable`) and cut to WARNING_MAX_CHARS, empty ones and repeats left out; past WARNINGS_MAX, the first ones
+    and a last entry saying how many more there were."""
+    kept: dict[str, None] = {}
+    for warning in warnings:
+        text = storable(str(warning)).strip()
+        if len(text) > WARNING_MAX_CHARS:
+            text = text[: WARNING_MAX_CHARS - 1] + "\u2026"
+        if text:
+            kept[text] = None
+    out = list(kept)
+    if len(out) > WARNINGS_MAX:
+        more = len(out) - (WARNINGS_MAX - 1)
+        out = [*out[: WARNINGS_MAX - 1], f"{more} more warnings not shown"]
+    return out
+
+
 @dataclass
 class Produced:
-    """Outputs of one file: storage names, summary, units and step statuses."""
+    """Outputs of one file: storage names, summary, units and step statuses; `table` is the table as finally
+    standardised (derived, then cleaned), whose warnings become the file's."""
 
     table: PointTable
     summary: dict
@@ -62,6 +88,7 @@ class Produced:
         file.imperial_units = self.imperial_units
         file.steps = self.steps
         file.point_count = len(self.table)
+        file.warnings = file_warnings(self.table.warnings)
         file.area = (props.get("totalArea") or {}).get("value")
         file.crops = list(self.table.crops)
         file.crop_keys = crop_keys(file.crops)

@@ -86,6 +86,13 @@ class FileSerializer(ApiModelSerializer):
     machines = serializers.ListField(source="machine_ids", child=serializers.UUIDField(), read_only=True)
     crops = serializers.ListField(child=serializers.CharField(), read_only=True)
     varieties = serializers.ListField(child=serializers.CharField(), read_only=True)
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="What the conversion noted about the points: data left unread, values kept unconverted, values "
+        "derived by assumption. In the order they were noted; empty when none. At most 100 entries of at most 1000 "
+        "characters each (a last entry says how many more there were). Plain text for people: not to be parsed.",
+    )
 
     class Meta:
         model = File
@@ -111,6 +118,7 @@ class FileSerializer(ApiModelSerializer):
             "machines",
             "crops",
             "varieties",
+            "warnings",
         ]
         read_only_fields = fields
 

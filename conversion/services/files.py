@@ -77,9 +77,10 @@ def _file_named(dataset: BatchDataset, name: str) -> File | None:
 
 
 def file_complete(file: File, produced: outputs.Produced) -> File:
-    """Mark a file processed with what `outputs.produce` made; attach fields, pool assets, record catalogs and
-    emit its origin's finished event, in one transaction. A file that is no longer processing (another run of its
-    data set, a task sent twice, completed it; or it failed meanwhile) is answered as it is: no event, no rewrite."""
+    """Mark a file processed with what `outputs.produce` made (its warnings those of the table produced, replacing
+    any earlier ones); attach fields, pool assets, record catalogs and emit its origin's finished event, in one
+    transaction. A file that is no longer processing (another run of its data set, a task sent twice, completed it;
+    or it failed meanwhile) is answered as it is: no event, no rewrite."""
     with transaction.atomic():
         file = File.objects.select_for_update().select_related("core_user").get(pk=file.pk)
         if file.status != FileStatus.PROCESSING:
@@ -112,11 +113,13 @@ def _file_event_payload(file: File, message: str | None = None) -> dict:
 def _file_fail(file: File, message: str, operation_type: str | None = None) -> None:
     """Inside a transaction: the file fails with `message` (and the `operation_type` its points were read as, if
     known) and its origin's failed event. The message is cleaned of what no database stores (NUL...): it may quote
-    the file."""
+    the file. The warnings of an earlier build (an automerged file rebuilt) go: they spoke of outputs no longer
+    served."""
     message = storable(message)
     file.status = FileStatus.FAILED
     file.status_message = message
-    update_fields = ["status", "status_message", "updated_time"]
+    file.warnings = []
+    update_fields = ["status", "status_message", "warnings", "updated_time"]
     if operation_type:
         file.operation_type = operation_type
         update_fields.append("operation_type")

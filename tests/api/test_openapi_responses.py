@@ -261,6 +261,28 @@ def test_files_processed_and_failed_match_the_schema(schema, api_client, core_us
     assert_documented(schema, "get", f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/operations/files", field_files)
 
 
+def test_a_file_with_warnings_matches_the_schema(schema, api_client, core_user):
+    # Given an application whose rate states no unit: its file record carries a warning
+    file = schema["components"]["schemas"]["File"]
+    assert file["properties"]["warnings"]["type"] == "array"
+    assert file["properties"]["warnings"]["items"] == {"type": "string"}
+    assert "warnings" in file["required"]
+    points = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [-93.0 + i * 1e-5, 41.0]}}
+        | {"properties": {"timestamp": f"2024-05-01T10:00:0{i}Z", "Rt Apd Ms Wet": 150.0}}
+        for i in range(3)
+    ]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("spray.geojson", json.dumps({"type": "FeatureCollection", "features": points}))
+    [file_id] = _upload(api_client, core_user, buffer.getvalue())["files"]
+    # Then the record and the list answer validate with it
+    one = api_client.get(f"{OPERATIONS}/files/{file_id}")
+    assert one.json()["warnings"] == ["Rt Apd Ms Wet: no unit in the file; the value is kept as it is"]
+    assert_documented(schema, "get", f"{OPERATIONS}/files/{{id}}", one)
+    assert_documented(schema, "get", f"{OPERATIONS}/files", api_client.get(f"{OPERATIONS}/files"))
+
+
 def test_query_parameters_the_server_honours_are_documented(schema, api_client, core_user):
     search = {p["name"]: p for p in operation(schema, "get", f"{BETA}/products/search")["parameters"]}
     assert search["coreUserId"]["required"] is True
