@@ -38,11 +38,19 @@ class Request(WSGIRequest):
         return QueryDict(get_bytes_from_wsgi(self.environ, "QUERY_STRING", ""), encoding="utf-8")
 
 
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
 def length_unknown(meta) -> bool:
-    """A body sent without a Content-Length (`Transfer-Encoding: chunked`). Django reads such a body as empty, so a
-    JSON body was "geometry: This field is required." and an upload "no file"; the development server cannot even
-    decode it. It is refused with 411 before any view, as S3 does."""
-    return bool(meta.get("HTTP_TRANSFER_ENCODING")) and not meta.get("CONTENT_LENGTH")
+    """A body sent without a Content-Length (`Transfer-Encoding: chunked`) to a method that takes one. Django reads
+    such a body as empty, so a JSON body was "geometry: This field is required." and an upload "no file"; the
+    development server cannot even decode it. It is refused with 411 before any view, as S3 does. Other methods
+    read no body: theirs is left alone."""
+    return (
+        meta.get("REQUEST_METHOD") in BODY_METHODS
+        and bool(meta.get("HTTP_TRANSFER_ENCODING"))
+        and not meta.get("CONTENT_LENGTH")
+    )
 
 
 class Handler(WSGIHandler):

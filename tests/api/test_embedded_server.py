@@ -100,7 +100,7 @@ def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server)
 def test_a_chunked_body_is_411_on_the_embedded_server(embedded_server):
     """The development server cannot decode `Transfer-Encoding: chunked`: Django read the body as empty (a field's
     JSON was "geometry: This field is required."). It is refused with 411, and nothing is written."""
-    from tests.api.raw_http import post_chunked
+    from tests.api.raw_http import send_chunked
 
     base, token = embedded_server
     status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "chunked"}, token)
@@ -110,7 +110,7 @@ def test_a_chunked_body_is_411_on_the_embedded_server(embedded_server):
     ).encode()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     fields = f"/services/fields/api/users/{user['id']}/fields"
-    status, problem = post_chunked(base, fields, [body[:20], body[20:]], headers)
+    status, problem = send_chunked(base, fields, [body[:20], body[20:]], headers)
     assert (status, problem["errorKey"]) == (411, "lengthRequired"), problem
     listed = f"/services/fields/api/fields?coreUserId={user['id']}"
     assert _call(base, "GET", listed, token=token) == (200, [])

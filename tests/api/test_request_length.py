@@ -1,11 +1,12 @@
-"""A body sent without a Content-Length (`Transfer-Encoding: chunked`) is refused with 411 `lengthRequired` before
-any view, and nothing is written. Django read such a body as empty: a field's JSON became "geometry: This field is
-required.", an upload "no file". Real gunicorn on loopback; the embedded server's case is in test_embedded_server."""
+"""A body sent without a Content-Length (`Transfer-Encoding: chunked`) to POST, PUT or PATCH is refused with 411
+`lengthRequired` before any view, and nothing is written; a GET so framed answers as usual. Django read such a body
+as empty: a field's JSON became "geometry: This field is required.", an upload "no file". Real gunicorn on loopback;
+the embedded server's case is in test_embedded_server."""
 
 import json
 import urllib.request
 
-from tests.api.raw_http import post_chunked
+from tests.api.raw_http import send_chunked
 
 FIELD = {
     "id": "north-40",
@@ -31,13 +32,13 @@ def test_a_chunked_body_is_411_and_writes_nothing(gunicorn_server):
     body = json.dumps(FIELD).encode()
     fields = f"/services/fields/api/users/{core_user.id}/fields"
 
-    status, problem = post_chunked(base, fields, [body[:30], body[30:]], auth | {"Content-Type": "application/json"})
+    status, problem = send_chunked(base, fields, [body[:30], body[30:]], auth | {"Content-Type": "application/json"})
     assert (status, problem["errorKey"], problem["status"]) == (411, "lengthRequired", 411), problem
     assert "Content-Length" in problem["detail"]
     assert _get(base, "/services/fields/api/fields", token) == []
 
     upload = b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nPK\x05\x06' + bytes(18)
-    status, problem = post_chunked(
+    status, problem = send_chunked(
         base,
         f"/services/operations/api/batch?coreUserId={core_user.id}&provider=Other",
         [upload, b"\r\n--b--\r\n"],
@@ -53,3 +54,7 @@ def test_a_chunked_body_is_411_and_writes_nothing(gunicorn_server):
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 201
     assert [field["id"] for field in _get(base, "/services/fields/api/fields", token)] == ["north-40"]
+
+    # A method that reads no body answers as usual, whatever framing an (empty) body came in
+    status, listed = send_chunked(base, "/services/fields/api/fields", [], auth, method="GET")
+    assert (status, [field["id"] for field in listed]) == (200, ["north-40"])
