@@ -361,7 +361,9 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
         .get(pk=operation.pk)
     )
     source = operation.merged_file
-    if operation.status == Operation.Status.FAILED and operation.built_version >= operation.version:
+    # FAILED is a last build that failed, or a build the sweep gave up on (its version never built): a joining file
+    # makes it PROCESSING again.
+    if operation.status == Operation.Status.FAILED:
         raise ConflictError("The operation failed to build: it has no points to crop.", error_key="operationFailed")
     if source is None or source.status != FileStatus.PROCESSED or operation.built_version < operation.version:
         raise ConflictError(
@@ -405,7 +407,12 @@ def operation_crop_process(crop_id: str) -> File | None:
     if crop.source_file.status == FileStatus.PROCESSING:
         return None
 
+    cropped_version: list[int] = []
+
     def build(_file: File):
+        # The operation's version first: points read after it are that version's or, if a file joins meanwhile, the
+        # guard sees the version move.
+        cropped_version.append(Operation.objects.filter(pk=crop.operation_id).values_list("version", flat=True)[0])
         source = File.objects.get(pk=crop.source_file_id)
         if source.status != FileStatus.PROCESSED or not source.points_name:
             raise ValueError("the operation's merged file is not available")
@@ -414,4 +421,14 @@ def operation_crop_process(crop_id: str) -> File | None:
             raise ValueError(f"no point of the operation lies inside field {crop.field_id}")
         return cropped
 
-    return merging.file_derive_complete(crop.file_id, build, origin=FileOrigin.MERGED)
+    def still_current() -> bool:
+        # A file that joined while the points were cropped: they are outdated. The crop is left processing; the
+        # rebuild sends it again when it ends (`_crops_resend`), or did already and that run completes it.
+        operation = Operation.objects.select_for_update().filter(pk=crop.operation_id).first()
+        if operation is None:
+            return False
+        return not cropped_version or (
+            operation.version == cropped_version[0] and operation.built_version >= operation.version
+        )
+
+    return merging.file_derive_complete(crop.file_id, build, origin=FileOrigin.MERGED, guard=still_current)

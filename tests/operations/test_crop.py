@@ -141,6 +141,32 @@ def test_a_crop_asked_for_before_a_file_joins_waits_for_the_rebuild(core_user, o
     assert cropped.point_count == rebuilt.point_count == 3 * len(grid_table())
 
 
+def test_a_file_joining_while_a_crop_runs_has_the_crop_done_again_with_its_points(core_user, operation, monkeypatch):
+    """The crop's task read the operation's points, a file joined (its rebuild queued) and the crop completed with
+    the points of before: the build then found it processed and never sent it again."""
+    from operations import services, tasks
+
+    real_crop, queued = services.table_crop, []
+
+    def crop_while_a_file_joins(table, geometry):
+        monkeypatch.setattr(services, "table_crop", real_crop)
+        with monkeypatch.context() as patch:  # the file joins and commits; its build waits in the queue
+            patch.setattr(tasks.operation_build, "delay", lambda *args: queued.append(args))
+            processed_file(core_user, grid_table(start="2024-09-03T10:00:00", seed=3))
+        return real_crop(table, geometry)
+
+    # Given a crop whose task runs while a third file joins the operation
+    monkeypatch.setattr(services, "table_crop", crop_while_a_file_joins)
+    crop = operation_crop(operation=operation)
+    assert File.objects.get(pk=crop.file_id).status == FileStatus.PROCESSING  # left for the rebuild
+    # When the rebuild runs
+    services.operation_build(*queued[0])
+    # Then the crop holds the rebuilt points: the three files'
+    cropped, rebuilt = File.objects.get(pk=crop.file_id), File.objects.get(pk=operation.merged_file_id)
+    assert cropped.status == FileStatus.PROCESSED, cropped.status_message
+    assert cropped.point_count == rebuilt.point_count == 3 * len(grid_table())
+
+
 def test_an_operation_whose_fields_are_gone_needs_a_field_id(api_client, core_user, operation):
     operation.field_links.all().delete()
     body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 400, "validation")

@@ -18,6 +18,7 @@ from .helpers import grid_box, grid_table, processed_file
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
+CROP_URL = "/services/operations/api/operations/cropOperationByField"
 OPS_URL = "/services/operations/api/operations"
 FILES_URL = "/services/operations/api/files"
 
@@ -62,6 +63,9 @@ def test_after_the_last_attempt_the_operation_and_its_file_fail_with_a_reason(ap
     merged = File.objects.get(pk=body["coreFileId"])
     assert merged.status == FileStatus.FAILED and "not built in time" in merged.status_message
     assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}  # nothing left in flight
+    # And a crop of it says it failed (it said "still being processed": its version was never built)
+    crop = api_client.post(CROP_URL, {"id": str(lost_build.pk)}, format="json")
+    assert (crop.status_code, crop.json()["errorKey"]) == (409, "operationFailed")
 
 
 def test_a_file_joining_gives_the_new_version_fresh_attempts(core_user, lost_build, settings):
