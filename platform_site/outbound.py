@@ -13,18 +13,25 @@ def call_deadline(timeout: float) -> float:
     return 2 * timeout
 
 
-def read_at_most(response: requests.Response, limit: int) -> bytes | None:
-    """The answer's body (decompressed), or None once it passes `limit` bytes (the rest is not read). Closes it."""
+def read_head(response: requests.Response, limit: int) -> tuple[bytes, bool]:
+    """The first `limit` bytes of the answer's body (decompressed), however many chunks they came in, and whether
+    there was more (not read past that). Closes it."""
     chunks, size = [], 0
     try:
         for chunk in response.iter_content(64 * 1024):
+            chunks.append(chunk)
             size += len(chunk)
             if size > limit:
-                return None
-            chunks.append(chunk)
+                return b"".join(chunks)[:limit], True
     finally:
         response.close()
-    return b"".join(chunks)
+    return b"".join(chunks), False
+
+
+def read_at_most(response: requests.Response, limit: int) -> bytes | None:
+    """The answer's body (decompressed), or None once it passes `limit` bytes (the rest is not read). Closes it."""
+    body, more = read_head(response, limit)
+    return None if more else body
 
 
 def json_object(raw: bytes) -> dict:

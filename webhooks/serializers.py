@@ -14,7 +14,8 @@ class WebhookCreateSerializer(ApiSerializer):
     """`{name, url, secret, events: [...]}`; the secret signs deliveries and is never returned."""
 
     name = StrictCharField(max_length=255)
-    url = serializers.URLField(max_length=2000)
+    # Not trimmed: a URL with spaces is refused (`urlsafety.url_host`), not quietly changed.
+    url = serializers.URLField(max_length=2000, trim_whitespace=False)
     secret = StrictCharField(max_length=512, trim_whitespace=False)
     events = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_NAMES), allow_empty=False)
 

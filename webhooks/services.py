@@ -19,7 +19,7 @@ from django.utils import timezone
 from platform_site.api.errors import DomainError
 from platform_site.api.serializers import format_timestamp
 from platform_site.celery import send_on_commit
-from platform_site.outbound import call_deadline
+from platform_site.outbound import call_deadline, read_head
 from platform_site.text import storable
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
@@ -59,24 +59,33 @@ def webhook_register(*, owner, name: str, url: str, secret: str, events: list[st
         raise DomainError(
             str(exc), error_key="webhookUrlNotAllowed", field_errors=[{"field": "url", "message": str(exc)}]
         ) from None
-    events = list(dict.fromkeys(canonical_event(e) for e in events))
-    taken = sorted(WebhookEvent.objects.filter(owner=owner, event__in=events).values_list("event", flat=True))
+    requested = [canonical_event(e) for e in events]
+    events = list(dict.fromkeys(requested))
+    taken = _taken(owner, events)
     if taken:
-        raise _registered_twice(taken)
+        raise _registered_twice(requested, taken)
     webhook = Webhook.objects.create(owner=owner, name=name, url=url, secret=secret)
     try:
         with transaction.atomic():
             WebhookEvent.objects.bulk_create([WebhookEvent(webhook=webhook, owner=owner, event=e) for e in events])
     except IntegrityError:
         # A concurrent registration took one of the events between our check and our insert.
-        raise _registered_twice(events) from None
+        raise _registered_twice(requested, _taken(owner, events) or events) from None
     return webhook
 
 
-def _registered_twice(events: list[str]) -> EventRegisteredTwice:
+def _taken(owner, events: list[str]) -> set[str]:
+    return set(WebhookEvent.objects.filter(owner=owner, event__in=events).values_list("event", flat=True))
+
+
+def _registered_twice(requested: list[str], taken) -> EventRegisteredTwice:
+    """400 `eventRegisteredTwice`, a field error on each entry of the request's `events` that is taken
+    (`events[1]`), its first mention only."""
+    first = {e: i for i, e in reversed(list(enumerate(requested)))}
+    names = [e for e in dict.fromkeys(requested) if e in taken]
     return EventRegisteredTwice(
-        f"Another webhook already listens to: {', '.join(events)}. Delete it first.",
-        field_errors=[{"field": "events", "message": f"'{e}' already has a webhook."} for e in events],
+        f"Another webhook already listens to: {', '.join(sorted(names))}. Delete it first.",
+        field_errors=[{"field": f"events[{first[e]}]", "message": f"'{e}' already has a webhook."} for e in names],
     )
 
 
@@ -199,13 +208,13 @@ def delivery_attempt(delivery_id) -> float | None:
 
 
 def _read_limited(response) -> str:
+    """The start of the receiver's answer, kept with a failed call: its first RESPONSE_KEEP_CHARS characters,
+    whatever chunks it came in (only the first chunk was kept: "error: " of "error: database is down")."""
     try:
-        chunk = next(response.iter_content(RESPONSE_KEEP_CHARS * 4), b"")
+        head, _more = read_head(response, RESPONSE_KEEP_CHARS * 4)
     except requests.RequestException:
-        chunk = b""
-    finally:
-        response.close()
-    return storable(chunk.decode("utf-8", "replace"))[:RESPONSE_KEEP_CHARS]
+        head = b""
+    return storable(head.decode("utf-8", "replace"))[:RESPONSE_KEEP_CHARS]
 
 
 @transaction.atomic

@@ -75,12 +75,45 @@ def _resolve(url: str) -> tuple[str, tuple[str, ...]]:
     addresses = []
     for info in infos:
         address = ipaddress.ip_address(info[4][0].split("%")[0])
-        if getattr(address, "ipv4_mapped", None):
-            address = address.ipv4_mapped
-        if not address.is_global or address.is_multicast:
+        if not _public(address):
             raise UnsafeUrl(f"The host '{host}' resolves to a non-public address ({address}).")
-        addresses.append(str(address))
+        # A mapped address is connected to as the IPv4 address it is; the others as given (NAT64 needs its prefix).
+        addresses.append(str(getattr(address, "ipv4_mapped", None) or address))
     return host, tuple(dict.fromkeys(addresses))
+
+
+# IPv6 forms that carry an IPv4 address in their last 32 bits: the IPv4 address is where a connection goes (through
+# a NAT64 gateway, or the host's own stack), so it decides. `::ffff:a.b.c.d` (mapped) is the standard library's.
+_IPV4_IN_LAST_32_BITS = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "64:ff9b::/96",  # NAT64, well-known prefix (RFC 6052)
+        "::ffff:0:0:0/96",  # IPv4-translated (RFC 2765)
+        "::/96",  # IPv4-compatible (deprecated, RFC 4291)
+    )
+)
+# Not global, though Python 3.11 says they are: local-use NAT64 (RFC 8215) and deprecated site-local (RFC 3879).
+_NOT_GLOBAL_IPV6 = tuple(ipaddress.ip_network(n) for n in ("64:ff9b:1::/48", "fec0::/10"))
+
+
+def _embedded_ipv4(address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for (mapped, NAT64, translated, compatible, 6to4), else None."""
+    if address.version != 6:
+        return None
+    if address.ipv4_mapped or address.sixtofour:
+        return address.ipv4_mapped or address.sixtofour
+    if any(address in network for network in _IPV4_IN_LAST_32_BITS):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def _public(address) -> bool:
+    """A global unicast address, judged by the IPv4 address it carries if it carries one (`64:ff9b::a9fe:a9fe` is
+    the cloud metadata address 169.254.169.254 behind NAT64)."""
+    if address.version == 6 and any(address in network for network in _NOT_GLOBAL_IPV6):
+        return False
+    address = _embedded_ipv4(address) or address
+    return address.is_global and not address.is_multicast
 
 
 def safe_session(url: str, *, deadline: float | None = None) -> "DeadlineSession":

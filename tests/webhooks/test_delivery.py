@@ -201,6 +201,43 @@ def test_an_answer_with_nul_characters_is_recorded_without_them(
     assert (call["status"], call["response"]) == (500, '{"ok":false}')
 
 
+class _ChunkedError(socketserver.ThreadingTCPServer):
+    """A receiver answering 500 with a chunked body sent in two pieces, as streaming servers do."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, parts: list[bytes]):
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                self.rfile.readline()
+                self.rfile.read1(65536)
+                self.wfile.write(b"HTTP/1.1 500 Internal Server Error\r\nTransfer-Encoding: chunked\r\n\r\n")
+                for part in parts:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                self.wfile.write(b"0\r\n\r\n")
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+def test_a_chunked_answer_is_kept_whole_with_the_failed_call(owner, core_user, subscribe, settings, api_client):
+    """Only its first chunk was kept: "error: " of "error: database is down"."""
+    settings.WEBHOOK_RETRY_SCHEDULE = []
+    receiver = _ChunkedError([b"error: ", b"database is down"])
+    try:
+        subscribe(owner, receiver, ["fieldCreated"])
+        emit(core_user)
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+    [call] = api_client.get(FAILED).json()
+    assert (call["status"], call["response"]) == (500, "error: database is down")
+
+
 def test_redirects_are_not_followed(owner, core_user, subscribe, webhook_receiver, settings):
     settings.WEBHOOK_RETRY_SCHEDULE = []
     webhook_receiver.statuses = [302]

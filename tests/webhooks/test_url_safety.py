@@ -2,6 +2,7 @@
 connects only to the address that was checked (DNS rebinding). Deliveries go to a real loopback receiver."""
 
 import datetime
+import ipaddress
 import socketserver
 import ssl
 import threading
@@ -38,6 +39,9 @@ HIDDEN_PRIVATE_URLS = [
     "http://0x7f.1/hook",  # hex / short IPv4
     "http://0177.0.0.1/hook",  # octal IPv4
     "http://localhost./hook",
+    " http://example.com/hook",  # whitespace around it (it was trimmed and stored)
+    "http://example.com/hook\n",
+    "http://example.com/hook\t",
 ]
 
 
@@ -67,6 +71,35 @@ def test_urls_that_hide_a_private_host_are_refused(api_client, dns, url):
 def test_the_bypass_urls_get_the_url_not_allowed_problem(api_client, dns, url):
     body = assert_problem(register(api_client, url), 400, "webhookUrlNotAllowed")
     assert body["fieldErrors"][0]["field"] == "url"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254, the cloud metadata address
+        "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+        "::ffff:0:a00:1",  # IPv4-translated 10.0.0.1
+        "::a00:1",  # IPv4-compatible 10.0.0.1
+        "2002:a00:1::1",  # 6to4 of 10.0.0.1
+        "64:ff9b:1::a00:1",  # local-use NAT64
+        "fec0::1",  # deprecated site-local
+    ],
+)
+def test_ipv6_forms_of_a_private_address_are_refused(api_client, dns, monkeypatch, address):
+    """Python calls them global: only `::ffff:a.b.c.d` was unwrapped. Behind a NAT64 gateway they reach the
+    private IPv4 network, the metadata service first. Refused as literals and as a host name's DNS answer."""
+    body = assert_problem(register(api_client, f"http://[{address}]/hook"), 400, "webhookUrlNotAllowed")
+    assert address in body["detail"] or str(ipaddress.ip_address(address)) in body["detail"]
+    FakeDns({"nat64.example.com": [address]}).install(monkeypatch)
+    assert_problem(register(api_client, "http://nat64.example.com/hook"), 400, "webhookUrlNotAllowed")
+    assert not Webhook.objects.exists()
+
+
+def test_ipv6_forms_of_a_public_address_are_accepted(api_client, dns):
+    # NAT64 of 93.184.216.34 (a public address) and a global IPv6 address
+    for url in ("http://[64:ff9b::5db8:d822]/hook", "http://[2606:2800:220:1:248:1893:25c8:1946]/hook"):
+        assert register(api_client, url).status_code == 201, url
+        Webhook.objects.all().delete()
 
 
 def test_a_public_url_is_still_accepted(api_client, dns):

@@ -33,6 +33,8 @@ def test_two_webhooks_cannot_listen_to_the_same_event(api_client):
     assert register(api_client, events=["fieldCreated"]).status_code == 201
     body = assert_problem(register(api_client, events=["machineCreated", "fieldCreated"]), 400, "eventRegisteredTwice")
     assert "fieldCreated" in body["detail"]
+    # The field error names the entry of the list that is taken
+    assert [e["field"] for e in body["fieldErrors"]] == ["events[1]"]
     # Nothing of the refused webhook was kept: machineCreated is still free.
     assert register(api_client, events=["machineCreated"]).status_code == 201
     assert len(api_client.get(URL).json()) == 2
