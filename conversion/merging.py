@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable
 
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import DomainError, NotFoundError
@@ -131,5 +133,16 @@ def _merged_points(file: File) -> PointTable:
 
 
 def file_merge_process(file_id) -> None:
-    """Task body: merge the sources' points into the merged file."""
-    file_derive_complete(file_id, _merged_points, origin=FileOrigin.MERGED)
+    """Task body: merge the sources' points into the merged file. While a source is being rebuilt (an operation's
+    automerged file a new file joined) the merge waits: the operation's build sends it again when it ends
+    (`operations.services._waiting_resend`), where it failed for good ("a source file is no longer available").
+    A source rebuilt while its points were merged leaves the merge to that resend too."""
+    sources = File.objects.filter(derived=file_id)
+    if sources.filter(status=FileStatus.PROCESSING).exists():
+        return
+    started = timezone.now()
+
+    def sources_unchanged() -> bool:
+        return not sources.filter(Q(status=FileStatus.PROCESSING) | Q(updated_time__gt=started)).exists()
+
+    file_derive_complete(file_id, _merged_points, origin=FileOrigin.MERGED, guard=sources_unchanged)

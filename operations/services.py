@@ -64,6 +64,12 @@ def _tasks():
     return tasks
 
 
+def _conversion_tasks():
+    from conversion import tasks  # as `_tasks`: task modules are imported when a task is sent
+
+    return tasks
+
+
 def on_file_processed(sender, file: File, **kwargs) -> None:
     """`conversion.signals.file_processed` receiver: group the file after commit (a task)."""
     if file.origin not in GROUPED_ORIGINS:
@@ -220,7 +226,7 @@ def _operation_build(operation_id: str, version: int | None) -> Operation | None
         operation = Operation.objects.select_for_update().select_related("core_user").get(pk=operation.pk)
         operation.built_version = version
         operation.updated_time = timezone.now()
-        _crops_resend(operation)
+        _waiting_resend(operation)
         if merged.status != FileStatus.PROCESSED:
             operation.status = Operation.Status.FAILED
             operation.save(update_fields=["built_version", "updated_time", "status"])
@@ -237,11 +243,20 @@ def _operation_build(operation_id: str, version: int | None) -> Operation | None
     return operation
 
 
-def _crops_resend(operation: Operation) -> None:
-    """After a build: send again the crops of the operation that waited for it (they fail if the build did)."""
+def _waiting_resend(operation: Operation) -> None:
+    """After a build: send again the crops of the operation and the merges of its automerged file (POST
+    /files/merge) that waited for it (they fail if the build did)."""
     waiting = OperationCrop.objects.filter(operation=operation, file__status=FileStatus.PROCESSING)
     for crop_id in waiting.values_list("pk", flat=True):
         send_on_commit(_tasks().operation_crop_process, str(crop_id))
+    merges = File.objects.filter(
+        origin=FileOrigin.MERGED,
+        status=FileStatus.PROCESSING,
+        sources=operation.merged_file_id,
+        operation_crop__isnull=True,
+    )
+    for file_id in merges.values_list("pk", flat=True):
+        send_on_commit(_conversion_tasks().file_merge_process, str(file_id))
 
 
 def operations_sweep() -> dict[str, int]:
@@ -271,7 +286,7 @@ def operations_sweep() -> dict[str, int]:
                 operation.status = Operation.Status.FAILED
                 operation.updated_time = now
                 operation.save(update_fields=["status", "updated_time"])
-                _crops_resend(operation)  # the crops that waited for the build fail now, with a reason
+                _waiting_resend(operation)  # the crops that waited for the build fail now, with a reason
                 counts["failed"] += 1
                 continue
             if merged.status != FileStatus.PROCESSING:
@@ -282,7 +297,7 @@ def operations_sweep() -> dict[str, int]:
             _enqueue_build(operation)
             counts["resent"] += 1
     # Crops whose task was lost (the broker down when it was sent, or its worker died). A crop waiting for its
-    # operation's rebuild is left to it: the build sends it again when it ends (`_crops_resend`).
+    # operation's rebuild is left to it: the build sends it again when it ends (`_waiting_resend`).
     crops = (
         OperationCrop.objects.filter(file__status=FileStatus.PROCESSING, file__updated_time__lt=limit)
         .exclude(source_file__status=FileStatus.PROCESSING)
@@ -400,7 +415,7 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
 def operation_crop_process(crop_id: str) -> File | None:
     """Task body: write the cropped points of the operation into the crop's file (idempotent). While the
     operation is being rebuilt (a file joined after the crop was asked for) the crop waits: the build sends it
-    again when it ends (`_crops_resend`), where it failed for a merged file "not available"."""
+    again when it ends (`_waiting_resend`), where it failed for a merged file "not available"."""
     crop = OperationCrop.objects.select_related("boundary", "source_file").filter(pk=crop_id).first()
     if crop is None:
         return None
@@ -423,7 +438,7 @@ def operation_crop_process(crop_id: str) -> File | None:
 
     def still_current() -> bool:
         # A file that joined while the points were cropped: they are outdated. The crop is left processing; the
-        # rebuild sends it again when it ends (`_crops_resend`), or did already and that run completes it.
+        # rebuild sends it again when it ends (`_waiting_resend`), or did already and that run completes it.
         operation = Operation.objects.select_for_update().filter(pk=crop.operation_id).first()
         if operation is None:
             return False

@@ -101,14 +101,14 @@ def conversion_sweep() -> dict[str, int]:
             _tasks().dataset_convert.delay(dataset.pk)
             counts["resent"] += 1
     # Merged files whose task was lost or whose worker died. Cropped and automerged files belong to their operation
-    # (operations' sweep).
+    # (operations' sweep), and so do merges waiting for an automerged source's rebuild: it sends them again.
     merges = File.objects.filter(
         status=FileStatus.PROCESSING,
         dataset__isnull=True,
         origin=FileOrigin.MERGED,
         operation_crop__isnull=True,
         updated_time__lt=limit,
-    )
+    ).exclude(sources__status=FileStatus.PROCESSING)
     for file in merges.select_related("core_user"):
         outcome = derived_file_sweep(file, partial(_tasks().file_merge_process.delay, str(file.pk)))
         if outcome:

@@ -125,6 +125,16 @@ def test_a_merge_whose_task_was_lost_is_sent_again_judged_from_its_last_update(a
     assert conversion_sweep() == {"resent": 0, "failed": 0}
 
 
+def test_a_merge_waiting_for_a_source_being_rebuilt_is_left_to_the_rebuild(api_client, lost_merge, settings):
+    # Given a lost merge one of whose sources is being rebuilt (an operation's automerged file a file joined)
+    source = File.objects.filter(derived=lost_merge).first()
+    File.objects.filter(pk=source.pk).update(status=FileStatus.PROCESSING)
+    _touched_long_ago(settings, lost_merge)
+    # Then the sweep leaves it to the rebuild, which sends it again when it ends
+    assert conversion_sweep() == {"resent": 0, "failed": 0}
+    assert _file(api_client, lost_merge)["status"] == "processing"
+
+
 def test_a_merge_that_never_completes_fails_after_the_last_re_send(api_client, lost_merge, settings, monkeypatch):
     monkeypatch.setattr("conversion.tasks.file_merge_process.delay", lambda file_id: None)  # every send is lost
     for _ in range(settings.CONVERSION_MAX_ATTEMPTS):

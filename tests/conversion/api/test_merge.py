@@ -159,3 +159,31 @@ def test_another_owners_files_are_404(api_client, other_client, core_user):
     assert File.objects.get(pk=merged["id"]).origin == FileOrigin.MERGED
     for url in (f"{FILES_URL}/{merged['id']}", f"{FILES_URL}/{merged['id']}/images"):
         assert_problem(other_client.get(url), 404, "notFound")
+
+
+def test_a_merge_of_an_operation_file_being_rebuilt_waits_for_the_rebuild(core_user, owner):
+    """Its task found the operation's automerged file being rebuilt (a file joined after the merge was accepted)
+    and failed the merge for good: "a source file is no longer available"."""
+    from django.db import transaction
+
+    from fields.services import field_create
+    from operations.services import operation_file_group
+    from tests.operations.helpers import grid_box
+
+    # Given an operation on a field, and a harvest of the same core user elsewhere in time
+    field_create(core_user=core_user, geometry=grid_box())
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    operation = Operation.objects.get()
+    other = processed_file(core_user, grid_table(start="2024-10-20T10:00:00", seed=4))
+    with transaction.atomic():
+        # When the operation's file is merged with it and, before the merge's task runs, a file joins the operation
+        merged = merging.file_merge(owner=owner, ids=[operation.merged_file_id, other.pk])
+        joining = processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=2))
+        operation_file_group(str(joining.pk))
+        assert File.objects.get(pk=operation.merged_file_id).status == FileStatus.PROCESSING
+    # Then the merge ran once the operation was rebuilt: the rebuilt file's points and the other file's
+    merged.refresh_from_db()
+    assert merged.status == FileStatus.PROCESSED, merged.status_message
+    rebuilt = File.objects.get(pk=operation.merged_file_id)
+    assert rebuilt.status == FileStatus.PROCESSED
+    assert merged.point_count == rebuilt.point_count + other.point_count == 3 * len(grid_table())
