@@ -366,10 +366,10 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
     """A new file (origin `merged`, source: the operation's automerged file) holding only the operation's points
     inside the field's active boundary, returned at once (processing) and completed by a task.
 
-    Without `field_id` the field is the operation's field of largest coverage. 409 `operationProcessing` while
-    the operation is being (re)built, 409 `operationFailed` when its last build failed (nothing to crop until a
-    new file rebuilds it); 400 when it covers no field, or the field is not the core user's or has no active
-    boundary."""
+    Without `field_id` the field is the operation's field of largest coverage among those with an active
+    boundary. 409 `operationProcessing` while the operation is being (re)built, 409 `operationFailed` when its last
+    build failed (nothing to crop until a new file rebuilds it); 400 when it covers no field with an active
+    boundary, or the field is not the core user's or has no active boundary."""
     operation = (
         Operation.objects.select_for_update(of=("self",))
         .select_related("merged_file", "core_user")
@@ -385,9 +385,15 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
             "The operation is still being processed; crop it once it is processed.", error_key="operationProcessing"
         )
     if field_id is None:
-        link = operation.field_links.order_by("-coverage", "field_id").first()
+        # The field of largest coverage that can be cropped to: one whose boundary is no longer active (deleted on
+        # the provider, made inactive) was named in a 400 on `fieldId`, which the client had not sent.
+        link = (
+            operation.field_links.filter(field__boundary__status=Boundary.Status.ACTIVE)
+            .order_by("-coverage", "field_id")
+            .first()
+        )
         if link is None:
-            raise _field_error("The operation covers no field: give a fieldId.")
+            raise _field_error("The operation covers no field with an active boundary: give a fieldId.")
         field_id = link.field_id
     field = Field.objects.filter(core_user=operation.core_user, pk=field_id).select_related("boundary").first()
     if field is None:

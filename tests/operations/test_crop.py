@@ -84,6 +84,27 @@ def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):
     assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
 
 
+def test_without_a_field_id_a_field_that_lost_its_boundary_gives_way_to_the_next(api_client, core_user):
+    """The crop answered 400 on `fieldId` (which the client had not sent): "Field big has no active boundary"."""
+    from fields.models import Boundary, Field
+
+    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3))
+    field_create(core_user=core_user, id="big", geometry=grid_box())
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
+    operation = Operation.objects.get()
+    # Given the field of largest coverage without a current boundary (deleted on its provider)
+    Boundary.objects.filter(field_id="big").update(status=Boundary.Status.DELETED_ON_PROVIDER)
+    Field.objects.filter(pk="big").update(boundary=None)
+    # Then the crop is of the next field
+    response = api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json")
+    assert response.status_code == 202, response.content
+    assert operation.crops.get().field_id == "corner"
+    # And with none left, the problem says so
+    Boundary.objects.filter(field_id="corner").update(status=Boundary.Status.INACTIVE)
+    body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 400, "validation")
+    assert "no field with an active boundary" in body["detail"]
+
+
 def test_a_field_without_points_fails_the_file_with_a_reason(api_client, core_user, operation):
     field_create(core_user=core_user, id="far", geometry=grid_box(lon0=LON0 + 1, lat0=LAT0))
     body = api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "far"}, format="json").json()
@@ -170,4 +191,4 @@ def test_a_file_joining_while_a_crop_runs_has_the_crop_done_again_with_its_point
 def test_an_operation_whose_fields_are_gone_needs_a_field_id(api_client, core_user, operation):
     operation.field_links.all().delete()
     body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 400, "validation")
-    assert "no field" in body["detail"]
+    assert "no field with an active boundary" in body["detail"]
