@@ -24,7 +24,12 @@ COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
 
 
 class HttpUrlField(serializers.URLField):
-    """An absolute http(s) URL (no ftp, no javascript:)."""
+    """An absolute http(s) URL (no ftp, no javascript:). Not trimmed: a URL with whitespace around it is refused,
+    as a webhook's is, not quietly changed."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):

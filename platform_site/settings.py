@@ -65,6 +65,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "platform_site.urls"
+# The login never upgrades a password hash (it would revoke the owner's tokens): `platform_site.accounts.backends`.
+AUTHENTICATION_BACKENDS = ["platform_site.accounts.backends.OwnerBackend"]
 WSGI_APPLICATION = "platform_site.wsgi.application"
 APPEND_SLASH = False
 

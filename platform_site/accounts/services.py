@@ -1,6 +1,7 @@
 """Business rules of API owners and core users."""
 
 from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth.hashers import check_password
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -43,10 +44,16 @@ def owner_ensure(*, username: str, password: str, is_staff: bool = False):
     `ValueError` for a user name or password the authentication endpoint would not take."""
     if not 0 < len(username) <= USERNAME_MAX:
         raise ValueError(f"The user name must have 1 to {USERNAME_MAX} characters.")
+    if username != username.strip():
+        # The login trims the name it is sent: this owner could never log in.
+        raise ValueError("The user name may not begin or end with whitespace.")
     if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
         raise ValueError(f"The password must have {PASSWORD_MIN} to {PASSWORD_MAX} characters.")
     owner, created = get_user_model().objects.get_or_create(username=username)
-    owner.set_password(password)
+    if created or not check_password(password, owner.password):
+        # Set only when it changes: setting it again (each `make run` ensures the demo owner) re-salted the hash
+        # and revoked every token of the owner.
+        owner.set_password(password)
     owner.is_active = True
     if is_staff:
         owner.is_staff = owner.is_superuser = True

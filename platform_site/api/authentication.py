@@ -22,6 +22,7 @@ from rest_framework import authentication, exceptions
 from platform_site.api.lookups import row_get, row_get_with_child
 
 ALGORITHM = "HS256"
+CLOCK_LEEWAY_SECONDS = 5
 # Three base64url parts. PyJWT's decoder skips characters outside the alphabet, so `<token>!!` would pass.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
@@ -72,6 +73,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
                 settings.SECRET_KEY,
                 algorithms=[ALGORITHM],
                 options={"require": ["exp", "iat", "sub"]},
+                # Hosts' clocks differ a little: a token issued on one whose clock is ahead was "issued in the
+                # future" on another for that long.
+                leeway=CLOCK_LEEWAY_SECONDS,
             )
         except jwt.ExpiredSignatureError as exc:
             raise exceptions.AuthenticationFailed("The token has expired; authenticate again.") from exc

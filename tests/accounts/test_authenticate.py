@@ -1,11 +1,14 @@
+import json
 from datetime import UTC, datetime, timedelta
 
 import jwt
 import pytest
 from django.conf import settings
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from platform_site.api.authentication import CLOCK_LEEWAY_SECONDS
 from tests.factories import PASSWORD, CoreUserFactory
 from tests.tenancy import assert_problem
 
@@ -73,7 +76,9 @@ def _token(owner, **overrides):
 
 def test_expired_and_foreign_signed_tokens_are_401(owner):
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token(owner, exp=datetime.now(UTC) - timedelta(seconds=1))}")
+    # (past the few seconds allowed for hosts' clocks that differ)
+    expired = datetime.now(UTC) - timedelta(seconds=CLOCK_LEEWAY_SECONDS + 1)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token(owner, exp=expired)}")
     assert "expired" in assert_problem(client.get(USERS_URL), 401)["detail"]
     forged = jwt.encode({"sub": str(owner.pk), "iat": 1, "exp": 4102444800}, "another-secret", algorithm="HS256")
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {forged}")
@@ -138,6 +143,61 @@ def test_createapiowner_sets_only_passwords_the_login_takes(db):
     with pytest.raises(CommandError, match="1 to 150 characters"):
         call_command("createapiowner", "a" * 151, "--password", "long-enough")
     assert authenticate(APIClient(), username="acme", password=long_password).status_code == 200  # unchanged
+
+
+def _opens(token: str) -> int:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.get(USERS_URL).status_code
+
+
+def test_setting_the_same_password_again_keeps_the_tokens(db, settings, tmp_path, monkeypatch):
+    """`createapiowner` with the same password, and every `make run` (it ensures the demo owner), re-salted the
+    hash the tokens' fingerprint comes from: every token of the owner was revoked."""
+    call_command("createapiowner", "acme", "--password", "same-password-1")
+    token = authenticate(APIClient(), username="acme", password="same-password-1").json()["id_token"]
+    call_command("createapiowner", "acme", "--password", "same-password-1")
+    assert _opens(token) == 200
+    call_command("createapiowner", "acme", "--password", "a-new-password-2")
+    assert _opens(token) == 401
+
+    settings.VAR_DIR = tmp_path
+    monkeypatch.delenv("DEMO_OWNER_PASSWORD", raising=False)
+    call_command("ensuredemoowner")
+    demo = authenticate(APIClient(), **json.loads((tmp_path / "demo-owner.json").read_text())).json()["id_token"]
+    call_command("ensuredemoowner")
+    assert _opens(demo) == 200
+
+
+def test_a_login_that_finds_an_old_hash_keeps_the_other_tokens(owner, api_client):
+    """Django upgrades a hash at login (after most upgrades of Django): the owner's other programs were logged
+    out, their tokens revoked, though the password had not changed."""
+    owner.password = PBKDF2PasswordHasher().encode("old-password-1", "somesalt1234", iterations=100_000)
+    owner.save()
+    integration = authenticate(APIClient(), username=owner.username, password="old-password-1").json()["id_token"]
+    assert authenticate(APIClient(), username=owner.username, password="old-password-1").status_code == 200
+    assert _opens(integration) == 200
+    assert authenticate(APIClient(), username=owner.username, password="wrong-password").status_code == 401
+
+
+@pytest.mark.parametrize("username", ["acme ", " acme", "acme\t"])
+def test_createapiowner_refuses_a_user_name_the_login_cannot_use(db, username):
+    """The login trims the name it is sent: the owner was created and could never log in."""
+    with pytest.raises(CommandError, match="whitespace"):
+        call_command("createapiowner", username, "--password", "password-123")
+
+
+def test_a_token_from_a_host_whose_clock_is_a_little_ahead_is_taken(owner):
+    """A token "issued in the future" (by up to the hosts' clock difference) was 401 "not valid"."""
+    now = datetime.now(UTC)
+    claims = {"sub": str(owner.pk), "iat": now + timedelta(seconds=3), "exp": now + timedelta(hours=1)}
+    claims["pwd"] = jwt.decode(
+        authenticate(APIClient(), username=owner.username, password=PASSWORD).json()["id_token"],
+        options={"verify_signature": False},
+    )["pwd"]
+    assert _opens(jwt.encode(claims, settings.SECRET_KEY, algorithm="HS256")) == 200
+    claims["iat"] = now + timedelta(minutes=5)
+    assert _opens(jwt.encode(claims, settings.SECRET_KEY, algorithm="HS256")) == 401
 
 
 MACHINES_URL = "/services/beta/api/users/{}/machines"
