@@ -257,7 +257,8 @@ def machine_pool_from_file(
     values = _columns_fit(Machine, values)
     serial, vin = serial_key(values["serial_number"]), vin_key(values["vin"])
     key = name_key(values["make"], values["model"], values["name"])
-    if not (serial or vin or key):
+    # A make or model alone names no machine: every "John Deere" of the user would become one.
+    if not (serial or vin or name_key(values["name"])):
         raise AssetIdentityMissing("A machine needs a serial number, a VIN or a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
     core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user
@@ -310,7 +311,11 @@ def _machine_enrich(machine: Machine, values: dict) -> bool:
             values["vin"] = None
     if not _fill_blanks(machine, values):
         return False
-    _machine_keys(machine)
+    # The name key stays the one the machine was found by: recomputed from blanks filled ("Deere 8R" with make
+    # "Deere" becomes "deere deere 8r"), the next file of the same identity made a second machine, or the save
+    # broke the unique name key of another and failed the file.
+    machine.serial_key = serial_key(machine.serial_number)
+    machine.vin_key = vin_key(machine.vin)
     machine.save()
     return True
 
@@ -339,7 +344,7 @@ def implement_pool_from_file(
     }
     values = _columns_fit(Implement, values)
     serial, key = serial_key(values["serial_number"]), name_key(values["make"], values["model"], values["name"])
-    if not (serial or key):
+    if not (serial or name_key(values["name"])):
         raise AssetIdentityMissing("An implement needs a serial number or a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
     core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user

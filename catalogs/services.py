@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import DomainError
+from platform_site.text import fit
 
 from .models import Product, ProductFile, Variety, VarietyFile
 from .normalize import normalize_name
@@ -24,8 +25,10 @@ class CatalogNameEmpty(DomainError):
 
 def _record(model: type[Model], *, core_user: CoreUser, name: str):
     """The core user's record of `name` (by normalised name), created with this spelling if new."""
-    display = " ".join((name or "").split())[:MAX_NAME]
-    normalized = normalize_name(display)[:MAX_NAME]
+    # Cut with a digest of the whole (`fit`): two long tank mixes that differ only past the cut stay two products.
+    text = " ".join((name or "").split())
+    display = fit(text, MAX_NAME)
+    normalized = fit(normalize_name(text), MAX_NAME)
     if not normalized:
         raise CatalogNameEmpty(f"{model.__name__} name {name!r} has no letters or digits.")
     for _ in range(2):

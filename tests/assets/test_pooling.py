@@ -116,6 +116,28 @@ class TestMachinePooling:
         with pytest.raises(AssetIdentityMissing):
             pool(core_user, serial_number="  ", category="TRACTOR")
 
+    def test_a_make_or_model_alone_names_no_machine(self, core_user):
+        """They were pooled: every later file naming only "John Deere" joined one nameless machine."""
+        for identity in ({"make": "John Deere"}, {"make": "John Deere", "model": "8R 370"}):
+            with pytest.raises(AssetIdentityMissing):
+                pool(core_user, **identity)
+        with pytest.raises(AssetIdentityMissing):
+            implement_pool_from_file(core_user=core_user, core_file_id=uuid.uuid4(), make="Kinze", model="3600")
+        assert not Machine.objects.exists() and not Implement.objects.exists()
+
+    def test_details_a_file_adds_never_change_the_identity_a_machine_is_found_by(self, core_user):
+        """Filling the make recomputed the name key ("deere deere 8r"): the next file of the same identity made a
+        second machine, and a machine already holding that key made the save fail the whole file."""
+        first, _ = pool(core_user, name="Deere 8R")
+        second, _ = pool(core_user, make="Deere", name="8R")
+        assert second == first and (second.make, second.name) == ("Deere", "Deere 8R")
+        assert pool(core_user, make="Deere", name="8R")[0] == first
+        assert pool(core_user, name="Deere 8R")[0] == first
+        # And another machine whose own key is what the filled-in one would have been is pooled apart, without error
+        other, _ = pool(core_user, make="Deere", name="Deere 8R")
+        assert other != first and pool(core_user, make="Deere", name="8R")[0] == first
+        assert Machine.objects.count() == 2
+
 
 @pytest.mark.django_db
 @pytest.mark.embedded

@@ -260,3 +260,17 @@ def test_concurrent_records_never_duplicate(core_user):
     )
     assert len(set(products)) == 1 and Product.objects.count() == 1 and ProductFile.objects.count() == 8
     assert len(set(varieties)) == 1 and Variety.objects.count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.embedded
+def test_long_names_that_differ_past_the_cut_stay_two_products(core_user):
+    """Both were cut at 255 characters: two tank mixes became one product, the second name lost."""
+    from catalogs.services import product_record
+
+    mix = "Roundup PowerMAX 3 + Atrazine 4L + " * 8
+    first = product_record(core_user=core_user, name=mix + "Liberty 280 SL", core_file_id=uuid.uuid4())
+    second = product_record(core_user=core_user, name=mix + "Dual II Magnum", core_file_id=uuid.uuid4())
+    assert first != second
+    assert len(first.name) <= 255 and first.name.startswith(mix[:200])
+    assert product_record(core_user=core_user, name=mix + "Liberty 280 SL") == first
