@@ -2,7 +2,7 @@
 
 import re
 
-from django.core.validators import EmailValidator
+from django.core.validators import EmailValidator, RegexValidator
 from rest_framework import serializers
 
 from platform_site.accounts.models import ConnectableProvider, ProviderApplication
@@ -21,6 +21,7 @@ from .services import EXPIRES_IN_DEFAULT, EXPIRES_IN_MAX, EXPIRES_IN_MIN, oauth_
 
 PROVIDERS = ConnectableProvider.values
 COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
+SCOPE_TOKEN = re.compile(r"\A[\x21\x23-\x5B\x5D-\x7E]+\Z")
 
 
 class HttpUrlField(serializers.URLField):
@@ -207,7 +208,16 @@ class ProviderApplicationWriteSerializer(ApiSerializer):
     clientSecret = StrictCharField(max_length=2000, trim_whitespace=False)
     authorizeUrl = HttpUrlField(max_length=2000)
     tokenUrl = HttpUrlField(max_length=2000)
-    scopes = serializers.ListField(child=StrictCharField(max_length=255), required=False, default=list)
+    # A scope token (RFC 6749 section 3.3): printable ASCII but space, `"` and `\\`. "files offline_access" was taken
+    # as one scope, asked for as two, and reported as not granted at every connection.
+    scopes = serializers.ListField(
+        child=StrictCharField(
+            max_length=255,
+            validators=[RegexValidator(SCOPE_TOKEN, "A scope is one token: printable ASCII, no spaces or quotes.")],
+        ),
+        required=False,
+        default=list,
+    )
 
     def __init__(self, *args, update: bool = False, **kwargs):
         super().__init__(*args, **kwargs)

@@ -300,11 +300,16 @@ def scopes_missing(application: ProviderApplication, granted: str) -> list[str]:
 
 @transaction.atomic
 def _credential_store(
-    *, core_user: CoreUser, application: ProviderApplication, tokens: oauth.TokenSet, scope_before: str | None = None
-) -> ProviderCredential:
-    """Keep what a provider's token endpoint answered as the core user's (AUTHENTICATED) credential. When it granted
+    *,
+    core_user: CoreUser,
+    application: ProviderApplication,
+    tokens: oauth.TokenSet,
+    refreshed: ProviderCredential | None = None,
+) -> ProviderCredential | None:
+    """Keep what a provider's token endpoint answered as the core user's (AUTHENTICATED) credential: a connection's
+    answer, or a refresh's of `refreshed` (kept only while it is as read; None when outdated). When it granted
     less than the application asks for, `credentialsLimitedPermission` tells the API owner: at each connection,
-    and at a refresh only when what is missing changed (`scope_before`: the scope the credential had)."""
+    and at a refresh only when what is missing changed."""
     credential = provider_credential_store(
         core_user=core_user,
         provider=application.provider,
@@ -313,9 +318,12 @@ def _credential_store(
         token_type=tokens.token_type,
         scope=tokens.scope,
         expires_at=tokens.expires_at,
+        refreshed=refreshed,
     )
+    if credential is None:
+        return None
     missing = scopes_missing(application, tokens.scope)
-    if missing and (scope_before is None or scopes_missing(application, scope_before) != missing):
+    if missing and (refreshed is None or scopes_missing(application, refreshed.scope) != missing):
         event_emit(
             type=EventType.CREDENTIALS_LIMITED_PERMISSION,
             core_user=core_user,
@@ -333,9 +341,17 @@ def provider_url_check(url: str) -> None:
 
 
 @transaction.atomic
-def credentials_unauthenticated(*, core_user: CoreUser, provider: str, message: str) -> None:
-    """Record that `provider` refused tokens for `core_user` and tell the API owner (webhook event)."""
-    provider_credential_mark_unauthenticated(core_user=core_user, provider=provider, message=message)
+def credentials_unauthenticated(
+    *, core_user: CoreUser, provider: str, message: str, read: ProviderCredential | None = None
+) -> None:
+    """Record that `provider` refused tokens for `core_user` and tell the API owner (webhook event). With `read`
+    (the credential whose tokens were refused), nothing is recorded or told when it changed meanwhile (another
+    task refreshed it, the user connected again or disconnected)."""
+    marked = provider_credential_mark_unauthenticated(
+        core_user=core_user, provider=provider, message=message, read=read
+    )
+    if read is not None and marked is None:
+        return
     event_emit(
         type=EventType.CREDENTIALS_UNAUTHENTICATED,
         core_user=core_user,
@@ -345,7 +361,9 @@ def credentials_unauthenticated(*, core_user: CoreUser, provider: str, message: 
 
 def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential | None:
     """Refresh the tokens of `credential` at its provider. On refusal the credential becomes
-    UNAUTHENTICATED and `credentialsUnauthenticated` is emitted; returns None then."""
+    UNAUTHENTICATED and `credentialsUnauthenticated` is emitted; returns None then, and when the credential changed
+    while its provider answered (disconnected, connected again, refreshed by a concurrent task: the answer is
+    outdated and dropped). Two concurrent refreshes may both reach the provider; the later answer is dropped."""
     core_user = credential.core_user
     application: ProviderApplication | None = provider_application_find(
         owner_id=core_user.owner_id, provider=credential.provider
@@ -359,9 +377,11 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
         with safe_session(application.token_url, deadline=oauth.call_deadline()) as session:
             tokens = oauth.token_refresh(application, refresh_token=credential.refresh_token, session=session)
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
-        credentials_unauthenticated(core_user=core_user, provider=credential.provider, message=str(exc))
+        credentials_unauthenticated(
+            core_user=core_user, provider=credential.provider, message=str(exc), read=credential
+        )
         return None
-    return _credential_store(core_user=core_user, application=application, tokens=tokens, scope_before=credential.scope)
+    return _credential_store(core_user=core_user, application=application, tokens=tokens, refreshed=credential)
 
 
 def credential_refresh_due(credential: ProviderCredential, now=None) -> bool:

@@ -162,11 +162,17 @@ def provider_credential_store(
     token_type: str = "",
     scope: str = "",
     expires_at=None,
-) -> ProviderCredential:
-    """Record fresh tokens of `core_user` at `provider` (AUTHENTICATED), replacing older ones. A refresh
-    answer without a new refresh token keeps the previous one (RFC 6749 section 6)."""
+    refreshed: ProviderCredential | None = None,
+) -> ProviderCredential | None:
+    """Record fresh tokens of `core_user` at `provider` (AUTHENTICATED). A connection (a code grant) replaces
+    everything, the refresh token too: an earlier grant's, kept, was refused at the next refresh and made the fresh
+    connection UNAUTHENTICATED. A refresh (`refreshed`: the credential as read before it) keeps the previous refresh
+    token when the answer has none (RFC 6749 section 6), and only while the credential is still as read: one
+    disconnected (a refresh stored late re-created it), connected again or refreshed by another task meanwhile
+    makes the answer outdated; None then."""
     values = {
         "access_token": access_token,
+        "refresh_token": refresh_token,
         "token_type": token_type,
         "scope": scope,
         "expires_at": expires_at,
@@ -174,8 +180,17 @@ def provider_credential_store(
         "status_message": "",
         "authenticated_at": timezone.now(),
     }
-    if refresh_token:
-        values["refresh_token"] = refresh_token
+    if refreshed is not None:
+        with transaction.atomic():
+            current = _credential_as_read(refreshed)
+            if current is None:
+                return None
+            if not refresh_token:
+                del values["refresh_token"]
+            for name, value in values.items():
+                setattr(current, name, value)
+            current.save()
+            return current
     for _ in range(2):  # a concurrent first connection may insert between our look-up and our insert
         try:
             with transaction.atomic():
@@ -188,12 +203,26 @@ def provider_credential_store(
     raise ConflictError("The credentials changed concurrently; try again.")
 
 
+def _credential_as_read(read: ProviderCredential) -> ProviderCredential | None:
+    """Inside a transaction: the credential `read`, locked, if it has not changed since it was read (none else)."""
+    current = ProviderCredential.objects.select_for_update().filter(pk=read.pk).first()
+    return current if current is not None and current.updated_at == read.updated_at else None
+
+
 @transaction.atomic
 def provider_credential_mark_unauthenticated(
-    *, core_user: CoreUser, provider: str, message: str
+    *, core_user: CoreUser, provider: str, message: str, read: ProviderCredential | None = None
 ) -> ProviderCredential | None:
-    """The provider refused our tokens: keep the row (so the client sees why) as UNAUTHENTICATED."""
-    credential = ProviderCredential.objects.select_for_update().filter(core_user=core_user, provider=provider).first()
+    """The provider refused our tokens: keep the row (so the client sees why) as UNAUTHENTICATED. With `read` (the
+    credential whose tokens were refused, as read before), only if it is still as read: a refusal of tokens another
+    task already replaced, or of a connection since made again, says nothing of the credential now. None when
+    nothing was marked."""
+    if read is not None:
+        credential = _credential_as_read(read)
+    else:
+        credential = (
+            ProviderCredential.objects.select_for_update().filter(core_user=core_user, provider=provider).first()
+        )
     if credential is None:
         return None
     credential.status = ProviderCredential.Status.UNAUTHENTICATED

@@ -437,3 +437,98 @@ def test_upload_needs_the_csrf_token(core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     response = Client(enforce_csrf_checks=True).post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))})
     assert response.status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_connection_replaces_the_earlier_grants_refresh_token(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+):
+    """The earlier grant's refresh token was kept when the new grant gave none: the next sweep refreshed with it,
+    was refused, and made the fresh connection UNAUTHENTICATED."""
+    from magiclinks.services import credentials_refresh_sweep
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    old = ProviderCredential.objects.get(core_user=core_user).refresh_token
+    # Given that grant revoked at the provider, and a new connection whose grant has no refresh token
+    oauth_server.refresh_tokens.discard(old)
+    oauth_server.answer_extra = {"refresh_token": None}
+    connect(client, url)
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    assert credential.refresh_token == "" and credential.status == "AUTHENTICATED"
+    # Then it is never refreshed (no refresh token) and stays connected
+    ProviderCredential.objects.filter(pk=credential.pk).update(expires_at=timezone.now() + timedelta(seconds=60))
+    assert credentials_refresh_sweep() == 0
+    assert ProviderCredential.objects.get(pk=credential.pk).status == "AUTHENTICATED"
+    assert webhook_receiver.received == []
+
+
+def _rotating(oauth_server) -> None:
+    """The provider rotates refresh tokens: one used is refused afterwards."""
+    answer = oauth_server.token_answer
+
+    def token_answer(form, authorization):
+        status, body = answer(form, authorization)
+        if status == 200 and form.get("grant_type") == "refresh_token":
+            oauth_server.refresh_tokens.discard(form["refresh_token"])
+        return status, body
+
+    oauth_server.token_answer = token_answer
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refresh_outrun_by_another_leaves_the_credential_as_the_other_left_it(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe, monkeypatch
+):
+    """Two refreshes at once (two workers): the later one's refusal of the token the first had rotated made the
+    freshly refreshed credential UNAUTHENTICATED, with a false credentialsUnauthenticated."""
+    from magiclinks import tasks
+    from platform_site.accounts import oauth
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+    _rotating(oauth_server)
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    real, calls = oauth.token_refresh, []
+
+    def token_refresh(application, **kwargs):  # a second task runs while the first one's request is in flight
+        calls.append(1)
+        if len(calls) == 1:
+            tasks.magiclinks_credential_refresh(str(credential.pk))
+        return real(application, **kwargs)
+
+    monkeypatch.setattr(oauth, "token_refresh", token_refresh)
+    tasks.magiclinks_credential_refresh(str(credential.pk))
+    after = ProviderCredential.objects.get(pk=credential.pk)
+    assert after.status == "AUTHENTICATED" and after.refresh_token in oauth_server.refresh_tokens
+    assert webhook_receiver.received == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_disconnecting_while_a_refresh_is_in_flight_stays_disconnected(
+    client, core_user, oauth_server, oauth_app, settings, monkeypatch
+):
+    """The refresh stored its answer with update_or_create: the credential the user had just deleted came back."""
+    from magiclinks import tasks
+    from platform_site.accounts import oauth
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(
+        core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"], settings={"disconnectedEnabled": True}
+    )
+    connect(client, url)
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    real = oauth.token_refresh
+
+    def token_refresh(application, **kwargs):
+        page = client.post(f"{url}/disconnect", {"provider": "ProviderA"}).content.decode()
+        assert "You are disconnected" in page
+        return real(application, **kwargs)
+
+    monkeypatch.setattr(oauth, "token_refresh", token_refresh)
+    tasks.magiclinks_credential_refresh(str(credential.pk))
+    assert not ProviderCredential.objects.filter(core_user=core_user).exists()

@@ -82,6 +82,9 @@ def test_one_application_per_provider(api_client, other_client):
         ({"tokenUrl": "not a url"}, "tokenUrl"),
         ({"scopes": "files"}, "scopes"),
         ({"scopes": [1]}, "scopes[0]"),
+        # One scope token each (RFC 6749 3.3): this was taken as one scope and reported as never granted
+        ({"scopes": ["files offline_access"]}, "scopes[0]"),
+        ({"scopes": ["files", 'a"b']}, "scopes[1]"),
         ({"redirectUri": "https://x.example.com"}, "redirectUri"),
     ],
 )
