@@ -62,11 +62,11 @@ def _check_ring(ring: Any, where: str) -> list[tuple[float, float]]:
     return points
 
 
-def _check_polygon(rings: Any, where: str) -> None:
+def _check_polygon(rings: Any, where: str) -> list[list[tuple[float, float]]]:
+    """The polygon's rings as checked (longitude, latitude) points, altitudes dropped."""
     if not isinstance(rings, list) or not rings:
         raise InvalidGeometry(f"{where} must be a non-empty list of linear rings.")
-    for index, ring in enumerate(rings):
-        _check_ring(ring, f"{where}[{index}]")
+    return [_check_ring(ring, f"{where}[{index}]") for index, ring in enumerate(rings)]
 
 
 def _check_crs(member: Any) -> None:
@@ -95,14 +95,14 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
         raise InvalidGeometry("must be a GeoJSON object with 'type' and 'coordinates'.")
     _check_crs(data.get("crs"))
     kind, coordinates = data.get("type"), data.get("coordinates")
+    # Shapes are built from the checked 2D points: a ring mixing positions with and without an altitude was refused
+    # with numpy's "inhomogeneous shape" when given to shapely as sent.
     if kind == "Polygon":
-        _check_polygon(coordinates, "coordinates")
-        coordinates, kind = [coordinates], "MultiPolygon"
+        coordinates, kind = [_check_polygon(coordinates, "coordinates")], "MultiPolygon"
     elif kind == "MultiPolygon":
         if not isinstance(coordinates, list) or not coordinates:
             raise InvalidGeometry("coordinates must be a non-empty list of polygons.")
-        for index, polygon in enumerate(coordinates):
-            _check_polygon(polygon, f"coordinates[{index}]")
+        coordinates = [_check_polygon(polygon, f"coordinates[{index}]") for index, polygon in enumerate(coordinates)]
     else:
         raise InvalidGeometry(f"type must be 'MultiPolygon' or 'Polygon', not {kind!r}.")
     try:
@@ -120,7 +120,7 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
             )
     if not geometry.is_valid:
         raise InvalidGeometry(explain_validity(geometry))
-    return shapely.force_2d(geometry)  # an altitude (a third number in a position) is dropped
+    return geometry
 
 
 def to_geojson_each(geometries) -> list[dict]:

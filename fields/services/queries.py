@@ -59,7 +59,10 @@ def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPo
             core_user=core_user, pk__in=ids, boundary__status=Boundary.Status.ACTIVE
         ).select_related("boundary")
     }
-    missing = [(index, i) for index, i in enumerate(ids) if i not in fields]
+    # Positions in the body as sent (a repeated id is named at its first place): counted over the ids without their
+    # repeats, ["a", "a", "missing"] named [1].
+    first = {i: index for index, i in reversed(list(enumerate(field_ids)))}
+    missing = [(first[i], i) for i in ids if i not in fields]
     if missing:
         named = ", ".join(i for _, i in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise DomainError(

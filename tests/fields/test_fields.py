@@ -149,6 +149,14 @@ def test_a_crs_member_naming_wgs84_is_accepted(api_client, core_user, crs):
     )
 
 
+def test_an_altitude_on_some_positions_only_is_dropped_too(api_client, core_user):
+    """A ring mixing positions with and without an altitude (RFC 7946 allows each 2 or 3 numbers) was refused with
+    numpy's "inhomogeneous shape" text."""
+    ring = [[10, 50, 120.5], [10.01, 50], [10.01, 50.01], [10, 50.01], [10, 50, 120.5]]
+    field = create_field(api_client, core_user, geometry={"type": "Polygon", "coordinates": [ring]})
+    assert field["geometry"]["coordinates"] == [[[[10, 50], [10.01, 50], [10.01, 50.01], [10, 50.01], [10, 50]]]]
+
+
 def test_an_altitude_in_positions_is_dropped(api_client, core_user):
     """GeoJSON positions may carry a height: the boundary is stored and answered in 2D (was a 500 on PUT, PATCH
     and create: a 3D shape in a 2D column), with the area of its 2D outline."""

@@ -207,6 +207,9 @@ def test_intersect_needs_two_fields_of_the_user(api_client, core_user, owner):
     url = f"{fields_url(core_user)}/intersect"
     for body in ([], [a], [a, a], [a, "missing"], [a, theirs], {"ids": [a, theirs]}, [a, 5], "x"):
         assert_problem(api_client.post(url, body, format="json"), 400)
+    # A field error names the place in the body as sent, a repeated id counted (it named [1] here)
+    body = assert_problem(api_client.post(url, [a, a, "missing"], format="json"), 400, "validation")
+    assert body["fieldErrors"] == [{"field": "[2]", "message": "Unknown field."}]
 
 
 def test_intersect_leaves_out_fields_whose_current_boundary_is_inactive(api_client, core_user):
