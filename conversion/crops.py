@@ -76,6 +76,7 @@ _KEYWORDS: tuple[tuple[str, str], ...] = (
 _CROP_ID = re.compile(r"[0-9]{1,9}")
 # Qualifiers written in front of a crop in one word ("Winterweizen", German "Körnermais": grain maize). Silage maize
 # ("Silomais") is not grain: the grain standards would give it wrong dry values, so it keeps its own name.
+_SILAGE = re.compile(r"silage|^silo|ensil")
 _PREFIXES = ("winter", "sommer", "summer", "spring", "fall", "hard", "soft", "red", "white", "korner", "koerner")
 
 
@@ -94,6 +95,8 @@ def normalize_crop_name(name: str | int | float | None) -> str | None:
         return JD_CROP_IDS.get(int(text), text)
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     words = [w for w in re.split(r"[^a-z]+", folded) if w]
+    if any(_SILAGE.search(w) for w in words):
+        return text  # "Corn Silage", "Silo-Mais", "Maissilage": no grain (see _PREFIXES)
     for word in words:
         for prefix in _PREFIXES:
             if word.startswith(prefix) and len(word) > len(prefix):

@@ -15,6 +15,7 @@ US_GALLON_L = 3.785411784
 US_BUSHEL_L = 35.23907016688
 MPH_MS = 0.44704
 FLUID_OUNCE_L = 0.0295735295625
+OUNCE_KG = 0.028349523125
 
 # Source unit -> (canonical unit, factor): canonical = source x factor.
 CONVERSIONS: dict[str, tuple[str, float]] = {
@@ -37,9 +38,11 @@ CONVERSIONS: dict[str, tuple[str, float]] = {
     "percentage": ("percentage", 1.0),
     "kg": ("kg", 1.0),
     "lb": ("kg", POUND_KG),
+    "oz": ("kg", OUNCE_KG),
     "t": ("kg", 1000.0),
     "kg/ha": ("kg/ha", 1.0),
     "lb/ac": ("kg/ha", POUND_KG / ACRE_M2 * HECTARE_M2),
+    "oz/ac": ("kg/ha", OUNCE_KG / ACRE_M2 * HECTARE_M2),
     "t/ha": ("kg/ha", 1000.0),
     "kg/s": ("kg/s", 1.0),
     "lb/s": ("kg/s", POUND_KG),
@@ -76,7 +79,7 @@ ALIASES: dict[str, str] = {
     "ksds1ac-1": "kseeds/ac",
     "gal1ac-1": "gal/ac",
     "l1ha-1": "L/ha",
-    "ozm1ac-1": "floz/ac",
+    "ozm1ac-1": "oz/ac",  # ADAPT's ounce of mass (its fluid ounce is floz)
     "floz1ac-1": "floz/ac",
     "lb1sec-1": "lb/s",
     "kg1sec-1": "kg/s",

@@ -30,7 +30,11 @@ def _per_point_standard(table: PointTable, attribute: str) -> np.ndarray | None:
     no point's crop has a standard."""
     crops = table.columns.get("crop")
     if crops is not None:
-        uniques, inverse = np.unique(np.asarray(crops, dtype=object).astype(str), return_inverse=True)
+        crops = np.asarray(crops, dtype=object)
+        if len(table.crops) == 1:
+            # A point whose crop cell is blank, in a file of one crop, is of that crop.
+            crops = np.where(np.isin(crops.astype(str), ("None", "")), table.crops[0], crops)
+        uniques, inverse = np.unique(crops.astype(str), return_inverse=True)
         standards = [_standard(name) for name in uniques]
         values = np.array([getattr(std, attribute) if std else np.nan for std in standards])[inverse]
         return None if np.isnan(values).all() else values
@@ -55,11 +59,13 @@ def _standard(name: str):
 
 def dry_from_wet(wet: np.ndarray, moisture: np.ndarray, standard_moisture: np.ndarray | float) -> np.ndarray:
     """Dry value at standard moisture: wet x (100 - M) / (100 - Ms) where M > Ms, else the wet value itself;
-    missing (NaN) where the moisture is missing: a point without one is not known to be dry."""
+    missing (NaN) where the moisture is missing (a point without one is not known to be dry) and where the standard
+    is (a point of a crop without one: its wet value was taken as dry)."""
     wet = np.asarray(wet, dtype=float)
     m = np.asarray(moisture, dtype=float)
     ms = np.broadcast_to(np.asarray(standard_moisture, dtype=float), wet.shape)
-    shrink = np.where(m > ms, (100.0 - m) / (100.0 - ms), np.where(np.isnan(m), np.nan, 1.0))
+    unknown = np.isnan(m) | np.isnan(ms)
+    shrink = np.where(unknown, np.nan, np.where(m > ms, (100.0 - m) / (100.0 - ms), 1.0))
     return wet * shrink
 
 

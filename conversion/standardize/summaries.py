@@ -105,6 +105,8 @@ def _measure_in(measure, unit: str | None):
     factor = conversion[1]
     out = {key: (value / factor if isinstance(value, int | float) and not isinstance(value, bool) else value)
            for key, value in measure.items() if key != "unit"}  # fmt: skip
+    if not all(math.isfinite(v) for v in out.values() if isinstance(v, float)):
+        return measure  # past the float range in `unit` (JSON has no infinity): left in its metric unit
     out["unit"] = unit
     return out
 
@@ -181,7 +183,9 @@ def totals(table: PointTable) -> dict[str, dict]:
         if rate not in cols:
             continue
         rate_unit = table.units.get(rate) or DERIVED_UNITS.get(rate, "")
-        unit = rate_unit.removesuffix("/ha") if rate_unit.endswith("/ha") else rate_unit
+        if not rate_unit.endswith("/ha"):
+            continue  # a rate of unknown unit (per acre? per hectare?) makes no total: a number of no quantity
+        unit = rate_unit.removesuffix("/ha")
         with np.errstate(over="ignore", invalid="ignore"):
             values = np.asarray(cols[rate], dtype=float) * area_ha
         put(total, values, unit)

@@ -42,6 +42,61 @@ def test_dry_value_formula_above_and_below_standard_moisture():
     assert dry[2] == 1000.0  # M < Ms: dry equals wet, never more
 
 
+def test_points_of_a_crop_without_a_standard_get_no_dry_value():
+    """A point of a crop with no standard moisture got dry = wet (its wet value at field moisture): the summary's
+    dry mass counted it, its dry volume did not."""
+    n = 6
+    table = _table(
+        n,
+        wetMassPerArea=np.full(n, 10_000.0),
+        harvestMoisture=np.full(n, 25.0),
+        area=np.full(n, 100.0),
+        crop=np.array(["corn"] * 3 + ["sunflower"] * 3, dtype=object),
+    )
+    table.crops = ["corn", "sunflower"]
+    derived = standardize.derive(table)
+    dry = derived.columns["dryMassPerArea"]
+    assert dry[:3] == pytest.approx([10_000 * 75 / (100 - crop_standard("corn").standard_moisture)] * 3)
+    assert np.isnan(dry[3:]).all()
+    totals = standardize.totals(derived)
+    assert totals["totalDryMass"]["value"] == pytest.approx(3 * 0.01 * dry[0])
+    # A blank crop cell in a file of one crop is of that crop
+    one_crop = _table(2, wetMassPerArea=np.full(2, 10_000.0), harvestMoisture=np.full(2, 25.0))
+    one_crop.columns["crop"] = np.array(["corn", None], dtype=object)
+    assert standardize.derive(one_crop).columns["dryMassPerArea"] == pytest.approx([dry[0], dry[0]])
+
+
+def test_a_rate_of_unknown_unit_makes_no_total():
+    """It summed rate x hectares of a rate per acre or per hectare, who knows: "totalApplied" of no quantity."""
+    table = _table(2, appliedRate=np.array([15.0, 15.0]), area=np.array([100.0, 100.0]))
+    table.operation_type, table.units = "applied", {"appliedRate": "unknown"}
+    totals = standardize.totals(standardize.derive(table))
+    assert "totalApplied" not in totals and totals["totalArea"]["value"] == 200.0
+
+
+def test_ounces_per_acre_of_jd_metadata_are_mass():
+    """`ozm1ac-1` (ADAPT: ounce of mass) was taken as fluid ounces: L/ha, and 4.3 % off."""
+    from conversion.readers.units import to_canonical
+
+    unit, factor = to_canonical("ozm1ac-1")
+    assert unit == "kg/ha" and factor == pytest.approx(0.028349523125 / 0.40468564224)
+    assert to_canonical("floz1ac-1")[0] == "L/ha"
+
+
+def test_an_imperial_value_past_the_float_range_stays_metric():
+    """1.7e308 m is a float; in feet it is infinity, which no JSON holds: the imperial summary was a 500."""
+    summary = {"properties": {"elevation": {"avg": 1.0, "min": 0.0, "max": 1.7e308, "unit": "m"}}}
+    converted = standardize.summary_in_units(summary, {"elevation": "m"}, {"elevation": "ft"})
+    assert converted["properties"]["elevation"] == summary["properties"]["elevation"]
+    small = {"properties": {"elevation": {"avg": 3.048, "min": 0.0, "max": 30.48, "unit": "m"}}}
+    assert standardize.summary_in_units(small, {"elevation": "m"}, {"elevation": "ft"})["properties"]["elevation"] == {
+        "avg": pytest.approx(10.0),
+        "min": 0.0,
+        "max": pytest.approx(100.0),
+        "unit": "ft",
+    }
+
+
 def test_crop_table_and_names():
     assert crop_standard("corn").standard_moisture == 15.5 and crop_standard("corn").bushel_weight_lb == 56
     assert {k: (v.standard_moisture, v.bushel_weight_lb) for k, v in CROP_STANDARDS.items()} == {
@@ -62,6 +117,9 @@ def test_crop_table_and_names():
     assert normalize_crop_name("Lupine") == "Lupine"
     assert normalize_crop_name("Körnermais") == normalize_crop_name("Koernermais") == "corn"  # grain maize
     assert normalize_crop_name("Silomais") == "Silomais"  # silage: no grain standards apply
+    # Silage in any spelling stays silage (it was corn, with grain dry values and bushels from silage)
+    for silage in ("Corn Silage", "CORN_SILAGE", "Silo-Mais", "Maissilage", "Maize silage", "Mais (Silage)"):
+        assert normalize_crop_name(silage) == silage and crop_standard(silage) is None, silage
 
 
 def test_derive_area_dry_values_and_point_totals():
