@@ -6,6 +6,7 @@ from assets.models import Provider
 from platform_site.api.filters import FloatFilter, UtcDateTimeFilter
 
 from .models import Batch, BatchStatus, File, FileOrigin, FileStatus, OperationType
+from .outputs import crop_key
 
 
 class CropFilter(django_filters.CharFilter):
@@ -14,7 +15,7 @@ class CropFilter(django_filters.CharFilter):
     def filter(self, qs, value):
         if not value or not value.strip():
             return qs
-        key = "|" + " ".join(value.split()).lower() + "|"
+        key = "|" + crop_key(value) + "|"
         if len(key) > File._meta.get_field("crop_keys").max_length:
             # No file's crops can hold it; and SQLite refuses a LIKE pattern over 50,000 bytes (a 500).
             return qs.none()

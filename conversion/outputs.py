@@ -31,8 +31,14 @@ def to_datetime(value) -> dt.datetime | None:
     return dt.datetime.fromtimestamp(ms / 1000.0, tz=dt.UTC)
 
 
+def crop_key(crop: str) -> str:
+    """A crop's name as the `crop` filter compares it: case and spacing aside, a `|` (the separator of the keys)
+    written as U+001F, so that no name or filter value spans two crops ("corn|soybeans" matched a file of both)."""
+    return " ".join(crop.split()).lower().replace("|", "\x1f")
+
+
 def crop_keys(crops: list[str]) -> str:
-    return ("|" + "|".join(" ".join(c.split()).lower() for c in crops) + "|")[:1024] if crops else ""
+    return ("|" + "|".join(crop_key(c) for c in crops) + "|")[:1024] if crops else ""
 
 
 def _step(status: str, message: str | None = None) -> dict:

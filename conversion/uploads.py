@@ -87,6 +87,7 @@ class ZipUploadHandler(FileUploadHandler):
         self.files_seen = 0
         self.zip: TemporaryZip | None = None
         self.head = b""
+        self.created: list[TemporaryZip] = []  # every temporary file written, for `close_all`
 
     def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):
         if content_length and content_length > self.max_bytes + MULTIPART_OVERHEAD:
@@ -113,6 +114,7 @@ class ZipUploadHandler(FileUploadHandler):
         self.received = 0
         self.head = b""
         self.zip = TemporaryZip(file_name, content_type, charset, upload_temp_dir())
+        self.created.append(self.zip)
 
     def receive_data_chunk(self, raw_data, start):
         self.received += len(raw_data)
@@ -146,8 +148,28 @@ class ZipUploadHandler(FileUploadHandler):
             self.zip.close()
             self.zip = None
 
+    def close_all(self) -> None:
+        """Close (and so delete) every temporary file written, those already handed to Django too."""
+        self._discard()
+        for upload in self.created:
+            upload.close()
 
-def install_upload_handlers(request) -> None:
+
+def install_upload_handlers(request) -> ZipUploadHandler:
     """Make `request` (a Django HttpRequest, or DRF's wrapper) stream its multipart upload via `ZipUploadHandler`."""
     django_request = getattr(request, "_request", request)
-    django_request.upload_handlers = [ZipUploadHandler(django_request)]
+    handler = ZipUploadHandler(django_request)
+    django_request.upload_handlers = [handler]
+    return handler
+
+
+def upload_parse(request):
+    """`request.FILES`, its multipart body parsed now through `ZipUploadHandler`. When the parse fails, every
+    temporary file it wrote is deleted: Django closes none on a malformed part after the file, and the whole zip
+    stayed on disk until a garbage collection (for ever if the process died first)."""
+    handler = install_upload_handlers(request)
+    try:
+        return request.FILES
+    except BaseException:
+        handler.close_all()
+        raise

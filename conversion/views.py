@@ -38,7 +38,7 @@ from .serializers import (
     file_context,
     images_data,
 )
-from .uploads import install_upload_handlers, not_a_zip
+from .uploads import not_a_zip, upload_parse
 
 FILE_SORT_FIELDS = {
     "id": "id",
@@ -273,8 +273,7 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
         params = {key: request.query_params.get(key) for key in ("coreUserId", "provider")}
         if all(params.values()):
             core_user, provider = self._upload_target(params)
-        install_upload_handlers(request)
-        upload = request.FILES.get("file")
+        upload = upload_parse(request).get("file")
         if not all(params.values()):
             params = {key: params[key] or request.data.get(key) for key in params}
             core_user, provider = self._upload_target(params)

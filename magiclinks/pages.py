@@ -216,11 +216,10 @@ def link_upload(request, token: str):
             raise services.LinkUnavailable(404, "unknown")
     except services.LinkUnavailable as exc:
         return _unavailable(request, exc)
-    from conversion.uploads import UploadTooLarge, install_upload_handlers
+    from conversion.uploads import UploadTooLarge, upload_parse
 
-    install_upload_handlers(request)
     try:
-        request.FILES  # noqa: B018 (parse the body now, through the streaming handler)
+        upload_parse(request)  # the body parsed now, through the streaming handler
     except UploadTooLarge as exc:
         return _upload_error(request, link, token, exc.detail, 413)
     except DomainError as exc:

@@ -108,6 +108,20 @@ def test_a_crop_longer_than_any_file_can_hold_matches_nothing(api_client, core_u
     assert len(_ids(api_client.get(f"{url}/files", {"crop": "soybeans", "origin": "uploaded"}))) == 2
 
 
+def test_the_crop_filter_never_spans_two_crops(api_client, core_user):
+    """`corn|soybeans` matched a file of corn and soybeans: the filter compared text of the keys "|corn|soybeans|"."""
+    from tests.operations.helpers import grid_box, grid_table, processed_file
+
+    field = field_create(core_user=core_user, name="F", geometry=grid_box())
+    table = grid_table()
+    table.crops = ["corn", "soybeans"]
+    processed_file(core_user, table)
+    url = FIELDS.format(user=core_user.pk, field=field.pk) + "/files"
+    assert len(_ids(api_client.get(url, {"crop": "corn", "origin": "uploaded"}))) == 1
+    response = api_client.get(url, {"crop": "corn|soybeans"})
+    assert (_ids(response), response["X-Total-Count"]) == ([], "0")
+
+
 def test_field_file_and_file_list_filters(api_client, core_user, converted):
     """Every filter on the uploaded files (operations may add automerged files of their own)."""
     field, _, _, files = converted

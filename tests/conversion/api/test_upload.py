@@ -52,6 +52,23 @@ def test_a_body_that_is_not_a_zip_is_refused_and_nothing_is_kept(api_client, cor
     assert _leftovers() == []
 
 
+def test_a_malformed_part_after_the_zip_leaves_no_temporary_file(api_client, core_user, monkeypatch):
+    """Django closes no file on a malformed part after the file: the whole streamed zip stayed on disk until a
+    garbage collection, or for ever if the process died first."""
+    monkeypatch.setattr(tasks.batch_open, "delay", lambda *a: None)
+    body = (
+        b'--BB\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\n' + SMALL_ZIP + b"\r\n"
+        b'--BB\r\nContent-Disposition: form-data; name="x"; ' + b"a" * 100_000 + b"\r\n\r\n1\r\n--BB--\r\n"
+    )
+    response = api_client.generic(
+        "POST", f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", body,
+        content_type="multipart/form-data; boundary=BB",
+    )  # fmt: skip
+    assert response.status_code == 400
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
 def test_a_file_part_other_than_file_is_refused_by_its_name_and_nothing_is_kept(api_client, core_user):
     """It was streamed as the zip and refused as "not a zip" in the name of `file` (a client sending metadata
     beside the zip could not tell why)."""
