@@ -35,7 +35,8 @@ class MergeNotAllowed(DomainError):
     error_key = "mergeNotAllowed"
 
 
-def _enqueue_merge(file_id) -> None:
+def merge_send(file_id) -> None:
+    """Send the merge's task after commit (the task completes the merged file)."""
     from . import tasks  # tasks import this module
 
     send_on_commit(tasks.file_merge_process, str(file_id))
@@ -83,7 +84,7 @@ def file_merge(*, owner, ids: list) -> File:
         status=FileStatus.PROCESSING,
     )
     merged.sources.set(files)
-    _enqueue_merge(merged.pk)
+    merge_send(merged.pk)
     return merged
 
 
@@ -133,16 +134,28 @@ def _merged_points(file: File) -> PointTable:
 
 
 def file_merge_process(file_id) -> None:
-    """Task body: merge the sources' points into the merged file. While a source is being rebuilt (an operation's
-    automerged file a new file joined) the merge waits: the operation's build sends it again when it ends
-    (`operations.services._waiting_resend`), where it failed for good ("a source file is no longer available").
-    A source rebuilt while its points were merged leaves the merge to that resend too."""
+    """Task body: merge the sources' points into the merged file."""
+    derived_file_process(file_id, _merged_points)
+
+
+def derived_file_process(file_id, build: Callable[[File], PointTable]) -> File | None:
+    """Complete a file derived from other files' points (a merge, a crop) with `build(file)`, as
+    `file_derive_complete` does. While a source is being rebuilt (an operation's automerged file a new file joined)
+    it waits: the operation's build sends it again when it ends (`operations.services._waiting_resend`), where it
+    failed for good ("a source file is no longer available"). A source that changed while its points were read
+    leaves it to that resend too. None when nothing was done."""
+    file = File.objects.filter(pk=file_id).only("core_user_id").first()
+    if file is None:
+        return None
+    started = timezone.now()
     sources = File.objects.filter(derived=file_id)
     if sources.filter(status=FileStatus.PROCESSING).exists():
-        return
-    started = timezone.now()
+        return None
 
     def sources_unchanged() -> bool:
+        # In the core user's lock, which grouping and builds take first: no file joins and no build ends before
+        # this commits.
+        core_user_lock(file.core_user_id)
         return not sources.filter(Q(status=FileStatus.PROCESSING) | Q(updated_time__gt=started)).exists()
 
-    file_derive_complete(file_id, _merged_points, origin=FileOrigin.MERGED, guard=sources_unchanged)
+    return file_derive_complete(file_id, build, origin=FileOrigin.MERGED, guard=sources_unchanged)

@@ -64,12 +64,6 @@ def _tasks():
     return tasks
 
 
-def _conversion_tasks():
-    from conversion import tasks  # as `_tasks`: task modules are imported when a task is sent
-
-    return tasks
-
-
 def on_file_processed(sender, file: File, **kwargs) -> None:
     """`conversion.signals.file_processed` receiver: group the file after commit (a task)."""
     if file.origin not in GROUPED_ORIGINS:
@@ -256,7 +250,7 @@ def _waiting_resend(operation: Operation) -> None:
         operation_crop__isnull=True,
     )
     for file_id in merges.values_list("pk", flat=True):
-        send_on_commit(_conversion_tasks().file_merge_process, str(file_id))
+        merging.merge_send(file_id)
 
 
 def operations_sweep() -> dict[str, int]:
@@ -420,20 +414,13 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
 
 def operation_crop_process(crop_id: str) -> File | None:
     """Task body: write the cropped points of the operation into the crop's file (idempotent). While the
-    operation is being rebuilt (a file joined after the crop was asked for) the crop waits: the build sends it
-    again when it ends (`_waiting_resend`), where it failed for a merged file "not available"."""
-    crop = OperationCrop.objects.select_related("boundary", "source_file").filter(pk=crop_id).first()
+    operation is being rebuilt (a file joined after the crop was asked for, or while its points were cropped) the
+    crop waits: the build sends it again when it ends (`_waiting_resend`; `merging.derived_file_process`)."""
+    crop = OperationCrop.objects.select_related("boundary").filter(pk=crop_id).first()
     if crop is None:
         return None
-    if crop.source_file.status == FileStatus.PROCESSING:
-        return None
-
-    cropped_version: list[int] = []
 
     def build(_file: File):
-        # The operation's version first: points read after it are that version's or, if a file joins meanwhile, the
-        # guard sees the version move.
-        cropped_version.append(Operation.objects.filter(pk=crop.operation_id).values_list("version", flat=True)[0])
         source = File.objects.get(pk=crop.source_file_id)
         if source.status != FileStatus.PROCESSED or not source.points_name:
             raise ValueError("the operation's merged file is not available")
@@ -442,14 +429,4 @@ def operation_crop_process(crop_id: str) -> File | None:
             raise ValueError(f"no point of the operation lies inside field {crop.field_id}")
         return cropped
 
-    def still_current() -> bool:
-        # A file that joined while the points were cropped: they are outdated. The crop is left processing; the
-        # rebuild sends it again when it ends (`_waiting_resend`), or did already and that run completes it.
-        operation = Operation.objects.select_for_update().filter(pk=crop.operation_id).first()
-        if operation is None:
-            return False
-        return not cropped_version or (
-            operation.version == cropped_version[0] and operation.built_version >= operation.version
-        )
-
-    return merging.file_derive_complete(crop.file_id, build, origin=FileOrigin.MERGED, guard=still_current)
+    return merging.derived_file_process(crop.file_id, build)
