@@ -84,10 +84,9 @@ class ZipUploadHandler(FileUploadHandler):
         super().__init__(request)
         self.max_bytes = upload_max_bytes() if max_bytes is None else max_bytes
         self.received = 0
-        self.files_seen = 0
         self.zip: TemporaryZip | None = None
         self.head = b""
-        self.created: list[TemporaryZip] = []  # every temporary file written, for `close_all`
+        self.created: list[TemporaryZip] = []  # every zip written (one: a second `file` is refused)
 
     def handle_raw_input(self, input_data, META, content_length, boundary, encoding=None):
         if content_length and content_length > self.max_bytes + MULTIPART_OVERHEAD:
@@ -104,15 +103,12 @@ class ZipUploadHandler(FileUploadHandler):
                 f"Unexpected file part '{name}': send the zip alone, as the form field '{UPLOAD_FIELD}'.",
                 field_errors=[{"field": name, "message": "Unknown field."}],
             )
-        if self.files_seen:
+        if self.created:
             # The last one became the batch, silently.
             raise DomainError(
                 f"Send one zip per upload: the form has '{UPLOAD_FIELD}' more than once.",
                 field_errors=[{"field": UPLOAD_FIELD, "message": "Given more than once."}],
             )
-        self.files_seen += 1
-        self.received = 0
-        self.head = b""
         self.zip = TemporaryZip(file_name, content_type, charset, upload_temp_dir())
         self.created.append(self.zip)
 
