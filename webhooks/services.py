@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from platform_site.api.errors import DomainError
+from platform_site.api.errors import DomainError, list_item_errors
 from platform_site.api.serializers import format_timestamp
 from platform_site.celery import send_on_commit
 from platform_site.outbound import call_deadline, read_head
@@ -81,11 +81,9 @@ def _taken(owner, events: list[str]) -> set[str]:
 def _registered_twice(requested: list[str], taken) -> EventRegisteredTwice:
     """400 `eventRegisteredTwice`, a field error on each entry of the request's `events` that is taken
     (`events[1]`), its first mention only."""
-    first = {e: i for i, e in reversed(list(enumerate(requested)))}
-    names = [e for e in dict.fromkeys(requested) if e in taken]
     return EventRegisteredTwice(
-        f"Another webhook already listens to: {', '.join(sorted(names))}. Delete it first.",
-        field_errors=[{"field": f"events[{first[e]}]", "message": f"'{e}' already has a webhook."} for e in names],
+        f"Another webhook already listens to: {', '.join(sorted(set(requested) & set(taken)))}. Delete it first.",
+        field_errors=list_item_errors(requested, taken, lambda e: f"'{e}' already has a webhook.", field="events"),
     )
 
 

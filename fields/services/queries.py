@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from shapely.geometry import MultiPolygon
 
 from platform_site.accounts.models import CoreUser
-from platform_site.api.errors import DomainError
+from platform_site.api.errors import DomainError, list_item_errors
 
 from ..geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon
 from ..geometry import Overlap, from_geos, overlaps, to_geos
@@ -59,16 +59,14 @@ def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPo
             core_user=core_user, pk__in=ids, boundary__status=Boundary.Status.ACTIVE
         ).select_related("boundary")
     }
-    # Positions in the body as sent (a repeated id is named at its first place): counted over the ids without their
-    # repeats, ["a", "a", "missing"] named [1].
-    first = {i: index for index, i in reversed(list(enumerate(field_ids)))}
-    missing = [(first[i], i) for i in ids if i not in fields]
+    missing = [i for i in ids if i not in fields]
     if missing:
-        named = ", ".join(i for _, i in missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        named = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise DomainError(
             f"Not fields of this user (or without an active boundary): {named}.",
             error_key="validation",
-            field_errors=[{"field": f"[{index}]", "message": "Unknown field."} for index, _ in missing],
+            # Places in the body as sent: counted over the ids without their repeats, ["a", "a", "missing"] named [1]
+            field_errors=list_item_errors(field_ids, set(missing), lambda _id: "Unknown field."),
         )
     result = from_geos(fields[ids[0]].boundary.geometry)
     for field_id in ids[1:]:

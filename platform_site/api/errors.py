@@ -134,6 +134,15 @@ def flatten_field_errors(detail: Any, prefix: str = "") -> list[dict[str, str]]:
     return errors
 
 
+def list_item_errors(items: list, bad, message, *, field: str = "") -> list[dict[str, str]]:
+    """Field errors on the entries of a request's list that are in `bad`, each named once, at its first place in
+    the list as sent (`events[1]`; `[2]` for a body that is the list itself), in that order; `message(item)`."""
+    first: dict = {}
+    for index, item in enumerate(items):
+        first.setdefault(item, index)
+    return [{"field": f"{field}[{index}]", "message": message(item)} for item, index in first.items() if item in bad]
+
+
 def _summarise(field_errors: list[dict[str, str]]) -> str:
     first = field_errors[0] if field_errors else None
     if not first:
