@@ -28,6 +28,7 @@ UNAVAILABLE = {
     "unknown": ("Link not found", "This link does not exist. Check that you copied the whole address."),
     "expired": ("This link has expired", "Ask the service that sent it to you for a new link."),
     "revoked": ("This link is no longer valid", "It was withdrawn. Ask the service that sent it for a new one."),
+    "unavailable": ("This link is not available", services.UNAVAILABLE_MESSAGE),
 }
 
 

@@ -35,6 +35,7 @@ EXPIRES_IN_MAX = 31_536_000
 DEFAULT_SETTINGS = {"backgroundColor": "#F5F5F5", "showLeafUserName": False}
 AUTHORIZATION_LIFETIME = timedelta(minutes=10)
 CALLBACK_PATH = "/links/oauth/callback"
+UNAVAILABLE_MESSAGE = "The service that sent this link is not available at the moment. Ask it for help."
 
 
 class ProviderAppNotConfigured(DomainError):
@@ -42,7 +43,8 @@ class ProviderAppNotConfigured(DomainError):
 
 
 class LinkUnavailable(Exception):
-    """The page of a link cannot be shown: `status` 404 (unknown) or 410 (expired or revoked)."""
+    """The page of a link cannot be shown: `status` 404 (unknown), 410 (expired or revoked) or 403 (its API owner
+    is deactivated: the owner's API tokens are refused too, and the link works again if the owner is reactivated)."""
 
     def __init__(self, status: int, reason: str):
         super().__init__(reason)
@@ -151,14 +153,21 @@ def magic_link_resolve(token: str, *, allow_expired: bool = False) -> MagicLink:
     """The live link with this token, or `LinkUnavailable` (404 unknown, 410 revoked or expired)."""
     if not token or len(token) > 200:
         raise LinkUnavailable(404, "unknown")
-    link = MagicLink.objects.select_related("core_user").filter(token_hash=token_hash(token)).first()
+    link = MagicLink.objects.select_related("core_user__owner").filter(token_hash=token_hash(token)).first()
+    _link_check(link, allow_expired=allow_expired)
+    return link
+
+
+def _link_check(link: MagicLink | None, *, allow_expired: bool = False) -> None:
+    """`LinkUnavailable` unless `link` (read with its core user and owner) may be used now."""
     if link is None:
         raise LinkUnavailable(404, "unknown")
     if link.deleted_at is not None:
         raise LinkUnavailable(410, "revoked")
     if link.expires_at <= timezone.now() and not allow_expired:
         raise LinkUnavailable(410, "expired")
-    return link
+    if not link.core_user.owner.is_active:
+        raise LinkUnavailable(403, "unavailable")
 
 
 def magic_link_open(token: str, *, count: bool = True) -> MagicLink:
@@ -224,8 +233,8 @@ def _authorization_claim(state: str, browser_nonce: str) -> LinkAuthorization:
     """Take the authorization of `state` once; unknown, used, expired, or from another browser: refused."""
     with transaction.atomic():
         authorization = (
-            LinkAuthorization.objects.select_for_update()
-            .select_related("link__core_user")
+            LinkAuthorization.objects.select_for_update(of=("self",))
+            .select_related("link__core_user__owner")
             .filter(state_hash=token_hash(state or ""))
             .first()
         )
@@ -244,6 +253,8 @@ def _authorization_claim(state: str, browser_nonce: str) -> LinkAuthorization:
         raise AuthorizationRefused(410, "This link has been revoked.", link)
     if link.expires_at <= timezone.now():  # it expired while the user was at the provider
         raise AuthorizationRefused(410, "This link has expired. Ask for a new link.", link)
+    if not link.core_user.owner.is_active:
+        raise AuthorizationRefused(403, UNAVAILABLE_MESSAGE, link)
     return authorization
 
 
@@ -429,13 +440,8 @@ def link_upload(*, link: MagicLink, provider: str, upload):
     its user deleted meanwhile, 404. The link is locked until commit, so a revocation waits for the upload."""
     from conversion.services import batch_receive
 
-    live = MagicLink.objects.select_for_update().filter(pk=link.pk).first()
-    if live is None:
-        raise LinkUnavailable(404, "unknown")
-    if live.deleted_at is not None:
-        raise LinkUnavailable(410, "revoked")
-    if live.expires_at <= timezone.now():
-        raise LinkUnavailable(410, "expired")
+    live = MagicLink.objects.select_for_update(of=("self",)).select_related("core_user__owner").filter(pk=link.pk)
+    _link_check(live.first())
     try:
         batch = batch_receive(core_user=link.core_user, provider=provider, upload=upload)
     except NotFoundError:

@@ -4,6 +4,7 @@ credentialsUnauthenticated, and uploads into the batch pipeline."""
 
 import io
 import re
+import uuid
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -93,6 +94,23 @@ def test_unknown_expired_and_revoked_links_have_clear_pages(client, core_user):
 
 
 @pytest.mark.embedded
+def test_a_deactivated_owners_links_are_unavailable_until_it_is_reactivated(client, owner, core_user):
+    """The owner's API tokens are refused while it is inactive; its links were still opened, counted and took
+    uploads."""
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    batch_url = f"{url}/batches/{uuid.uuid4()}"
+    type(owner).objects.filter(pk=owner.pk).update(is_active=False)
+    page = client.get(url)
+    assert page.status_code == 403 and "This link is not available" in page.content.decode()
+    assert client.post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))}).status_code == 403
+    assert client.get(batch_url).status_code == 403
+    link.refresh_from_db()
+    assert link.usage_count == 0
+    type(owner).objects.filter(pk=owner.pk).update(is_active=True)
+    assert client.get(url).status_code == 200
+
+
+@pytest.mark.embedded
 def test_provider_page_offers_one_button_per_allowed_provider(client, owner, core_user):
     for p in ("ProviderA", "ProviderB"):
         provider_app(owner, p)
@@ -161,17 +179,32 @@ def test_a_callback_is_refused_for_unknown_reused_or_foreign_state(
     assert oauth_server.token_requests == []
 
 
-@pytest.mark.parametrize("meanwhile", ["expired", "revoked"])
+@pytest.mark.parametrize(
+    "meanwhile, status, message",
+    [
+        ("expired", 410, "This link has expired."),
+        ("revoked", 410, "This link has been revoked."),
+        ("owner deactivated", 403, "The service that sent this link is not available"),
+    ],
+)
 def test_a_link_that_expires_or_is_revoked_at_the_provider_connects_nothing(
-    client, core_user, oauth_server, oauth_app, settings, meanwhile
+    client, owner, core_user, oauth_server, oauth_app, settings, meanwhile, status, message
 ):
-    """An expired link's page was 410, yet a sign-in started before it expired still connected the user."""
+    """An expired link's page was 410, yet a sign-in started before it expired still connected the user. The same
+    for a link whose API owner was deactivated meanwhile (its tokens are refused)."""
     settings.PUBLIC_BASE_URL = "http://testserver"
     link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    change = {"expired": {"expires_at": timezone.now()}, "revoked": {"deleted_at": timezone.now()}}[meanwhile]
-    response, _ = connect(client, url, meanwhile=lambda: MagicLink.objects.filter(pk=link.pk).update(**change))
-    assert response.status_code == 410
-    assert f"This link has {'expired' if meanwhile == 'expired' else 'been revoked'}." in response.content.decode()
+
+    def change():
+        if meanwhile == "owner deactivated":
+            type(owner).objects.filter(pk=owner.pk).update(is_active=False)
+        else:
+            field = {"expired": "expires_at", "revoked": "deleted_at"}[meanwhile]
+            MagicLink.objects.filter(pk=link.pk).update(**{field: timezone.now()})
+
+    response, _ = connect(client, url, meanwhile=change)
+    assert response.status_code == status
+    assert message in response.content.decode()
     assert oauth_server.token_requests == []  # the code was never exchanged
     assert not ProviderCredential.objects.exists()
 
@@ -388,8 +421,10 @@ def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, cor
 
 
 @pytest.mark.embedded
-@pytest.mark.parametrize("meanwhile", ["revoked", "user deleted"])
-def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_nothing(client, core_user, meanwhile):
+@pytest.mark.parametrize("meanwhile", ["revoked", "user deleted", "owner deactivated"])
+def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_nothing(
+    client, owner, core_user, meanwhile
+):
     """The link is checked before the body streams in, and again (locked) before the batch is made: a revocation
     or the user's deletion in between is the link's 410 / 404 page, no batch and no stored zip (was a batch for a
     revoked link, or a 500)."""
@@ -402,12 +437,14 @@ def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_noth
     seen = MagicLink.objects.select_related("core_user").get(pk=link.pk)  # what the page resolved first
     if meanwhile == "revoked":
         services.magic_link_delete(link=link)  # DELETE .../magic-link/file-upload/{id}
+    elif meanwhile == "owner deactivated":
+        type(owner).objects.filter(pk=owner.pk).update(is_active=False)
     else:
         CoreUser.objects.filter(pk=core_user.pk).delete()
     upload = SimpleUploadedFile("late.zip", b"PK\x05\x06" + bytes(18))
     with pytest.raises(services.LinkUnavailable) as refused:
         services.link_upload(link=seen, provider="Other", upload=upload)
-    assert refused.value.status == (410 if meanwhile == "revoked" else 404)
+    assert refused.value.status == {"revoked": 410, "user deleted": 404, "owner deactivated": 403}[meanwhile]
     assert not Batch.objects.exists()
 
 
