@@ -105,8 +105,9 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
 
     @extend_schema(request=FieldUpdateSerializer, responses=FieldSerializer)
     def partial_update(self, request, coreUserId=None, pk=None):
+        field = self.get_object()  # a missing or foreign id is 404 whatever the body
         changes = _valid(FieldUpdateSerializer, request.data, core_user=self.core_user)
-        field = services.field_update(field=self.get_object(), changes=changes)
+        field = services.field_update(field=field, changes=changes)
         return Response(FieldSerializer(field).data)
 
     def destroy(self, request, coreUserId=None, pk=None):
@@ -166,8 +167,9 @@ class BoundaryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUser
     @extend_schema(request=GeometrySerializer, responses=FieldSerializer)
     @active.mapping.put
     def replace(self, request, coreUserId=None, fieldId=None):
+        field = self.field  # a missing or foreign id is 404 whatever the body
         data = _valid(GeometrySerializer, request.data)
-        field = services.field_boundary_set(field=self.field, geometry=data["geometry"])
+        field = services.field_boundary_set(field=field, geometry=data["geometry"])
         return Response(FieldSerializer(field).data)
 
 
@@ -199,8 +201,9 @@ class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
 
     @extend_schema(request=FarmWriteSerializer, responses=FarmSerializer)
     def update(self, request, coreUserId=None, pk=None):
+        farm = self.get_object()  # a missing or foreign id is 404 whatever the body
         data = _valid(FarmWriteSerializer, request.data, core_user=self.core_user)
-        farm = services.farm_replace(farm=self.get_object(), **data)
+        farm = services.farm_replace(farm=farm, **data)
         return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data)
 
 
@@ -232,6 +235,7 @@ class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
 
     @extend_schema(request=GrowerWriteSerializer, responses=GrowerSerializer)
     def update(self, request, coreUserId=None, pk=None):
+        grower = self.get_object()  # a missing or foreign id is 404 whatever the body
         data = _valid(GrowerWriteSerializer, request.data)
-        grower = services.grower_replace(grower=self.get_object(), **data)
+        grower = services.grower_replace(grower=grower, **data)
         return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data)

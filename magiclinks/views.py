@@ -156,6 +156,7 @@ class ProviderApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixi
 
     @extend_schema(request=s.ProviderApplicationUpdateSerializer, responses=s.ProviderApplicationSerializer)
     def update(self, request, pk=None):
+        get_or_404(self.get_queryset(), pk=pk)  # a missing or foreign id is 404 whatever the body
         data = s.ProviderApplicationWriteSerializer(data=request.data, update=True)
         data.is_valid(raise_exception=True)
         values = self._checked(data)

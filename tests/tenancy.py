@@ -32,14 +32,16 @@ def assert_cross_tenant_404(
     delete: bool = True,
     extra_urls: Iterable[tuple[str, str, dict | list | None]] = (),
 ) -> None:
-    """Another owner's client: 404 on GET / each update (method, body) / DELETE of `detail_url` and on
-    `extra_urls` (method, url, body); the id is absent from every list. The owner still sees it, unchanged."""
+    """Another owner's client: 404 on GET / each update (method, body, and the same method with an invalid body) /
+    DELETE of `detail_url` and on `extra_urls` (method, url, body); the id is absent from every list. The owner still sees it, unchanged."""
     before = owner_client.get(detail_url)
     assert before.status_code == 200, before.content[:500]
 
     assert_problem(other_client.get(detail_url), 404, "notFound")
     for method, body in updates:
         assert_problem(getattr(other_client, method)(detail_url, body, format="json"), 404, "notFound")
+        # the id is looked up before the body is judged: an invalid body is a 404 too, not a 400
+        assert_problem(getattr(other_client, method)(detail_url, "not a body", format="json"), 404, "notFound")
     if delete:
         assert_problem(other_client.delete(detail_url), 404, "notFound")
     for method, url, body in extra_urls:

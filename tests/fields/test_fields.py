@@ -197,6 +197,17 @@ def test_get_unknown_field_is_404(api_client, core_user):
     assert_problem(api_client.get(f"{BASE}/users/not-a-uuid/fields/nope"), 404, "notFound")
 
 
+@pytest.mark.parametrize(
+    "method, path",
+    [("patch", "fields/nope"), ("put", "fields/nope/boundary"), ("put", "farms/12345"), ("put", "growers/12345")],
+)
+@pytest.mark.parametrize("body", [{"name": 7, "geometry": "no"}, "not a body"])
+def test_changing_an_unknown_id_is_404_whatever_the_body(api_client, core_user, method, path, body):
+    """The id is looked up before the body is judged (was a 400 naming the body's errors)."""
+    url = f"{BASE}/users/{core_user.id}/{path}"
+    assert_problem(getattr(api_client, method)(url, body, format="json"), 404, "notFound")
+
+
 def test_patch_changes_name_and_farm_and_keeps_the_boundary(api_client, core_user):
     field = create_field(api_client, core_user, name="old")
     farm = api_client.post(f"{BASE}/users/{core_user.id}/farms", {"name": "F"}, format="json").json()
