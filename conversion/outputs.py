@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +141,8 @@ def produce(file: File, table: PointTable, *, original_name: str = "", clean: bo
     )
     summary = standardize.summary(cleaned)
     summary["properties"]["cleaning"] = {"pointsRead": len(table), "pointsDropped": dropped, "reasons": reasons}
+    # The file's own warnings, not its points': a merge of it checks its own totals.
+    cleaned = replace(cleaned, warnings=[*cleaned.warnings, *standardize.totals_disagreements(summary["properties"])])
     units = standardize.units(cleaned)
     steps = {
         "rawGeojson": _step("processed"),

@@ -33,7 +33,8 @@ def assert_cross_tenant_404(
     extra_urls: Iterable[tuple[str, str, dict | list | None]] = (),
 ) -> None:
     """Another owner's client: 404 on GET / each update (method, body, and the same method with an invalid body) /
-    DELETE of `detail_url` and on `extra_urls` (method, url, body); the id is absent from every list. The owner still sees it, unchanged."""
+    DELETE of `detail_url` and on `extra_urls` (method, url, body); the id is absent from every list. The owner
+    still sees it, unchanged."""
     before = owner_client.get(detail_url)
     assert before.status_code == 200, before.content[:500]
 

@@ -23,7 +23,7 @@ from .derived import (
 )
 from .geojson import write_raw_geojson, write_standard_geojson
 from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2, PRIMARY_RATES, PROPERTY_ORDER, RATE_PROPERTIES
-from .summaries import imperial_units, summary, summary_in_units, totals, units
+from .summaries import imperial_units, summary, summary_in_units, totals, totals_disagreements, units
 
 __all__ = [
     "DEFAULT_CELL_M",
@@ -49,6 +49,7 @@ __all__ = [
     "summary",
     "summary_in_units",
     "totals",
+    "totals_disagreements",
     "track_distance_heading",
     "units",
     "write_raw_geojson",

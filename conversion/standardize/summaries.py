@@ -192,6 +192,39 @@ def totals(table: PointTable) -> dict[str, dict]:
     return out
 
 
+# A total the file records and the same total its points give may differ by what cleaning dropped (a quarter of one
+# task's mass, seen) or what the file counts differently; past this factor one of them is not what it says.
+TOTALS_DISAGREE_FACTOR = 2.0
+
+
+def _amount(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def totals_disagreements(properties: dict) -> list[str]:
+    """Warnings for each total of a summary's `properties` that its `recordedTotals` gives in the same unit and
+    that differs from it by more than TOTALS_DISAGREE_FACTOR either way. Neither is corrected: which is right is
+    not known (seen in real task data: a device logging a rate at a hundredth of its resolution, a distance counter
+    counting seconds, a mass counter counting one section of six, task totals over far more than the time logs)."""
+    out = []
+    for name, recorded in (properties.get("recordedTotals") or {}).items():
+        computed = properties.get(name)
+        if not isinstance(computed, dict) or computed.get("unit") != recorded["unit"]:
+            continue
+        ours, theirs = computed["value"], recorded["value"]
+        low, high = sorted((abs(ours), abs(theirs)))
+        if high == 0 or high <= low * TOTALS_DISAGREE_FACTOR:
+            continue
+        unit = recorded["unit"]
+        times = f" ({high / low:,.0f} times {'less' if abs(ours) < abs(theirs) else 'more'})" if low else ""
+        out.append(
+            f"{name}: the file records {_amount(theirs)} {unit}, its points give {_amount(ours)} {unit}{times}; "
+            "they count different things (time logs covering part of the task, a device logging a value at another "
+            "resolution or for one section): check before relying on either"
+        )
+    return out
+
+
 def summary(table: PointTable) -> dict:
     """The summary Feature: coverage MultiPolygon and property statistics, totals and context (supplement)."""
     cols = table.columns

@@ -169,6 +169,29 @@ def test_totals_are_rate_times_area_never_sum_of_rates():
     assert totals["totalArea"] == {"value": 101.0, "unit": "m2"}
 
 
+@pytest.mark.parametrize(
+    "computed, recorded, warned",
+    [
+        ({"value": 5.79, "unit": "L"}, {"value": 635.0, "unit": "L"}, "its points give 5.79 L (110 times less)"),
+        ({"value": 18.3, "unit": "kg"}, {"value": 3.0, "unit": "kg"}, "its points give 18.3 kg (6 times more)"),
+        ({"value": 0.0, "unit": "m2"}, {"value": 156_493.0, "unit": "m2"}, "records 156,493 m2, its points give 0 m2;"),
+        ({"value": 60.0, "unit": "kg"}, {"value": 100.0, "unit": "kg"}, None),  # cleaning dropped 40 %: no warning
+        ({"value": 100.0, "unit": "kg"}, {"value": 199.0, "unit": "kg"}, None),
+        ({"value": 5.0, "unit": "L"}, {"value": 635.0, "unit": "kg"}, None),  # other units: not the same total
+        ({"value": 0.0, "unit": "L"}, {"value": 0.0, "unit": "L"}, None),
+    ],
+)
+def test_a_recorded_total_far_from_the_points_total_is_a_warning(computed, recorded, warned):
+    properties = {"totalApplied": computed, "recordedTotals": {"totalApplied": recorded}}
+    warnings = standardize.totals_disagreements(properties)
+    if warned is None:
+        assert warnings == []
+    else:
+        [warning] = warnings
+        assert warning.startswith("totalApplied: the file records ") and warned in warning
+    assert standardize.totals_disagreements({"totalApplied": computed}) == []  # nothing recorded, nothing to compare
+
+
 def test_summary_shape_units_and_area_weighted_average():
     table = _table(
         6,

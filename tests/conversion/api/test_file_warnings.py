@@ -1,8 +1,11 @@
 """A file record's `warnings`: what the reader and the standardisation noted about the points (data left unread,
 values kept unconverted, values derived by assumption) reach the user on every answer that shows the record."""
 
+import io
 import json
 import shutil
+import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -118,6 +121,35 @@ def test_a_time_log_cut_inside_a_record_is_told_on_its_tasks_file_only(api_clien
     assert {name: f["warnings"] for name, f in files.items() if name != "zJY"} == {
         name: [] for name in files if name != "zJY"
     }
+
+
+def test_a_total_the_file_records_far_from_what_its_points_give_is_a_warning(api_client, core_user, load_from_stream):
+    # Given GreenDB's two planting tasks, whose task totals give an effective total distance (DDI 0x0075, mm) of a
+    # few metres: the counter logs the working seconds (it equals DDI 0x0077, s, at every record)
+    data = (load_from_stream / "AllFieldsMoved_Or_Simplified_Out.zip").read_bytes()
+    root = ET.fromstring(zipfile.ZipFile(io.BytesIO(data)).read("AllFieldsMoved_Or_Simplified_Out/TASKDATA.XML"))
+    recorded_m = [
+        float(next(d.get("B") for d in task.findall("TIM")[-1].findall("DLV") if d.get("A") == "0075")) / 1000
+        for task in root.findall("TSK")
+    ]
+
+    # When it is uploaded
+    records = _converted(api_client, core_user, data)
+
+    # Then each file keeps both figures and says they disagree, by how much: its tracks run kilometres
+    assert len(records) == 2
+    for record, recorded in zip(records, recorded_m, strict=True):
+        summary = api_client.get(f"{FILES_URL}/{record['id']}/summary").json()["properties"]
+        assert summary["recordedTotals"]["totalDistance"] == {"value": pytest.approx(recorded), "unit": "m"}
+        track = summary["totalDistance"]["value"]
+        assert track > 1000 * recorded
+        # (area and the other totals agree with the file's: only the distance is said)
+        assert [w for w in record["warnings"] if w.startswith("total")] == [
+            f"totalDistance: the file records {recorded:.3g} m, its points give {track:,.0f} m "
+            f"({track / recorded:,.0f} times more); they count different things (time logs covering part of the "
+            "task, a device logging a value at another resolution or for one section): check before relying on "
+            "either"
+        ]
 
 
 def test_a_clean_file_has_an_empty_list(api_client, core_user, jd_shapefiles):
