@@ -5,7 +5,7 @@ import django_filters
 from django.db.models import Q
 
 from .models import Product, Variety
-from .normalize import normalize_name
+from .normalize import crop_name, normalize_name
 
 
 class NormalizedNameFilter(django_filters.CharFilter):
@@ -56,7 +56,7 @@ class CropsFilter(django_filters.CharFilter):
     """`crops=corn` or `crops=corn,soybeans`: varieties seen as any of these crops (case-insensitive)."""
 
     def filter(self, qs, value):
-        crops = [" ".join(c.split()).lower() for c in (value or "").split(",") if c.strip()]
+        crops = [crop_name(c) for c in (value or "").split(",") if c.strip()]
         if not crops:
             return qs
         return qs.filter(Q(files__crop__in=crops)).distinct()

@@ -8,6 +8,8 @@ from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
 
+from .normalize import CROP_MAX
+
 
 class Product(models.Model):
     """A product (seed treatment, herbicide, fertiliser...) of a core user, one per normalised name;
@@ -70,7 +72,7 @@ class VarietyFile(models.Model):
 
     variety = models.ForeignKey(Variety, on_delete=models.CASCADE, related_name="files")
     core_file_id = models.UUIDField(db_index=True)
-    crop = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    crop = models.CharField(max_length=CROP_MAX, blank=True, default="", db_index=True)
     created_time = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -10,3 +10,12 @@ def normalize_name(name: str | None) -> str:
     text = unicodedata.normalize("NFKD", name or "")
     text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
     return " ".join(re.sub(r"[\W_]+", " ", text).split())
+
+
+CROP_MAX = 100  # the length of VarietyFile.crop
+
+
+def crop_name(crop: str | None) -> str:
+    """A variety's crop as stored and as the `crops` filter compares it: lower-case, spacing collapsed, cut to
+    CROP_MAX characters (so a longer name still finds what it was stored as)."""
+    return " ".join((crop or "").split()).lower()[:CROP_MAX]

@@ -14,7 +14,7 @@ from platform_site.api.errors import DomainError
 from platform_site.text import fit
 
 from .models import Product, ProductFile, Variety, VarietyFile
-from .normalize import normalize_name
+from .normalize import crop_name, normalize_name
 
 MAX_NAME = 255
 
@@ -67,9 +67,8 @@ def variety_record(
     variety (one per normalised name) and, with `core_file_id`, the link to the file. Idempotent."""
     variety = _record(Variety, core_user=core_user, name=name)
     if core_file_id is not None:
-        crop_name = " ".join((crop or "").split()).lower()[:100]
         _, linked = VarietyFile.objects.get_or_create(
-            variety=variety, core_file_id=uuid.UUID(str(core_file_id)), crop=crop_name
+            variety=variety, core_file_id=uuid.UUID(str(core_file_id)), crop=crop_name(crop)
         )
         if linked:
             Variety.objects.filter(pk=variety.pk).update(updated_time=timezone.now())

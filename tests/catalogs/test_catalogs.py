@@ -237,6 +237,14 @@ class TestVarietyEndpoints:
     def test_bad_sort_is_400(self, api_client, core_user, catalog):
         assert_problem(api_client.get(self.url(core_user), {"sort": "crops"}), 400, "validation")
 
+    def test_a_crop_name_longer_than_is_kept_finds_its_varieties(self, api_client, core_user):
+        """A crop's name is kept to its first 100 characters; the filter compared the whole name with them."""
+        crop = "Winter wheat " + "x" * 120
+        variety_record(core_user=core_user, name="Long One", crop=crop, core_file_id=uuid.uuid4())
+        [record] = api_client.get(self.url(core_user), {"crops": crop.upper()}).json()
+        assert record["name"] == "Long One" and record["crops"] == [crop.lower()[:100]]
+        assert names(api_client.get(self.url(core_user), {"crops": "winter wheat"})) == []
+
     def test_owner_wide_varieties_with_file_counts_and_crops(self, api_client, core_user, catalog):
         assert api_client.get(f"{BASE}/users/varieties").json() == [
             {"normalizedName": "ag36x6", "fileCount": 2, "crops": ["soybeans"]},
