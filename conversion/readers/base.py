@@ -23,6 +23,17 @@ from .values import text_value
 DatasetFormat = Literal["ISOXML", "SHAPEFILE", "GEOJSON"]
 OperationType = Literal["harvested", "planted", "applied", "tillage", "other"]
 OPERATION_TYPES: tuple[str, ...] = ("harvested", "planted", "applied", "tillage", "other")
+# Columns only a harvest has: yields per area, or each point's mass or volume.
+HARVEST_COLUMNS = (
+    "wetMassPerArea",
+    "dryMassPerArea",
+    "wetVolumePerArea",
+    "dryVolumePerArea",
+    "wetMass",
+    "dryMass",
+    "wetVolume",
+    "dryVolume",
+)
 
 
 class UnreadableDataset(Exception):

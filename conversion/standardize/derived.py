@@ -4,7 +4,7 @@ Distance, heading and speed from the track; area from distance and working width
 the flow is logged (flow / (speed x width)); dry yields from wet at the crop's
 standard moisture: dry = wet x (100 - M) / (100 - Ms) when M > Ms, else dry = wet (a point without a moisture takes
 the file's area-weighted mean moisture; a file without any gets no dry values); volumes from masses via the
-standard bushel weight; per-point totals as rate x area.
+standard bushel weight; per-point totals as rate x area. A file giving only each point's mass gets the same per point.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from conversion.crops import crop_standard
 from conversion.readers.base import PointTable
 from conversion.readers.units import US_BUSHEL_L
 
-from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2
+from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2, in_derived_unit
 
 # A gap longer than this (s) or a jump longer than this (m) between consecutive logged points is a new pass,
 # not distance covered.
@@ -134,6 +134,13 @@ def yield_from_flow(columns: dict[str, np.ndarray], units: dict[str, str]) -> np
         return np.where(covering, flow / (speed * width) * HA_M2, np.nan)
 
 
+# (wet mass, dry mass, wet volume, dry volume): per area, or of each point.
+HARVEST_AMOUNTS = (
+    ("wetMassPerArea", "dryMassPerArea", "wetVolumePerArea", "dryVolumePerArea"),
+    ("wetMass", "dryMass", "wetVolume", "dryVolume"),
+)
+
+
 def derive(table: PointTable) -> PointTable:
     """A copy with derived values added where the source lacks them.
 
@@ -141,6 +148,7 @@ def derive(table: PointTable) -> PointTable:
     only the flow is logged (`yield_from_flow`); dry yields from wet via crop
     standard moisture and the points' moisture (`moisture_filled`); volumes from masses via standard bushel weight
     (bushels as volume, 35.239 L); per-point totals `wetMass`, `dryMass`, `wetVolume`, `dryVolume` = rate x area.
+    A file giving each point's wet mass and no rate gets its dry mass and volumes the same way, per point.
     """
     cols = dict(table.columns)
     units = dict(table.units)
@@ -168,17 +176,23 @@ def derive(table: PointTable) -> PointTable:
     bushel = point_bushel_weight_kg(derived_table)
     moisture = cols.get("harvestMoisture")
     warnings = list(table.warnings)
-    if "dryMassPerArea" not in cols and "wetMassPerArea" in cols and ms is not None and moisture is not None:
+    # Dry values and volumes from wet masses: per area when the file gives rates, else per point when it gives only
+    # each point's mass (totals then sum those).
+    wet, dry, wet_volume, dry_volume = next(
+        (names for names in HARVEST_AMOUNTS if names[0] in cols or names[1] in cols), HARVEST_AMOUNTS[0]
+    )
+    wet_known = wet in cols and in_derived_unit(units, wet)
+    if dry not in cols and wet_known and ms is not None and moisture is not None:
         m, filled = moisture_filled(moisture, cols.get("area"))
         if filled:
             warnings.append(f"{filled} points without a moisture: dry values at the file's mean moisture")
-        put("dryMassPerArea", dry_from_wet(cols["wetMassPerArea"], m, ms))
+        put(dry, dry_from_wet(cols[wet], m, ms))
     if bushel is not None:
         litres_per_kg = US_BUSHEL_L / bushel
-        if "wetVolumePerArea" not in cols and "wetMassPerArea" in cols:
-            put("wetVolumePerArea", cols["wetMassPerArea"] * litres_per_kg)
-        if "dryVolumePerArea" not in cols and "dryMassPerArea" in cols:
-            put("dryVolumePerArea", cols["dryMassPerArea"] * litres_per_kg)
+        if wet_volume not in cols and wet_known:
+            put(wet_volume, cols[wet] * litres_per_kg)
+        if dry_volume not in cols and dry in cols and in_derived_unit(units, dry):
+            put(dry_volume, cols[dry] * litres_per_kg)
     if "area" in cols:
         area_ha = cols["area"] / HA_M2
         for total, rate in (

@@ -21,6 +21,7 @@ DERIVED_UNITS: dict[str, str] = {
     "dryMass": "kg",
     "wetVolume": "L",
     "dryVolume": "L",
+    "wetMassPerArea": "kg/ha",  # from the flow (`derived.yield_from_flow`)
     "dryMassPerArea": "kg/ha",
     "wetVolumePerArea": "L/ha",
     "dryVolumePerArea": "L/ha",
@@ -74,6 +75,12 @@ PRIMARY_RATES: dict[str, tuple[str, ...]] = {
 # property: outputs never write it (they pick their columns by name), it only keeps files apart where rows are
 # grouped (a time step never spans two files).
 SOURCE_COLUMN = "_source"
+
+
+def in_derived_unit(units: dict[str, str], name: str) -> bool:
+    """Whether column `name` is in the unit its derived values take (a column without a unit stated in `units` is:
+    the table's derived columns); a value of another or unknown unit converts to nothing."""
+    return (units.get(name) or DERIVED_UNITS[name]) == DERIVED_UNITS[name]
 
 
 def section_steps(columns: dict[str, np.ndarray]) -> np.ndarray | None:

@@ -13,7 +13,7 @@ from conversion.readers.base import PointTable
 from conversion.readers.units import IMPERIAL_OF, normalize_unit, to_canonical
 
 from .covered_area import coverage
-from .properties import DERIVED_UNITS, HA_M2, PROPERTY_ORDER, RATE_PROPERTIES, section_steps
+from .properties import DERIVED_UNITS, HA_M2, PROPERTY_ORDER, RATE_PROPERTIES, in_derived_unit, section_steps
 
 _NON_SUMMARY = frozenset({"lon", "lat", "timestamp", "sectionId", "recordingStatus"})
 
@@ -147,8 +147,9 @@ def _mean(values: np.ndarray, weights: np.ndarray | None = None) -> float:
 
 
 def totals(table: PointTable) -> dict[str, dict]:
-    """Totals as `{value, unit}`: each is the sum over points of rate x point area (area itself for totalArea), over
-    the points whose value is finite. A total beyond the float range (JSON has no infinity) is left out."""
+    """Totals as `{value, unit}`: each is the sum over points of rate x point area (area itself for totalArea; a
+    harvest file's per-point masses or volumes where it gives no rate), over the points whose value is finite. A
+    total beyond the float range (JSON has no infinity) is left out."""
     cols = table.columns
     out: dict[str, dict] = {}
 
@@ -168,22 +169,23 @@ def totals(table: PointTable) -> dict[str, dict]:
             _, first = np.unique(steps, return_index=True)
             dist = dist[first]
         put("totalDistance", dist, "m")
-    if area is None:
-        return out
-    area_ha = np.asarray(area, dtype=float) / HA_M2
+    area_ha = None if area is None else np.asarray(area, dtype=float) / HA_M2
     specs = (
-        ("totalWetMass", "wetMassPerArea"),
-        ("totalDryMass", "dryMassPerArea"),
-        ("totalWetVolume", "wetVolumePerArea"),
-        ("totalDryVolume", "dryVolumePerArea"),
-        ("totalApplied", "appliedRate"),
-        ("totalPlanted", "seedRate"),
+        ("totalWetMass", "wetMassPerArea", "wetMass"),
+        ("totalDryMass", "dryMassPerArea", "dryMass"),
+        ("totalWetVolume", "wetVolumePerArea", "wetVolume"),
+        ("totalDryVolume", "dryVolumePerArea", "dryVolume"),
+        ("totalApplied", "appliedRate", None),
+        ("totalPlanted", "seedRate", None),
     )
-    for total, rate in specs:
+    for total, rate, amount in specs:
         if rate not in cols:
+            # Without a rate, the points' own amounts (a file giving each point's mass), in the unit of the total.
+            if amount in cols and in_derived_unit(table.units, amount):
+                put(total, np.asarray(cols[amount], dtype=float), DERIVED_UNITS[amount])
             continue
         rate_unit = table.units.get(rate) or DERIVED_UNITS.get(rate, "")
-        if not rate_unit.endswith("/ha"):
+        if area_ha is None or not rate_unit.endswith("/ha"):
             continue  # a rate of unknown unit (per acre? per hectare?) makes no total: a number of no quantity
         unit = rate_unit.removesuffix("/ha")
         with np.errstate(over="ignore", invalid="ignore"):

@@ -12,6 +12,7 @@ from shapely.geometry import shape
 from conversion import standardize
 from conversion.crops import CROP_STANDARDS, crop_standard, normalize_crop_name
 from conversion.readers import Dataset, MachineIdentity, PointTable, get_reader
+from conversion.readers.units import US_BUSHEL_L
 
 ISO_MS_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -64,6 +65,30 @@ def test_points_of_a_crop_without_a_standard_get_no_dry_value():
     one_crop = _table(2, wetMassPerArea=np.full(2, 10_000.0), harvestMoisture=np.full(2, 25.0))
     one_crop.columns["crop"] = np.array(["corn", None], dtype=object)
     assert standardize.derive(one_crop).columns["dryMassPerArea"] == pytest.approx([dry[0], dry[0]])
+
+
+def test_a_harvest_of_per_point_masses_without_a_rate_gets_dry_values_volumes_and_totals():
+    """A file giving each point's wet mass and no rate had no totalWetMass, and no dry values at all."""
+    wet = np.array([12.0, 15.0, 9.0, 14.0])
+    table = _table(4, wetMass=wet, harvestMoisture=np.array([25.0, 20.0, 15.0, 30.0]))
+    table.units["wetMass"] = "kg"
+    derived = standardize.derive(table)
+    ms = crop_standard("corn").standard_moisture
+    dry = derived.columns["dryMass"]
+    assert dry == pytest.approx(standardize.dry_from_wet(wet, table.columns["harvestMoisture"], ms))
+    bushel = crop_standard("corn").bushel_weight_kg
+    assert derived.columns["wetVolume"] == pytest.approx(wet * US_BUSHEL_L / bushel)
+    assert derived.columns["dryVolume"] == pytest.approx(dry * US_BUSHEL_L / bushel)
+    assert "wetMassPerArea" not in derived.columns and "dryMassPerArea" not in derived.columns
+    totals = standardize.totals(derived)
+    assert totals["totalWetMass"] == {"value": pytest.approx(50.0), "unit": "kg"}
+    assert totals["totalDryMass"] == {"value": pytest.approx(float(dry.sum())), "unit": "kg"}
+    assert totals["totalWetVolume"] == {"value": pytest.approx(50.0 * US_BUSHEL_L / bushel), "unit": "L"}
+    # A mass of no stated unit converts to nothing and sums to no total
+    table.units["wetMass"] = "unknown"
+    unknown = standardize.derive(table)
+    assert not {"dryMass", "wetVolume", "dryVolume"} & set(unknown.columns)
+    assert "totalWetMass" not in standardize.totals(unknown)
 
 
 def test_a_rate_of_unknown_unit_makes_no_total():

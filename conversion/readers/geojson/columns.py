@@ -13,7 +13,7 @@ from datetime import datetime
 
 import numpy as np
 
-from conversion.readers.base import recording_status
+from conversion.readers.base import HARVEST_COLUMNS, recording_status
 from conversion.readers.shapefile.columns import (
     COLUMN_RULES,
     RATE_NAMES,
@@ -63,7 +63,7 @@ _TIME_NAMES = ("timestamp", *TIME_ISO_NAMES, *TIME_TEXT_NAMES)
 
 
 def _guess_operation(columns: dict[str, np.ndarray]) -> str:
-    if any(k in columns for k in ("wetMassPerArea", "dryMassPerArea", "wetVolumePerArea", "dryVolumePerArea")):
+    if any(k in columns for k in HARVEST_COLUMNS):
         return "harvested"
     if "seedRate" in columns:
         return "planted"

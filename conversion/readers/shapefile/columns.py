@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conversion.readers.base import HARVEST_COLUMNS
 from conversion.readers.units import to_canonical
 from conversion.readers.values import text_value
 
@@ -164,7 +165,7 @@ def rate_operation(metadata, columns, rate_name, target_name, meta_units, by_nor
     named or written in seeds (a planting), else any rate (an application)."""
     if metadata and str(metadata.get("Operation", "")).lower() in JD_OPERATIONS:
         return JD_OPERATIONS[str(metadata["Operation"]).lower()]
-    if any(p in columns for p in ("wetMassPerArea", "dryMassPerArea", "dryVolumePerArea", "wetVolumePerArea")):
+    if any(p in columns for p in HARVEST_COLUMNS):
         return "harvested"
     for name in (rate_name, target_name):
         if name is None:

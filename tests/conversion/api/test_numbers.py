@@ -319,3 +319,36 @@ def test_a_task_whose_logs_give_a_rate_in_volume_and_in_mass_fails_with_the_reas
     assert "appliedRate" in failed["message"] and "'L/ha'" in failed["message"] and "'kg/ha'" in failed["message"]
     file = _get(api_client, f"{FILES_URL}/{failed['id']}").json()
     assert file["status"] == "failed" and file["standardGeojson"] is None
+
+
+@pytest.mark.embedded
+def test_a_harvest_giving_each_points_mass_and_no_rate_has_its_totals(api_client, core_user):
+    # Given a GeoJSON harvest whose points say their own wet mass (kg) and moisture, and no yield per area
+    wet = [12.5, 14.0, 9.5, 13.0, 11.0]
+    features = [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [-93.0 + i * 2e-5, 41.0]},
+            "properties": {
+                "timestamp": f"2024-10-01T10:00:0{i}Z",
+                "wetMass": mass,
+                "harvestMoisture": 20.0,
+                "crop": "Corn",
+            },
+        }
+        for i, mass in enumerate(wet)
+    ]
+    data = zip_entries({"corn.geojson": json.dumps({"type": "FeatureCollection", "features": features}).encode()})
+
+    # When it is uploaded
+    batch = _batch(api_client, core_user, data)
+    [file] = _files(api_client, batch)
+    summary = _get(api_client, f"{FILES_URL}/{file['id']}/summary").json()["properties"]
+
+    # Then it is a harvest (it was "other") whose total wet mass is the sum of its points' masses (it had no total),
+    # and whose dry mass is theirs at corn's standard 15.5 % (it had no dry values): wet x (100 - 20) / (100 - 15.5)
+    assert summary["operationType"] == "harvested"
+    assert summary["totalWetMass"] == {"value": pytest.approx(sum(wet)), "unit": "kg"}
+    assert summary["totalDryMass"] == {"value": pytest.approx(sum(wet) * 80 / 84.5), "unit": "kg"}
+    assert summary["dryMass"]["unit"] == "kg" and summary["dryMass"]["max"] == pytest.approx(14.0 * 80 / 84.5)
+    assert summary["totalDryVolume"]["unit"] == "L"
