@@ -2,10 +2,12 @@
 
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from platform_site.accounts.views import AuthenticateView
+from platform_site.api import errors
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -34,6 +36,10 @@ urlpatterns = [
 
 if settings.DEBUG:
     urlpatterns.append(path("api-auth/", include("rest_framework.urls")))
+
+# Any other URL under the API prefixes is the problem document of `handler404`, in debug mode too (where Django
+# answers its HTML page instead of calling the handler: `make run` runs in debug mode).
+urlpatterns.append(re_path(r"^(?:api|services)/", csrf_exempt(errors.handler404)))
 
 handler400 = "platform_site.api.errors.handler400"
 handler404 = "platform_site.api.errors.handler404"

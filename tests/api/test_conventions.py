@@ -117,6 +117,23 @@ def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):
     assert_problem(api_client.get("/services/usermanagement/api/nothing-here"), 404, "notFound")
 
 
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("get", "/services/operations/api/nope"),
+        ("get", "/services/operations/api/batch/"),
+        ("post", "/services/fields/api/users/x/nothing"),
+        ("get", "/api/nothing"),
+        ("delete", "/services/"),
+    ],
+)
+def test_an_unknown_api_url_is_a_problem_document_in_debug_mode_too(client, settings, debug, method, path):
+    """`make run` runs in debug mode, where Django answered its HTML 404 page instead of the problem document."""
+    settings.DEBUG = debug
+    assert_problem(getattr(client, method)(path), 404, "notFound")
+
+
 MACHINES = "/services/beta/api/users/{}/machines"
 
 
