@@ -1,5 +1,6 @@
 """The spec's camelCase shapes of machines, machine files, implements and operators."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from platform_site.api.serializers import (
@@ -10,7 +11,7 @@ from platform_site.api.serializers import (
     TimestampField,
 )
 
-from .models import Implement, Machine, MachineFile, Operator
+from .models import Implement, Machine, MachineFile, Operator, OriginType
 
 
 class MachineSerializer(ApiModelSerializer):
@@ -19,7 +20,7 @@ class MachineSerializer(ApiModelSerializer):
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     providerMachineId = serializers.CharField(source="provider_machine_id", read_only=True, allow_null=True)
     providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
-    originType = serializers.CharField(source="origin_type", read_only=True)
+    originType = serializers.ChoiceField(source="origin_type", choices=OriginType.choices, read_only=True)
     createdTime = TimestampField(source="created_time", read_only=True)
     serialNumber = serializers.CharField(source="serial_number", read_only=True, allow_null=True)
     modelYear = serializers.IntegerField(source="model_year", read_only=True, allow_null=True)
@@ -83,7 +84,7 @@ class MachineFileSerializer(ApiModelSerializer):
     coreFileId = serializers.UUIDField(source="core_file_id", read_only=True)
     machineId = serializers.UUIDField(source="machine_id", read_only=True)
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
-    originType = serializers.CharField(source="origin_type", read_only=True)
+    originType = serializers.ChoiceField(source="origin_type", choices=OriginType.choices, read_only=True)
     startTime = TimestampField(source="start_time", read_only=True, allow_null=True)
     endTime = TimestampField(source="end_time", read_only=True, allow_null=True)
     createdTime = TimestampField(source="created_time", read_only=True)
@@ -110,9 +111,11 @@ class MachineFileSerializer(ApiModelSerializer):
     def _measure(value, unit) -> dict | None:
         return None if value is None else {"value": value, "unit": unit}
 
+    @extend_schema_field(MeasureSerializer(allow_null=True))
     def get_distance(self, obj) -> dict | None:
         return self._measure(obj.distance_value, obj.distance_unit)
 
+    @extend_schema_field(MeasureSerializer(allow_null=True))
     def get_fuelConsumption(self, obj) -> dict | None:  # noqa: N802 (the spec's name)
         return self._measure(obj.fuel_consumption_value, obj.fuel_consumption_unit)
 
@@ -123,7 +126,7 @@ class ImplementSerializer(ApiModelSerializer):
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     providerImplementId = serializers.CharField(source="provider_implement_id", read_only=True, allow_null=True)
     providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
-    originType = serializers.CharField(source="origin_type", read_only=True)
+    originType = serializers.ChoiceField(source="origin_type", choices=OriginType.choices, read_only=True)
     serialNumber = serializers.CharField(source="serial_number", read_only=True, allow_null=True)
     createdTime = TimestampField(source="created_time", read_only=True)
     updatedTime = TimestampField(source="updated_time", read_only=True)
@@ -154,7 +157,7 @@ class OperatorSerializer(ApiModelSerializer):
 
     providerOperatorId = serializers.CharField(source="provider_operator_id", read_only=True, allow_null=True)
     providerOrganizationId = serializers.CharField(source="provider_organization_id", read_only=True, allow_null=True)
-    originType = serializers.CharField(source="origin_type", read_only=True)
+    originType = serializers.ChoiceField(source="origin_type", choices=OriginType.choices, read_only=True)
     updatedTime = TimestampField(source="updated_time", read_only=True)
 
     class Meta:

@@ -63,4 +63,6 @@ class VarietySummarySerializer(ProductSummarySerializer):
 class ProductSearchQuerySerializer(serializers.Serializer):
     """`maxResults`: 1 to 20 (default 20); more is a 400. `search` and `coreFileId` go to the filterset."""
 
-    maxResults = QueryIntegerField(min_value=1, max_value=20, required=False, default=20)
+    maxResults = QueryIntegerField(
+        min_value=1, max_value=20, required=False, default=20, help_text="1 to 20, default 20"
+    )

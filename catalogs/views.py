@@ -71,7 +71,7 @@ class ProductSearchViewSet(CoreUserScopedViewSet):
             Prefetch("files", queryset=ProductFile.objects.only("product_id", "core_file_id"))
         )
 
-    @extend_schema(parameters=[OpenApiParameter("maxResults", int, description="1 to 20, default 20")])
+    @extend_schema(parameters=[ProductSearchQuerySerializer])  # `maxResults` with the bounds it is validated with
     def list(self, request, *args, **kwargs):
         query = ProductSearchQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -86,7 +86,7 @@ class ProductSearchViewSet(CoreUserScopedViewSet):
     list=extend_schema(
         parameters=[
             OpenApiParameter("coreUserId", OpenApiTypes.UUID, required=True, description="The core user to search."),
-            OpenApiParameter("maxResults", int, description="1 to 20, default 20"),
+            ProductSearchQuerySerializer,
         ]
     )
 )

@@ -8,9 +8,10 @@ from pyproj.exceptions import CRSError
 from rest_framework import serializers
 
 from conversion.images.ramp import ColorRamp
+from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiSerializer, StrictBooleanField, StrictCharField, StrictFloatField
 
-from .defaults import DEFAULT_COLOR_RAMP
+from .defaults import DEFAULT_COLOR_RAMP, DEFAULTS
 
 PERCENT_KEY = re.compile(r"^(100(\.0+)?|[1-9]?[0-9](\.[0-9]+)?)%$")
 
@@ -132,6 +133,10 @@ class ConfigurationSerializer(ConfigurationEntriesSerializer):
 
     apiOwnerUsername = serializers.CharField(read_only=True)
     coreUserId = serializers.CharField(read_only=True, help_text="The core user's id; empty for the API owner's.")
+
+
+# Every entry is answered, its default when never set; only `GET /configs` (the owner's) leaves out `fieldsAutoMerge`.
+document_extra_properties(ConfigurationSerializer, required=[name for name in DEFAULTS if name != "fieldsAutoMerge"])
 
 
 def configuration_representation(*, owner, core_user=None, entries: dict, include_auto_merge: bool = True) -> dict:

@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from assets.models import Provider
+from configs.serializers import ColorRampField
 from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictUUIDField, TimestampField
 
@@ -265,7 +266,7 @@ class ImageSerializer(serializers.Serializer):
     """One entry of `GET .../images` (`images_data`; OpenAPI documentation only)."""
 
     property = serializers.CharField()
-    ramp = serializers.JSONField(help_text="The colour ramp the image was drawn with (configuration shape).")
+    ramp = ColorRampField(help_text="The colour ramp the image was drawn with (`geoimagesColorRamp`).")
     url = serializers.URLField(help_text="The PNG, served with the bearer token.")
     extent = ImageExtentSerializer(help_text="Bounds in the projection's units.")
     legend = ImageLegendSerializer()

@@ -265,3 +265,9 @@ class ProviderApplicationSerializer(serializers.ModelSerializer):
 
     def get_redirectUri(self, application) -> str:  # noqa: N802
         return oauth_redirect_uri()
+
+
+# `scopes` is a JSON column, always the list of scope tokens the write serializer took: its model field gives no shape.
+document_extra_properties(
+    ProviderApplicationSerializer, {"scopes": {"type": "array", "items": {"type": "string"}}}, required=("scopes",)
+)

@@ -169,6 +169,7 @@ SPECTACULAR_SETTINGS = {
         "ProcessingStatusEnum": "conversion.models.FileStatus",  # files and operations
         "BoundaryStatusEnum": "fields.models.Boundary.Status",
         "ActiveStatusEnum": "assets.models.Operator.Status",  # operators, boundaries' providerStatus
+        "OriginTypeEnum": "assets.models.OriginType",  # machines, their files, implements, operators
         "OperationTypeEnum": "conversion.models.OperationType",  # files and operations
         "WebhookEventEnum": "webhooks.models.EventType",  # a webhook's events, as answered
         "WebhookEventNameEnum": "webhooks.serializers.EVENT_NAMES",  # accepted on registration (with aliases)
@@ -176,6 +177,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "platform_site.api.schema.postprocess_paging_headers",
+        "platform_site.api.schema.postprocess_query_parameters",
         # The problem+json error answers of every operation.
         "platform_site.api.schema.postprocess_problem_responses",
     ],

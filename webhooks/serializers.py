@@ -91,7 +91,7 @@ document_extra_properties(
         "webhookId": {"type": "string", "format": "uuid"},
         "deliveryId": {"type": "string", "format": "uuid"},
         "url": {"type": "string", "format": "uri"},
-        "event": {"type": "string", "enum": EventType.values},
+        "event": serializers.ChoiceField(choices=EventType.choices),  # the component of a webhook's `events`
         "createdAt": {**_TIMESTAMP, "description": "When the attempt was made."},
         "status": {
             "type": "integer",

@@ -2,6 +2,7 @@ from django.core.validators import EmailValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import (
     ApiModelSerializer,
     ApiSerializer,
@@ -61,3 +62,7 @@ class CoreUserReplaceSerializer(CoreUserSerializer):
 
     class Meta(CoreUserSerializer.Meta):
         read_only_fields = []
+
+
+# Every key is answered (`""` or null when unset), though a request may leave any out.
+document_extra_properties(CoreUserSerializer, required=("name", "email", "phone", "address", "externalId"))

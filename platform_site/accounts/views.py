@@ -13,6 +13,8 @@ from .filtersets import CoreUserFilterSet
 from .models import CoreUser
 from .serializers import AuthenticateSerializer, CoreUserReplaceSerializer, CoreUserSerializer, TokenSerializer
 
+EXTERNAL_ID_TAKEN = "Another core user of the owner has this `externalId` (`externalIdTaken`)."
+
 
 class AuthenticateView(APIView):
     """POST /api/authenticate {username, password, rememberMe} -> {id_token}."""
@@ -38,9 +40,11 @@ class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSco
 
     serializer_class = CoreUserSerializer
     filterset_class = CoreUserFilterSet
-    problem_responses = dict.fromkeys(
-        ("create", "replace"), {409: "Another core user of the owner has this `externalId` (`externalIdTaken`)."}
-    )
+    problem_responses = {
+        "create": {409: EXTERNAL_ID_TAKEN},
+        # The id travels in the body, so the schema hook's rule (404 for an id in the path) does not see it.
+        "replace": {404: "No core user of the owner has the body's `id` (`notFound`).", 409: EXTERNAL_ID_TAKEN},
+    }
     sort_fields = {"id": "id", "name": "name", "email": "email", "externalId": "external_id"}
     default_sort = ("name",)
 

@@ -23,6 +23,9 @@ from platform_site.api.lookups import row_get, row_get_with_child
 
 ALGORITHM = "HS256"
 CLOCK_LEEWAY_SECONDS = 5
+# The challenge every 401 carries (RFC 9110 requires one; `errors.problem_exception_handler` adds it to each): the
+# bearer token is the API's only scheme.
+BEARER_CHALLENGE = 'Bearer realm="api"'
 # Three base64url parts. PyJWT's decoder skips characters outside the alphabet, so `<token>!!` would pass.
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
@@ -54,8 +57,6 @@ def _core_user_id(request) -> str | None:
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <JWT>`; anything missing, malformed, expired or revoked is a 401."""
-
-    keyword = "Bearer"
 
     def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
@@ -103,4 +104,4 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return user, claims
 
     def authenticate_header(self, request):
-        return f'{self.keyword} realm="api"'
+        return BEARER_CHALLENGE

@@ -16,6 +16,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from platform_site.api.authentication import BEARER_CHALLENGE
 from platform_site.text import storable
 
 # The detail of every 404: a missing id and another owner's id answer alike.
@@ -184,7 +185,6 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             detail = str(exc.detail)
         if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
             exc.status_code = status.HTTP_401_UNAUTHORIZED
-            headers["WWW-Authenticate"] = 'Bearer realm="api"'
         if getattr(exc, "wait", None):
             headers["Retry-After"] = str(int(exc.wait))
         code = exc.status_code
@@ -192,6 +192,9 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
     else:
         return None
 
+    if code == status.HTTP_401_UNAUTHORIZED:
+        # RFC 9110: a 401 carries a challenge, a domain one too (a refused login answered without it).
+        headers["WWW-Authenticate"] = BEARER_CHALLENGE
     set_rollback()
     return Response(body, status=code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 

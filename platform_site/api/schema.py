@@ -9,8 +9,9 @@ from collections.abc import Iterable
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import build_bearer_security_scheme_object
+from drf_spectacular.plumbing import build_bearer_security_scheme_object, is_field
 
+from platform_site.api.authentication import BEARER_CHALLENGE
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE
 
 PAGING_HEADERS = {
@@ -66,16 +67,18 @@ PROBLEM_DESCRIPTIONS = {
     "read (`malformedRequest`).",
     401: "No bearer token, or a malformed or expired one (`unauthorized`).",
     404: "No such resource, or one of another API owner (`notFound`).",
+    406: "The `Accept` header takes no JSON (`notAcceptable`).",
     411: "The body was sent without a Content-Length (`Transfer-Encoding: chunked`; `lengthRequired`).",
     413: "The JSON body is larger than the server accepts (`requestTooLarge`).",
     415: "The body is not JSON in UTF-8, UTF-16 or UTF-32 (`unsupportedMediaType`).",
 }
+DOWNLOAD_NOT_ACCEPTABLE = "The `Accept` header takes neither {media_types} nor JSON (`notAcceptable`)."
 UPLOAD_PROBLEM_DESCRIPTIONS = {
     413: "The upload is larger than the server accepts (`fileTooLarge`).",
     415: "The body is not `multipart/form-data` (`unsupportedMediaType`).",
 }
 UNAUTHORIZED_HEADERS = {
-    "WWW-Authenticate": {"description": '`Bearer realm="api"`.', "schema": {"type": "string"}},
+    "WWW-Authenticate": {"description": f"`{BEARER_CHALLENGE}`.", "schema": {"type": "string"}},
 }
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -115,9 +118,10 @@ def document_extra_properties(
     optional: Iterable[str] = (),
 ) -> None:
     """Document what the serializer's fields alone do not say (the schema is built from the declared fields):
-    `properties`, the keys its `to_representation` adds (key: OpenAPI schema), of which `required` are always
-    sent; `optional`, declared read-only keys sent only when they apply (drf-spectacular makes every read-only
-    field required)."""
+    `properties`, the keys its `to_representation` adds (key: OpenAPI schema, or a serializer field, mapped as a
+    declared one is: a choice field then shares its enum component); `required`, added or declared keys every
+    answer sends (required in the response schema only: a request may leave a declared one out); `optional`,
+    declared read-only keys sent only when they apply (drf-spectacular makes every read-only field required)."""
     always, sometimes = set(required), set(optional)
 
     class ExtraProperties(OpenApiSerializerExtension):
@@ -125,8 +129,13 @@ def document_extra_properties(
 
         def map_serializer(self, auto_schema, direction):
             schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
-            schema.setdefault("properties", {}).update(properties or {})
-            keys = (set(schema.get("required", [])) | always) - sometimes
+            schema.setdefault("properties", {}).update(
+                {
+                    key: auto_schema._map_serializer_field(value, direction) if is_field(value) else value
+                    for key, value in (properties or {}).items()
+                }
+            )
+            keys = (set(schema.get("required", [])) | (always if direction == "response" else set())) - sometimes
             if keys:
                 schema["required"] = sorted(keys)
             else:
@@ -153,7 +162,8 @@ def problem_statuses(operation: dict) -> dict[int, str]:
     """The error statuses every operation of its kind can answer, with what they mean there: 400 where there is
     input (a body or a query parameter; not `format`, whose unknown values are 404s), 401 behind the bearer
     token, 404 where the path names a resource or the query a core user it needs (a `coreUserId` filter of a
-    list finds nothing instead), 411, 413 and 415 where there is a body."""
+    list finds nothing instead), 406 everywhere (DRF negotiates every request's `Accept`), 411, 413 and 415 where
+    there is a body."""
     parameters = operation.get("parameters", [])
     body = operation.get("requestBody", {}).get("content", {})
     upload = "multipart/form-data" in body
@@ -164,12 +174,28 @@ def problem_statuses(operation: dict) -> dict[int, str]:
         statuses[401] = PROBLEM_DESCRIPTIONS[401]
     if any(p.get("in") == "path" or (p.get("name") == "coreUserId" and p.get("required")) for p in parameters):
         statuses[404] = PROBLEM_DESCRIPTIONS[404]
+    statuses[406] = _not_acceptable(operation)
     if body:
         descriptions = UPLOAD_PROBLEM_DESCRIPTIONS if upload else PROBLEM_DESCRIPTIONS
         statuses[411] = PROBLEM_DESCRIPTIONS[411]
         statuses[413] = descriptions[413]
         statuses[415] = descriptions[415]
     return statuses
+
+
+def _not_acceptable(operation: dict) -> str:
+    """What 406 means for the operation: an `Accept` that takes none of its media types. A download answers its
+    own media type and JSON too (`renderers.DownloadNegotiation`)."""
+    media_types = {
+        media_type
+        for code, response in operation.get("responses", {}).items()
+        if code.startswith("2")
+        for media_type in response.get("content", {})
+    }
+    downloads = sorted(media_types - {"application/json"})
+    if not downloads:
+        return PROBLEM_DESCRIPTIONS[406]
+    return DOWNLOAD_NOT_ACCEPTABLE.format(media_types=" or ".join(f"`{m}`" for m in downloads))
 
 
 def _declared_problems(generator) -> dict[tuple[str, str], dict[int, str]]:
@@ -186,6 +212,20 @@ def _declared_problems(generator) -> dict[tuple[str, str], dict[int, str]]:
 def _path_shape(path: str) -> str:
     """The path with its parameters unnamed: the endpoints say `{pk}` where the schema says `{id}`."""
     return re.sub(r"\{[^}]*\}", "{}", path)
+
+
+def postprocess_query_parameters(result, generator, request, public):
+    """A query string cannot carry null: no query parameter is `nullable`. drf-spectacular copies it from the
+    nullable model field a filter reads (`provider`, `startTime`, `operationType`...), and an empty value is no
+    filter at all."""
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method not in HTTP_METHODS:
+                continue
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "query":
+                    parameter.get("schema", {}).pop("nullable", None)
+    return result
 
 
 def postprocess_problem_responses(result, generator, request, public):

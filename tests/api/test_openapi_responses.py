@@ -5,6 +5,7 @@ and every operation documents its `application/problem+json` error answers."""
 import io
 import json
 import re
+import uuid
 import zipfile
 
 import jsonschema
@@ -13,6 +14,8 @@ from django.db import transaction
 from drf_spectacular.generators import SchemaGenerator
 from shapely.geometry import MultiPoint, MultiPolygon, mapping
 
+from assets.models import Implement, Operator, OriginType
+from configs.defaults import DEFAULT_COLOR_RAMP
 from configs.services import config_user_set
 from tests.fields.helpers import provider_field, square
 from tests.magiclinks.helpers import APPLICATION_BODY
@@ -24,6 +27,7 @@ USERS = "/services/usermanagement/api/users"
 BETA = "/services/beta/api"
 FIELDS = "/services/fields/api"
 OPERATIONS = "/services/operations/api"
+CONFIG = "/services/config/api"
 WIDGETS = "/services/widgets/api"
 ALERTS = "/services/alerts/api/alerts"
 PROBLEM = "application/problem+json"
@@ -79,9 +83,12 @@ def errors_of(schema, sub_schema, instance) -> list[str]:
 
 
 def assert_documented(schema, method: str, template: str, response):
-    """The response's status and media type are documented for the operation, and its body validates."""
+    """The response's status and media type are documented for the operation, it sends the headers documented for
+    them, and its body validates."""
     documented = operation(schema, method, template)["responses"]
     assert str(response.status_code) in documented, (method, template, response.status_code, list(documented))
+    headers = documented[str(response.status_code)].get("headers", {})
+    assert [name for name in headers if not response.has_header(name)] == [], (method, template, response.status_code)
     media_type = response["Content-Type"].split(";")[0].strip()
     content = documented[str(response.status_code)]["content"]
     assert media_type in content, (method, template, media_type, list(content))
@@ -91,6 +98,11 @@ def assert_documented(schema, method: str, template: str, response):
 def assert_request_documented(schema, method: str, template: str, body: dict):
     content = operation(schema, method, template)["requestBody"]["content"]["application/json"]
     assert errors_of(schema, content["schema"], body) == [], (method, template, body)
+
+
+def required(schema, component: str) -> set[str]:
+    """The keys the component says are always there."""
+    return set(schema["components"]["schemas"][component].get("required", []))
 
 
 def test_every_operation_documents_its_problem_answers(schema):
@@ -109,6 +121,7 @@ def test_every_operation_documents_its_problem_answers(schema):
                 assert "401" in errors, (method, path)
             if "{" in path:
                 assert "404" in errors, (method, path)
+            assert "406" in errors, (method, path)  # DRF negotiates `Accept` on every operation
             if "requestBody" in op:
                 assert {"400", "411", "413", "415"} <= set(errors), (method, path)
     read_only = f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}"
@@ -138,6 +151,48 @@ def test_real_error_answers_are_documented_problems(schema, api_client, core_use
         assert response.status_code == status, (method, path, response.content)
         assert response["Content-Type"] == PROBLEM
         assert_documented(schema, method, path, response)
+
+
+def test_a_put_of_an_unknown_or_foreign_core_user_is_a_documented_404(schema, api_client, other_client):
+    # Given a core user of another owner: the id travels in the body, not in the path
+    foreign = other_client.post(USERS, {"name": "Theirs"}, format="json").json()["id"]
+    for user_id in (foreign, str(uuid.uuid4())):
+        response = api_client.put(USERS, {"id": user_id, "name": "Mine"}, format="json")
+        assert response.status_code == 404 and response.json()["errorKey"] == "notFound", response.content
+        assert_documented(schema, "put", USERS, response)
+
+
+def test_a_refused_login_carries_the_bearer_challenge(schema, client):
+    refused = client.post(
+        "/api/authenticate", {"username": "nobody", "password": "not-the-password"}, content_type="application/json"
+    )
+    assert refused.status_code == 401 and refused.json()["errorKey"] == "invalidCredentials"
+    assert_documented(schema, "post", "/api/authenticate", refused)  # with its documented WWW-Authenticate
+    # The challenge a request without its bearer token gets
+    assert refused["WWW-Authenticate"] == client.get(USERS)["WWW-Authenticate"] == 'Bearer realm="api"'
+
+
+def test_an_accept_the_operation_cannot_answer_is_a_documented_406(schema, api_client):
+    # Negotiation comes before the lookup: any id shows it
+    some = uuid.uuid4()
+    answers = [  # (path under /files/{id} or /operations/{id}, what its 406 names)
+        ("files", "/standardGeojson", "application/geo+json"),
+        ("files", "/rawGeojson", "application/geo+json"),
+        ("files", "/originalFile", "application/zip"),
+        ("files", "/images/{prop}.png", "image/png"),
+        ("operations", "/standardGeojson", "application/geo+json"),
+        ("operations", "/images/{prop}.png", "image/png"),
+        ("files", "", "JSON"),
+    ]
+    for resources, sub_path, media_type in answers:
+        template = f"{OPERATIONS}/{resources}/{{id}}{sub_path}"
+        response = api_client.get(template.format(id=some, prop="wetMass"), HTTP_ACCEPT="text/csv")
+        assert response.status_code == 406 and response.json()["errorKey"] == "notAcceptable", template
+        assert_documented(schema, "get", template, response)
+        assert media_type in operation(schema, "get", template)["responses"]["406"]["description"], template
+    refused = api_client.post(USERS, {"name": "x"}, format="json", HTTP_ACCEPT="image/png")
+    assert refused.status_code == 406
+    assert_documented(schema, "post", USERS, refused)
 
 
 def test_fields_plain_provider_and_merged_match_the_schema(schema, api_client, core_user):
@@ -187,6 +242,23 @@ def test_a_core_user_without_email_matches_the_schema(schema, api_client):
     assert_documented(schema, "get", f"{USERS}/{{id}}", api_client.get(f"{USERS}/{created.json()['id']}"))
 
 
+def test_core_users_and_configurations_require_every_key_they_always_send(schema, api_client, core_user):
+    # A core user with no optional key set still answers them all
+    created = api_client.post(USERS, {}, format="json")
+    assert (
+        required(schema, "CoreUser") == set(created.json()) == {"id", "name", "email", "phone", "address", "externalId"}
+    )
+    assert required(schema, "CoreUserRequest") == set()  # a request may still leave any out
+    # Every configuration entry is answered, the defaults too; the owner's leaves out `fieldsAutoMerge` only
+    owner_config = api_client.get(f"{CONFIG}/configs")
+    user_config = api_client.get(f"{CONFIG}/configs/{core_user.pk}")
+    assert (
+        required(schema, "Configuration") == set(owner_config.json()) == set(user_config.json()) - {"fieldsAutoMerge"}
+    )
+    assert_documented(schema, "get", f"{CONFIG}/configs", owner_config)
+    assert_documented(schema, "get", f"{CONFIG}/configs/{{coreUserId}}", user_config)
+
+
 def test_a_failed_webhook_call_matches_the_schema(schema, api_client, owner, core_user, subscribe, webhook_receiver):
     # Given a receiver on loopback that answers 500
     webhook_receiver.statuses = [500]
@@ -198,6 +270,10 @@ def test_a_failed_webhook_call_matches_the_schema(schema, api_client, owner, cor
     [call] = failed.json()
     assert call["status"] == 500 and "connectionError" not in call
     assert_documented(schema, "get", f"{ALERTS}/webhooks/failed-calls", failed)
+    # Its event is a webhook's event: one component, not a second identical one
+    components = schema["components"]["schemas"]
+    assert components["FailedCall"]["properties"]["event"] == {"$ref": "#/components/schemas/WebhookEventEnum"}
+    assert "EventEnum" not in components
     assert_documented(schema, "get", f"{ALERTS}/webhooks", api_client.get(f"{ALERTS}/webhooks"))
 
 
@@ -206,6 +282,10 @@ def test_a_provider_application_update_matches_its_documented_body(schema, api_c
     urls = {key: APPLICATION_BODY[key] for key in ("authorizeUrl", "tokenUrl")}
     created = api_client.post(f"{WIDGETS}/provider-applications", APPLICATION_BODY, format="json")
     assert created.status_code == 201, created.content
+    # Every key is always answered; `scopes` is the list of scope tokens
+    assert required(schema, "ProviderApplication") == set(created.json())
+    scopes = schema["components"]["schemas"]["ProviderApplication"]["properties"]["scopes"]
+    assert scopes == {"type": "array", "items": {"type": "string"}}
     # When it is changed without provider (refused on update) and without clientSecret (kept)
     body = {"clientId": "cid2", **urls}
     assert_request_documented(schema, "put", f"{WIDGETS}/provider-applications/{{id}}", body)
@@ -261,6 +341,48 @@ def test_files_processed_and_failed_match_the_schema(schema, api_client, core_us
     assert_documented(schema, "get", f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/operations/files", field_files)
 
 
+def test_pooled_assets_and_map_images_match_the_schema(schema, api_client, core_user, samples_dir):
+    # Given ISOXML task data (its device becomes a pooled machine, each task a machine file with the distance and fuel
+    # the task records, and a file with map images), a machine made through the API, a provider's implement and operator
+    folder = samples_dir / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            archive.write(path, "TASKDATA/" + path.relative_to(folder).as_posix())
+    file_id, *_ = _upload(api_client, core_user, buffer.getvalue())["files"]
+    user = f"{BETA}/users/{core_user.pk}"
+    made = api_client.post(f"{user}/machines", {"name": "Tractor"}, format="json").json()
+    provider = {"core_user": core_user, "provider": "ProviderA", "origin_type": OriginType.PROVIDER_POOLED}
+    Implement.objects.create(name="Planter", **provider)
+    Operator.objects.create(name="Ann", **provider)
+    components = schema["components"]["schemas"]
+    # Then `originType` is one enum wherever it is answered
+    assert sorted(components["OriginTypeEnum"]["enum"]) == sorted(OriginType.values)
+    for name in ("Machine", "MachineChanged", "MachineFile", "Implement", "Operator"):
+        assert "#/components/schemas/OriginTypeEnum" in json.dumps(components[name]["properties"]["originType"]), name
+    # and the answers validate: machines of both origins, a machine's change, its files, implements, operators
+    template = f"{BETA}/users/{{coreUserId}}"
+    machines = api_client.get(f"{user}/machines")
+    assert {m["originType"] for m in machines.json()} == {"FILE_POOLED", "USER_CREATED"}
+    assert_documented(schema, "get", f"{template}/machines", machines)
+    changed = api_client.patch(f"{user}/machines/{made['id']}", {"make": "Fendt"}, format="json")
+    assert_documented(schema, "patch", f"{template}/machines/{{id}}", changed)
+    [pooled] = [m for m in machines.json() if m["originType"] == "FILE_POOLED"]
+    files = api_client.get(f"{user}/machines/{pooled['id']}/files")
+    assert {(f["distance"]["unit"], f["fuelConsumption"]["unit"]) for f in files.json()} == {("ft", "US gal")}
+    assert_documented(schema, "get", f"{template}/machines/{{machineId}}/files", files)
+    for key in ("distance", "fuelConsumption"):  # `{value, unit}` or null, not any object
+        measure = components["MachineFile"]["properties"][key]
+        assert errors_of(schema, measure, None) == [] and errors_of(schema, measure, {"value": 1.0}), key
+    assert_documented(schema, "get", f"{template}/implements", api_client.get(f"{user}/implements"))
+    assert_documented(schema, "get", f"{template}/operators", api_client.get(f"{user}/operators"))
+    # A map image's `ramp` is the configuration's colour ramp, not any value
+    images = api_client.get(f"{OPERATIONS}/files/{file_id}/images")
+    assert images.json() and all(image["ramp"] == DEFAULT_COLOR_RAMP for image in images.json())
+    assert_documented(schema, "get", f"{OPERATIONS}/files/{{id}}/images", images)
+    assert errors_of(schema, components["Image"]["properties"]["ramp"], {"0%": "red"})
+
+
 def test_a_file_with_warnings_matches_the_schema(schema, api_client, core_user):
     # Given an application whose rate states no unit: its file record carries a warning
     file = schema["components"]["schemas"]["File"]
@@ -296,6 +418,35 @@ def test_query_parameters_the_server_honours_are_documented(schema, api_client, 
     # `size` above the largest page is clamped, not refused: no `maximum` in the schema
     assert "maximum" not in farms["size"]["schema"]
     assert api_client.get(f"{FIELDS}/farms", {"size": 1000}).status_code == 200
+
+
+def test_no_query_parameter_is_nullable(schema):
+    """A query string cannot carry null (a nullable filtered column made its filter `nullable`)."""
+    nullable = [
+        (method, path, parameter["name"])
+        for path, operations in schema["paths"].items()
+        for method, op in operations.items()
+        if method in HTTP_METHODS
+        for parameter in op.get("parameters", [])
+        if parameter["in"] == "query" and (parameter.get("nullable") or parameter["schema"].get("nullable"))
+    ]
+    assert nullable == []
+
+
+def test_product_searches_document_the_max_results_they_take(schema, api_client, core_user):
+    for template, url, query in (
+        (f"{BETA}/users/{{coreUserId}}/products/search", f"{BETA}/users/{core_user.pk}/products/search", {}),
+        (f"{BETA}/products/search", f"{BETA}/products/search", {"coreUserId": core_user.pk}),
+    ):
+        parameters = {p["name"]: p for p in operation(schema, "get", template)["parameters"]}
+        max_results = parameters["maxResults"]["schema"]
+        assert (max_results["minimum"], max_results["maximum"]) == (1, 20)
+        # The schema takes what the server takes
+        for value, status in ((0, 400), (1, 200), (20, 200), (21, 400)):
+            response = api_client.get(url, {**query, "maxResults": value})
+            assert response.status_code == status, (url, value)
+            assert_documented(schema, "get", template, response)
+            assert (errors_of(schema, max_results, value) == []) == (status == 200), (template, value)
 
 
 def test_deprecated_keys_and_enums_are_documented(schema):
