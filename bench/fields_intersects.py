@@ -71,7 +71,7 @@ def load(core_user) -> None:
             row, column = divmod(index, COLUMNS)
             lon, lat = ORIGIN[0] + column * STEP, ORIGIN[1] + row * STEP
             shape = box(lon, lat, lon + SIZE, lat + SIZE)
-            field = Field(id=f"bench-{index}", core_user=core_user, name=f"Field {index}")
+            field = Field(id=f"bench-{index}", public_id=f"bench-{index}", core_user=core_user, name=f"Field {index}")
             fields.append(field)
             boundaries.append(Boundary(field=field, geometry=to_geos(shape), area_ha=geodesic_area_ha(shape)))
         Field.objects.bulk_create(fields)

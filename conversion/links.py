@@ -46,9 +46,13 @@ def attach_fields(file: File, summary: dict | None) -> list:
 
 
 def file_field_ids(file_ids: list) -> dict[str, list[str]]:
-    """{file id: [field ids]} for the given files (read from the fields app's link table)."""
+    """{file id: [field ids]} for the given files (read from the fields app's link table): the fields' API ids."""
     out: dict[str, list[str]] = {str(i): [] for i in file_ids}
-    rows = FieldFile.objects.filter(file_id__in=list(out)).order_by("field_id").values_list("file_id", "field_id")
+    rows = (
+        FieldFile.objects.filter(file_id__in=list(out))
+        .order_by("field__public_id", "field_id")
+        .values_list("file_id", "field__public_id")
+    )
     for file_id, field_id in rows:
         out[file_id].append(str(field_id))
     return out

@@ -314,7 +314,7 @@ class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
     default_sort = ("-start_time", "-created_time")
 
     def get_queryset(self):
-        field = get_or_404(Field.objects.filter(core_user=self.core_user), pk=self.kwargs["fieldId"])
+        field = get_or_404(Field.objects.filter(core_user=self.core_user), public_id=self.kwargs["fieldId"])
         return _file_records(_files_of(self.owner).filter(core_user=self.core_user, pk__in=field_file_ids(field)))
 
     def list(self, request, coreUserId=None, fieldId=None):

@@ -50,9 +50,9 @@ class BoundaryInline(ImmutableGeometryAdminMixin, admin.StackedInline):
 
 @admin.register(Field)
 class FieldAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "core_user", "type", "provider_name", "created_at"]
+    list_display = ["public_id", "name", "core_user", "type", "provider_name", "created_at"]
     list_filter = ["type", "provider_name"]
-    search_fields = ["id", "name", "provider_field_id"]
+    search_fields = ["public_id", "id", "name", "provider_field_id"]
     readonly_fields = [
         "core_user",
         "type",

@@ -46,13 +46,14 @@ def _candidates_sql(vendor: str, scope: str) -> str:
         + ", "
         + array(value="x.file_id", table=f"{file} x", where="x.field_id = f.id", order="x.id")
         + ", "
-        + array(value="x.id", table=f"{field} x", where="x.merged_field_id = f.id", order="x.id")
+        + array(value="x.public_id", table=f"{field} x", where="x.merged_field_id = f.id", order="x.public_id")
+        + f", (SELECT m.public_id FROM {field} m WHERE m.id = f.merged_field_id)"
         + f" FROM {field} f JOIN {boundary} b ON b.id = f.boundary_id WHERE "
         + {
             "core_user": "f.core_user_id = %s",
             "owner": f"f.core_user_id IN (SELECT u.id FROM {core_user} u WHERE u.owner_id = %s)",
         }[scope]
-        + " AND b.status = %s AND ST_Intersects(b.geometry, ST_GeomFromWKB(%s, 4326)) ORDER BY f.id"
+        + " AND b.status = %s AND ST_Intersects(b.geometry, ST_GeomFromWKB(%s, 4326)) ORDER BY f.public_id, f.id"
     )
 
 
@@ -67,7 +68,7 @@ def fields_intersecting_rows(
     *, geometry: MultiPolygon, threshold: float, core_user: CoreUser | None = None, owner=None
 ) -> list[dict]:
     """The fields of `core_user` (or of every core user of `owner`) whose ACTIVE boundary overlaps
-    `geometry` by at least `threshold` percent of either area, in id order, as rows for
+    `geometry` by at least `threshold` percent of either area, in (API) id order, as rows for
     `serializers.field_representation` (one query)."""
     if (core_user is None) == (owner is None):
         raise TypeError("give exactly one of core_user and owner")
@@ -103,6 +104,7 @@ def fields_intersecting_rows(
             boundary_ids=[uuid_field.to_python(boundary_id) for boundary_id in _ids(row[width + 2])],
             file_ids=_ids(row[width + 3]),
             source_ids=_ids(row[width + 4]),
+            merged_public_id=row[width + 5],
         )
         found.append(values)
     return found

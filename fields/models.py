@@ -44,13 +44,19 @@ class Farm(models.Model):
 
 class Field(models.Model):
     """A field of a core user. Its shape lives in `Boundary` rows (immutable history); `boundary` points
-    at the current one. A MERGED field is the union of its `sources` (fields whose `merged_field` is it)."""
+    at the current one. A MERGED field is the union of its `sources` (fields whose `merged_field` is it).
+
+    Two ids: `public_id` is the field's `id` in the API (a client's, or generated), unique per core user, so two API
+    owners (or two core users) may each have a field "1" and neither learns of the other's; `id`, the primary key
+    the other tables point at, is ours and never shown (a new field's is a UUID; a field made before the ids were
+    split keeps its public id as its key)."""
 
     class Type(models.TextChoices):
         ORIGINAL = "ORIGINAL"
         MERGED = "MERGED"
 
     id = models.CharField(primary_key=True, max_length=255)
+    public_id = models.CharField(max_length=255)
     core_user = models.ForeignKey(CoreUser, on_delete=models.CASCADE, related_name="fields")
     name = models.CharField(max_length=255, blank=True, default="")
     type = models.CharField(max_length=16, choices=Type.choices, default=Type.ORIGINAL)
@@ -71,9 +77,12 @@ class Field(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["core_user", "type"]), models.Index(fields=["provider_name"])]
+        constraints = [
+            models.UniqueConstraint(fields=["core_user", "public_id"], name="field_public_id_unique_per_core_user"),
+        ]
 
     def __str__(self):
-        return self.name or self.id
+        return self.name or self.public_id
 
     @property
     def is_provider_field(self) -> bool:

@@ -55,7 +55,7 @@ class GeoJSONMultiPolygonField(serializers.Field):
 
 # The columns of a field that its representation reads (besides its boundaries, files and sources).
 FIELD_COLUMNS = (
-    "id",
+    "public_id",
     "core_user_id",
     "name",
     "type",
@@ -113,10 +113,11 @@ class BoundarySerializer(ApiModelSerializer):
 
 
 def field_representation(row: Mapping[str, Any]) -> dict:
-    """The API shape of a field from plain values: the model's column names (`id`, `core_user_id`, `name`,
+    """The API shape of a field from plain values: the model's column names (`public_id`, `core_user_id`, `name`,
     `type`, `farm_id`, `merged_field_id`, `provider_*`, `organization_id`, `legacy`, `created_at`,
-    `updated_at`), its active boundary's `area_ha` and shapely `geometry` (None without one) and the id lists
-    `boundary_ids` (in creation order), `file_ids` and `source_ids` (sorted). One dict per field, no DRF field
+    `updated_at`), its merged field's public id `merged_public_id`, its active boundary's `area_ha` and shapely
+    `geometry` (None without one) and the id lists `boundary_ids` (in creation order), `file_ids` and the sources'
+    public ids `source_ids` (sorted). One dict per field, no DRF field
     machinery: `FieldSerializer` and the intersects query (which reads rows, not models) both answer this."""
     return field_representations([row])[0]
 
@@ -130,7 +131,7 @@ def field_representations(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
 def _field_data(row: Mapping[str, Any], geometry: dict | None) -> dict:
     provider = bool(row["provider_name"])
     data = {
-        "id": row["id"],
+        "id": row["public_id"],
         "coreUserId": str(row["core_user_id"]),
         "name": row["name"],
         "area": {"value": row["area_ha"], "unit": "ha"} if row["area_ha"] is not None else None,
@@ -153,7 +154,7 @@ def _field_data(row: Mapping[str, Any], geometry: dict | None) -> dict:
         farmId=row["farm_id"],
     )
     if row["merged_field_id"] is not None:
-        data["mergedFieldId"] = row["merged_field_id"]
+        data["mergedFieldId"] = row["merged_public_id"]
     if row["type"] == Field.Type.MERGED:
         data["sources"] = sorted(row["source_ids"])
     data["files"] = list(row["file_ids"])
@@ -215,7 +216,8 @@ class FieldSerializer(ApiModelSerializer):
                 "geometry": from_geos(boundary.geometry) if boundary is not None else None,
                 "boundary_ids": [b.id for b in field.boundaries.all()],
                 "file_ids": [link.file_id for link in field.file_links.all()],
-                "source_ids": [s.id for s in field.sources.all()] if field.type == Field.Type.MERGED else [],
+                "merged_public_id": field.merged_field.public_id if field.merged_field_id else None,
+                "source_ids": [s.public_id for s in field.sources.all()] if field.type == Field.Type.MERGED else [],
             }
         )
 
@@ -313,7 +315,7 @@ class FarmSerializer(ApiModelSerializer):
         read_only_fields = fields
 
     def get_fieldIds(self, farm) -> list[str]:  # noqa: N802 (the spec's name)
-        return sorted(f.id for f in farm.fields.all())
+        return sorted(f.public_id for f in farm.fields.all())
 
 
 class FarmWriteSerializer(ApiSerializer):

@@ -30,7 +30,7 @@ from .serializers import (
 )
 
 FIELD_SORT_FIELDS = {
-    "id": "id",
+    "id": "public_id",
     "name": "name",
     "type": "type",
     "farmId": "farm_id",
@@ -46,7 +46,7 @@ def _valid(serializer_class, data, **context):
 
 
 def _farm_queryset():
-    return Farm.objects.prefetch_related(Prefetch("fields", queryset=Field.objects.only("id", "farm_id")))
+    return Farm.objects.prefetch_related(Prefetch("fields", queryset=Field.objects.only("id", "public_id", "farm_id")))
 
 
 def _grower_queryset():
@@ -81,8 +81,11 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/fields...`: one core user's fields and the geometric queries over them."""
 
     serializer_class = FieldSerializer
+    # The path's id is the field's API id, unique per core user (`Field.public_id`); the primary key is ours.
+    lookup_field = "public_id"
+    lookup_url_kwarg = "pk"
     problem_responses = {
-        "create": {409: "A field with this `id` already exists (`fieldAlreadyExists`)."},
+        "create": {409: "The core user already has a field of this `id` (`fieldAlreadyExists`)."},
         "partial_update": FIELD_READ_ONLY,
         "destroy": FIELD_READ_ONLY,
         "weather": {
@@ -154,7 +157,7 @@ class BoundaryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUser
 
     @cached_property
     def field(self) -> Field:
-        return get_or_404(Field.objects.filter(core_user=self.core_user), pk=self.kwargs["fieldId"])
+        return get_or_404(Field.objects.filter(core_user=self.core_user), public_id=self.kwargs["fieldId"])
 
     def get_queryset(self):
         return Boundary.objects.filter(field=self.field).order_by("created_at", "id")

@@ -15,7 +15,7 @@ class FieldIdFilter(django_filters.CharFilter):
     def filter(self, qs, value):
         if not value:
             return qs
-        return qs.filter(pk__in=Operation.objects.filter(field_links__field_id=value).values("pk"))
+        return qs.filter(pk__in=Operation.objects.filter(field_links__field__public_id=value).values("pk"))
 
 
 class OperationFilterSet(django_filters.FilterSet):

@@ -59,7 +59,7 @@ class OperationSerializer(ApiModelSerializer):
 
     @extend_schema_field(OperationFieldCoverageSerializer(many=True))
     def field_coverage(self, operation) -> list[dict]:
-        return [{"id": link.field_id, "coverage": link.coverage} for link in operation.field_links.all()]
+        return [{"id": link.field.public_id, "coverage": link.coverage} for link in operation.field_links.all()]
 
 
 class OperationCropSerializer(ApiSerializer):
@@ -78,6 +78,6 @@ class OperationCropResultSerializer(serializers.Serializer):
 
     def get_message(self, crop) -> str:
         return (
-            f"Cropping operation {crop.operation_id} to field {crop.field_id}; "
+            f"Cropping operation {crop.operation_id} to field {crop.field.public_id}; "
             f"follow file {crop.file_id} (GET /files/{crop.file_id}/status or its events)."
         )

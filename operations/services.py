@@ -383,20 +383,21 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
         # the provider, made inactive) was named in a 400 on `fieldId`, which the client had not sent.
         link = (
             operation.field_links.filter(field__boundary__status=Boundary.Status.ACTIVE)
-            .order_by("-coverage", "field_id")
+            .select_related("field")
+            .order_by("-coverage", "field__public_id")
             .first()
         )
         if link is None:
             raise _field_error("The operation covers no field with an active boundary: give a fieldId.")
-        field_id = link.field_id
-    field = Field.objects.filter(core_user=operation.core_user, pk=field_id).select_related("boundary").first()
+        field_id = link.field.public_id
+    field = Field.objects.filter(core_user=operation.core_user, public_id=field_id).select_related("boundary").first()
     if field is None:
         raise _field_error(f"Unknown field {field_id} for this user.")
     if field.boundary is None or field.boundary.status != Boundary.Status.ACTIVE:
         raise _field_error(f"Field {field_id} has no active boundary.")
     file = File.objects.create(
         core_user=operation.core_user,
-        file_name=f"Operation {operation.pk} in field {field.pk}"[:255],
+        file_name=f"Operation {operation.pk} in field {field.public_id}"[:255],
         file_format=source.file_format,
         provider=source.provider,
         origin=FileOrigin.MERGED,
@@ -416,7 +417,7 @@ def operation_crop_process(crop_id: str) -> File | None:
     """Task body: write the cropped points of the operation into the crop's file (idempotent). While the
     operation is being rebuilt (a file joined after the crop was asked for, or while its points were cropped) the
     crop waits: the build sends it again when it ends (`_waiting_resend`; `merging.derived_file_process`)."""
-    crop = OperationCrop.objects.select_related("boundary").filter(pk=crop_id).first()
+    crop = OperationCrop.objects.select_related("boundary", "field").filter(pk=crop_id).first()
     if crop is None:
         return None
 
@@ -426,7 +427,7 @@ def operation_crop_process(crop_id: str) -> File | None:
             raise ValueError("the operation's merged file is not available")
         cropped = table_crop(outputs.load_points(source), from_geos(crop.boundary.geometry))
         if len(cropped) == 0:
-            raise ValueError(f"no point of the operation lies inside field {crop.field_id}")
+            raise ValueError(f"no point of the operation lies inside field {crop.field.public_id}")
         return cropped
 
     return merging.derived_file_process(crop.file_id, build)

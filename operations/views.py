@@ -53,7 +53,12 @@ class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.Retrie
             return operations  # the outputs: read from the automerged file alone
         return operations.select_related("core_user__owner").prefetch_related(
             Prefetch("files", queryset=File.objects.only("id", "start_time")),
-            Prefetch("field_links", queryset=OperationField.objects.order_by("-coverage", "field_id")),
+            Prefetch(
+                "field_links",
+                queryset=OperationField.objects.select_related("field")
+                .only("operation_id", "coverage", "field__public_id")
+                .order_by("-coverage", "field__public_id"),
+            ),
         )
 
     def _merged_file(self) -> File:

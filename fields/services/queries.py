@@ -54,9 +54,9 @@ def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPo
     if len(ids) < 2:
         raise DomainError("Give the ids of at least two different fields.", error_key="validation")
     fields = {
-        f.pk: f
+        f.public_id: f
         for f in Field.objects.filter(
-            core_user=core_user, pk__in=ids, boundary__status=Boundary.Status.ACTIVE
+            core_user=core_user, public_id__in=ids, boundary__status=Boundary.Status.ACTIVE
         ).select_related("boundary")
     }
     missing = [i for i in ids if i not in fields]

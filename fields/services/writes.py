@@ -38,7 +38,9 @@ def field_queryset(queryset: QuerySet | None = None) -> QuerySet:
         Prefetch(
             "file_links", queryset=FieldFile.objects.only("id", "field_id", "file_id", "created_at").order_by("id")
         ),
-        Prefetch("sources", queryset=Field.objects.only("id", "merged_field_id", "created_at")),
+        Prefetch("sources", queryset=Field.objects.only("id", "public_id", "merged_field_id", "created_at")),
+        # (the merged field's public id, its `mergedFieldId`)
+        Prefetch("merged_field", queryset=Field.objects.only("id", "public_id")),
     )
 
 
@@ -100,7 +102,7 @@ def _boundary_add(
 def _check_writable(field: Field) -> None:
     if field.is_provider_field:
         raise ProviderResourceReadOnly(
-            f"Field {field.pk} comes from {field.provider_name}; change it at the provider, not here."
+            f"Field {field.public_id} comes from {field.provider_name}; change it at the provider, not here."
         )
 
 
@@ -136,13 +138,16 @@ def field_create(
             field_errors=[{"field": "id", "message": "Invalid field id."}],
         )
     _check_farm(core_user, farm)
-    field_id = id or str(uuid.uuid4())
-    if Field.objects.filter(pk=field_id).exists():
+    key = str(uuid.uuid4())
+    field_id = id or key
+    # Unique per core user: another core user's (another owner's) field of that id is none of this one's business.
+    if Field.objects.filter(core_user=core_user, public_id=field_id).exists():
         raise ConflictError(f"A field with id {field_id} already exists.", error_key="fieldAlreadyExists")
     try:
         with transaction.atomic():
             field = Field.objects.create(
-                id=field_id,
+                id=key,
+                public_id=field_id,
                 core_user=core_user,
                 name=name or "",
                 farm=farm,
@@ -158,11 +163,11 @@ def field_create(
     boundary = _boundary_add(
         field=field, geometry=geometry, provider_status=provider_status, provider_boundary_id=provider_boundary_id
     )
-    event_emit(type=EventType.FIELD_CREATED, core_user=core_user, payload={"fieldId": field.pk})
+    event_emit(type=EventType.FIELD_CREATED, core_user=core_user, payload={"fieldId": field.public_id})
     event_emit(
         type=EventType.FIELD_BOUNDARY_CREATED,
         core_user=core_user,
-        payload={"fieldId": field.pk, "boundaryId": str(boundary.pk)},
+        payload={"fieldId": field.public_id, "boundaryId": str(boundary.pk)},
     )
     _after_boundary_change(field)
     return _field_reload(field)
@@ -187,7 +192,7 @@ def field_update(*, field: Field, changes: dict) -> Field:
     if "geometry" in changes and _boundary_set(field=field, geometry=changes["geometry"]):
         return _field_reload(field)  # its events are sent
     if update_fields or "geometry" not in changes:
-        event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
+        event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.public_id})
     return _field_reload(field)
 
 
@@ -225,9 +230,9 @@ def _boundary_set(*, field: Field, geometry: MultiPolygon) -> bool:
     event_emit(
         type=EventType.FIELD_BOUNDARY_UPDATED,
         core_user=field.core_user,
-        payload={"fieldId": field.pk, "boundaryId": str(boundary.pk)},
+        payload={"fieldId": field.public_id, "boundaryId": str(boundary.pk)},
     )
-    event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.pk})
+    event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.public_id})
     _after_boundary_change(field)
     return True
 
@@ -347,7 +352,7 @@ def boundary_provider_sync(
         )
         field.provider_boundary_id = provider_boundary_id
         field.save(update_fields=["provider_boundary_id", "updated_at"])
-    payload = {"fieldId": field.pk, "boundaryId": str((new or current).pk)}
+    payload = {"fieldId": field.public_id, "boundaryId": str((new or current).pk)}
     event_emit(type=EventType.FIELD_BOUNDARY_UPDATED, core_user=field.core_user, payload=payload)
     if new is not None and new.status == Boundary.Status.ACTIVE:
         _after_boundary_change(field)
@@ -391,7 +396,8 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     created = not merged_fields
     now = timezone.now()  # `update()` leaves `updated_at` alone: a field that joins a merged field has changed
     if created:
-        target = Field.objects.create(id=str(uuid.uuid4()), core_user=field.core_user, type=Field.Type.MERGED)
+        key = str(uuid.uuid4())
+        target = Field.objects.create(id=key, public_id=key, core_user=field.core_user, type=Field.Type.MERGED)
         joined = True
     else:
         target = merged_fields[0]
@@ -437,11 +443,12 @@ def _merged_refresh(*, merged: Field, created: bool = False, sources_changed: bo
             boundary = merged.boundary
         else:
             boundary = _boundary_add(field=merged, geometry=union)
-    source_ids = sorted(s.pk for s in Field.objects.filter(merged_field=merged).only("pk"))
+    source_ids = sorted(Field.objects.filter(merged_field=merged).values_list("public_id", flat=True))
+    payload = {"fieldId": merged.public_id, "boundaryId": str(boundary.pk) if boundary else None, "sources": source_ids}
     event_emit(
         type=EventType.MERGED_FIELD_CREATED if created else EventType.MERGED_FIELD_UPDATED,
         core_user=merged.core_user,
-        payload={"fieldId": merged.pk, "boundaryId": str(boundary.pk) if boundary else None, "sources": source_ids},
+        payload=payload,
     )
 
 

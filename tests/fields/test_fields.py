@@ -324,6 +324,47 @@ def test_fields_are_invisible_to_another_owner(api_client, other_client, core_us
     assert Field.objects.count() == 1
 
 
+def test_each_core_user_has_its_own_field_ids(api_client, other_client, owner, other_owner, core_user):
+    """A client id was unique across the platform: another owner's field "1" made this one's a 409, which told it
+    that some other owner had a field "1"."""
+    other_user, second_user = CoreUserFactory(owner=other_owner), CoreUserFactory(owner=owner)
+    # Given a field "1" of a core user of another owner, with a farm, merged with its field "2"
+    from configs.services import config_user_set
+
+    config_user_set(core_user=other_user, entries={"fieldsAutoMerge": True}, replace=True)
+    theirs = other_client.post(fields_url(other_user), {"id": "1", "geometry": square(5, 5)}, format="json")
+    assert theirs.status_code == 201, theirs.content
+    farm = other_client.post(f"{BASE}/users/{other_user.id}/farms", {"name": "F"}, format="json").json()
+    other_client.patch(field_url(other_user, "1"), {"farmId": farm["id"]}, format="json")
+    other_client.post(fields_url(other_user), {"id": "2", "geometry": square(5.005, 5)}, format="json")
+
+    # When this owner's core users each make a field "1"
+    mine = api_client.post(fields_url(core_user), {"id": "1", "name": "mine", "geometry": square(1, 1)}, format="json")
+    also = api_client.post(fields_url(second_user), {"id": "1", "geometry": square(2, 2)}, format="json")
+
+    # Then each is made and answers under its own user; the same id twice for one user is still a 409
+    assert (mine.status_code, also.status_code) == (201, 201), (mine.content, also.content)
+    assert mine.json()["id"] == also.json()["id"] == "1" and mine.json()["boundaries"] != also.json()["boundaries"]
+    again = api_client.post(fields_url(core_user), {"id": "1", "geometry": square(3, 3)}, format="json")
+    assert_problem(again, 409, "fieldAlreadyExists")
+    assert api_client.get(field_url(core_user, "1")).json()["name"] == "mine"
+    assert_problem(api_client.get(field_url(other_user, "1")), 404, "notFound")
+    # And the other owner's field is untouched, its relations named by its API ids
+    one = other_client.get(field_url(other_user, "1")).json()
+    merged_id = one["mergedFieldId"]
+    merged = other_client.get(field_url(other_user, merged_id)).json()
+    assert merged["type"] == "MERGED" and merged["sources"] == ["1", "2"]
+    assert other_client.get(f"{BASE}/users/{other_user.id}/farms/{farm['id']}").json()["fieldIds"] == ["1"]
+    overlap = other_client.post(f"{fields_url(other_user)}/intersect", ["1", "2"], format="json")
+    assert overlap.status_code == 200 and overlap.json()["type"] == "MultiPolygon"
+    found = other_client.post(f"{fields_url(other_user)}/intersects", {"geometry": square(5, 5)}, format="json")
+    assert sorted(f["id"] for f in found.json()) == sorted(["1", "2", merged_id])
+    # And deleting this owner's field "1" deletes that one only
+    assert api_client.delete(field_url(core_user, "1")).status_code == 204
+    assert other_client.get(field_url(other_user, "1")).status_code == 200
+    assert api_client.get(field_url(second_user, "1")).status_code == 200
+
+
 def test_requests_without_a_token_are_401(client, core_user):
     response = client.get(f"{BASE}/fields")
     assert_problem(response, 401, "unauthorized")

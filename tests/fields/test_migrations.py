@@ -43,3 +43,20 @@ def test_one_active_boundary_migration_keeps_the_current_boundary_active(core_us
     assert apps.get_model("fields", "Field").objects.get(pk=crowded.pk).boundary_id == crowded_boundaries[2].pk
     with pytest.raises(IntegrityError), transaction.atomic():
         Boundary.objects.create(field_id=tidy.pk, geometry=shape, area_ha=1.0, status="ACTIVE")
+
+
+def test_split_ids_migration_keeps_each_fields_id_as_its_api_id(core_user):
+    apps = migrate(AFTER)
+    Field = apps.get_model("fields", "Field")
+    for field_id in ("north-40", "8f2c0a4e-5a51-4f0c-9a7e-0d6b8f1c2a33"):
+        Field.objects.create(id=field_id, core_user_id=core_user.pk, name=field_id)
+
+    apps = migrate(("fields", "0003_field_public_id"))
+    Field = apps.get_model("fields", "Field")
+
+    # Each field answers under the id it had, and a second field of that id for the same user is refused
+    assert sorted(Field.objects.values_list("pk", "public_id")) == sorted(
+        [("north-40", "north-40"), ("8f2c0a4e-5a51-4f0c-9a7e-0d6b8f1c2a33", "8f2c0a4e-5a51-4f0c-9a7e-0d6b8f1c2a33")]
+    )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Field.objects.create(id="another-key", public_id="north-40", core_user_id=core_user.pk)

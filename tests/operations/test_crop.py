@@ -76,11 +76,11 @@ def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):
     field_create(core_user=core_user, id="big", geometry=grid_box())
     processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
     operation = Operation.objects.get()
-    coverage = {link.field_id: link.coverage for link in operation.field_links.all()}
+    coverage = {link.field.public_id: link.coverage for link in operation.field_links.all()}
     assert coverage["big"] > coverage["corner"] or coverage["big"] >= 99
     body = api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json").json()
     crop = operation.crops.get()
-    assert crop.field_id == max(coverage, key=coverage.get)
+    assert crop.field.public_id == min(coverage, key=lambda field_id: (-coverage[field_id], field_id))  # ties: by id
     assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
 
 
@@ -93,14 +93,14 @@ def test_without_a_field_id_a_field_that_lost_its_boundary_gives_way_to_the_next
     processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
     operation = Operation.objects.get()
     # Given the field of largest coverage without a current boundary (deleted on its provider)
-    Boundary.objects.filter(field_id="big").update(status=Boundary.Status.DELETED_ON_PROVIDER)
-    Field.objects.filter(pk="big").update(boundary=None)
+    Boundary.objects.filter(field__public_id="big").update(status=Boundary.Status.DELETED_ON_PROVIDER)
+    Field.objects.filter(public_id="big").update(boundary=None)
     # Then the crop is of the next field
     response = api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json")
     assert response.status_code == 202, response.content
-    assert operation.crops.get().field_id == "corner"
+    assert operation.crops.get().field.public_id == "corner"
     # And with none left, the problem says so
-    Boundary.objects.filter(field_id="corner").update(status=Boundary.Status.INACTIVE)
+    Boundary.objects.filter(field__public_id="corner").update(status=Boundary.Status.INACTIVE)
     body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 400, "validation")
     assert "no field with an active boundary" in body["detail"]
 
@@ -116,7 +116,7 @@ def test_a_field_without_points_fails_the_file_with_a_reason(api_client, core_us
 def test_crop_validation(api_client, owner, core_user, operation):
     other_users_field = field_create(core_user=CoreUserFactory(owner=owner), geometry=grid_box())
     body = assert_problem(
-        api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": other_users_field.pk}, format="json"),
+        api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": other_users_field.public_id}, format="json"),
         400,
         "validation",
     )
