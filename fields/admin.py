@@ -78,7 +78,7 @@ class BoundaryAdmin(ImmutableGeometryAdminMixin, admin.ModelAdmin):
 
     list_display = ["id", "field", "status", "provider_status", "area_ha", "created_at"]
     list_filter = ["status", "provider_status"]
-    search_fields = ["id", "field__id"]
+    search_fields = ["id", "field__public_id", "field__id"]
     fields = [*BOUNDARY_READONLY_FIELDS, "geometry"]
     readonly_fields = BOUNDARY_READONLY_FIELDS
 

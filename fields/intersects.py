@@ -53,7 +53,8 @@ def _candidates_sql(vendor: str, scope: str) -> str:
             "core_user": "f.core_user_id = %s",
             "owner": f"f.core_user_id IN (SELECT u.id FROM {core_user} u WHERE u.owner_id = %s)",
         }[scope]
-        + " AND b.status = %s AND ST_Intersects(b.geometry, ST_GeomFromWKB(%s, 4326)) ORDER BY f.public_id, f.id"
+        + " AND b.status = %s AND ST_Intersects(b.geometry, ST_GeomFromWKB(%s, 4326))"
+        + " ORDER BY f.public_id, f.core_user_id"  # (owner-wide, two core users may each have a field of one id)
     )
 
 

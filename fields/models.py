@@ -78,7 +78,8 @@ class Field(models.Model):
     class Meta:
         indexes = [models.Index(fields=["core_user", "type"]), models.Index(fields=["provider_name"])]
         constraints = [
-            models.UniqueConstraint(fields=["core_user", "public_id"], name="field_public_id_unique_per_core_user"),
+            # public_id first: it also serves the owner-wide filters by field id (`GET /operations?fieldId=`).
+            models.UniqueConstraint(fields=["public_id", "core_user"], name="field_public_id_unique_per_core_user"),
         ]
 
     def __str__(self):

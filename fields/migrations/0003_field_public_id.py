@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="field",
             constraint=models.UniqueConstraint(
-                fields=("core_user", "public_id"), name="field_public_id_unique_per_core_user"
+                fields=("public_id", "core_user"), name="field_public_id_unique_per_core_user"
             ),
         ),
     ]

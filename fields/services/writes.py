@@ -33,14 +33,14 @@ def field_queryset(queryset: QuerySet | None = None) -> QuerySet:
     """Fields with what their representation needs, in a fixed number of queries (no geometry of old
     boundaries is loaded: only their ids)."""
     queryset = Field.objects.all() if queryset is None else queryset
-    return queryset.select_related("boundary").prefetch_related(
+    # The merged field (its public id is `mergedFieldId`) comes in the same statement as the field: read by a second
+    # query, a merged field deleted in between would be missing while the field still points at it.
+    return queryset.select_related("boundary", "merged_field").prefetch_related(
         Prefetch("boundaries", queryset=Boundary.objects.only("id", "field_id", "created_at")),
         Prefetch(
             "file_links", queryset=FieldFile.objects.only("id", "field_id", "file_id", "created_at").order_by("id")
         ),
         Prefetch("sources", queryset=Field.objects.only("id", "public_id", "merged_field_id", "created_at")),
-        # (the merged field's public id, its `mergedFieldId`)
-        Prefetch("merged_field", queryset=Field.objects.only("id", "public_id")),
     )
 
 

@@ -122,8 +122,8 @@ def test_intersects_answers_each_field_exactly_as_get_does(api_client, core_user
         provider_boundary_id="pb",
         provider_status="ACTIVE",
     )
-    field_files_attach(fields=Field.objects.filter(pk__in=[a, b]), file_id="file-2")
-    field_files_attach(fields=Field.objects.filter(pk=a), file_id="file-1")
+    field_files_attach(fields=Field.objects.filter(core_user=core_user, public_id__in=[a, b]), file_id="file-2")
+    field_files_attach(fields=Field.objects.filter(core_user=core_user, public_id=a), file_id="file-1")
     response = api_client.post(
         f"{fields_url(core_user)}/intersects", {"geometry": rect(0, 0, 0.06, 0.04)}, format="json"
     )
@@ -132,7 +132,9 @@ def test_intersects_answers_each_field_exactly_as_get_does(api_client, core_user
     expected = [api_client.get(field_url(core_user, f["id"])).json() for f in answered]
     assert answered == expected
     kinds = {f["type"] for f in answered}, {bool(f.get("providerName")) for f in answered}
-    assert kinds == ({"ORIGINAL", "MERGED"}, {True, False}) and provider.pk in [f["id"] for f in answered]
+    assert kinds == ({"ORIGINAL", "MERGED"}, {True, False}) and provider.public_id in [f["id"] for f in answered]
+    files = {f["id"]: f["files"] for f in answered}
+    assert (files[a], files[b]) == (["file-2", "file-1"], ["file-2"])  # in the order they were attached
     assert [f["files"] for f in answered if f["id"] == a] == [["file-2", "file-1"]]
     assert [len(f["boundaries"]) for f in answered if f["id"] == b] == [2]
     # The deprecated query of all the owner's users renders the same way.
