@@ -107,6 +107,21 @@ class RejectUnknownFieldsMixin:
         return super().to_internal_value(data)
 
 
+def echo_checked(body, answered: dict, writable) -> object:
+    """A PUT body that may echo the resource as a GET answered it (read, change, put back): the keys it cannot set
+    (`answered` keys not in `writable`) are left out when they hold the value answered, and are a 400 each when they
+    do not ("Read-only"), so a changed `fieldIds` is never taken for done. Other keys stay for the strict check."""
+    if not isinstance(body, dict):
+        return body
+    echoed = sorted(key for key in body if key in answered and key not in writable)
+    changed = [key for key in echoed if body[key] != answered[key]]
+    if changed:
+        raise serializers.ValidationError(
+            {key: ["Read-only: send it as the resource has it, or leave it out."] for key in changed}
+        )
+    return {key: value for key, value in body.items() if key not in echoed}
+
+
 class ApiSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """Plain input/output serializer with strict unknown-key handling."""
 

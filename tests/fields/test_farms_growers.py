@@ -55,6 +55,34 @@ def test_farm_create_get_put_and_field_ids(api_client, core_user):
     assert api_client.get(f"{farms_url(core_user)}/{farm['id']}").json()["fieldIds"] == []
 
 
+def test_a_farm_or_grower_read_changed_and_put_back_is_replaced(api_client, core_user):
+    """The body a GET answered, with a new name, was a 400: its read-only keys (`id`, `fieldIds`...) counted as
+    unknown."""
+    grower = api_client.post(growers_url(core_user), {"name": "Smith"}, format="json").json()
+    farm = api_client.post(farms_url(core_user), {"name": "Home", "growerId": grower["id"]}, format="json").json()
+    field = create_field(api_client, core_user, farmId=farm["id"])
+    farm_url, grower_url = f"{farms_url(core_user)}/{farm['id']}", f"{growers_url(core_user)}/{grower['id']}"
+    # When each is read, renamed and put back whole
+    farm = api_client.get(farm_url).json()
+    renamed = api_client.put(farm_url, {**farm, "name": "Away"}, format="json")
+    grower = api_client.get(grower_url).json()
+    renamed_grower = api_client.put(grower_url, {**grower, "name": "Jones"}, format="json")
+    # Then each is replaced, its read-only keys as they were
+    assert renamed.status_code == 200, renamed.content
+    assert renamed.json() == {**farm, "name": "Away"} and renamed.json()["fieldIds"] == [field["id"]]
+    assert renamed_grower.status_code == 200 and renamed_grower.json() == {**grower, "name": "Jones"}
+    # And a read-only key sent changed is a 400 naming it (a field is not moved by `fieldIds`), nothing changed
+    moved = assert_problem(api_client.put(farm_url, {**farm, "fieldIds": [], "name": "X"}, format="json"), 400)
+    assert moved["fieldErrors"] == [
+        {"field": "fieldIds", "message": "Read-only: send it as the resource has it, or leave it out."}
+    ]
+    other = assert_problem(api_client.put(grower_url, {**grower, "id": grower["id"] + 1}, format="json"), 400)
+    assert [e["field"] for e in other["fieldErrors"]] == ["id"]
+    unknown = assert_problem(api_client.put(farm_url, {"name": "X", "acres": 40}, format="json"), 400)
+    assert unknown["fieldErrors"] == [{"field": "acres", "message": "Unknown field."}]
+    assert api_client.get(farm_url).json()["name"] == "Away"
+
+
 @pytest.mark.parametrize(
     "body", [{"name": 5}, {"growerId": "1"}, {"growerId": 999999}, {"growerId": 1.5}, {"size": 3}, [1]]
 )
