@@ -65,7 +65,16 @@ RATE_PROPERTIES = frozenset(
     }
 )
 PRIMARY_RATES: dict[str, tuple[str, ...]] = {
-    "harvested": ("wetMassPerArea", "dryMassPerArea", "wetVolumePerArea", "dryVolumePerArea", "wetMass"),
+    "harvested": (
+        "wetMassPerArea",
+        "dryMassPerArea",
+        "wetVolumePerArea",
+        "dryVolumePerArea",
+        "wetMass",
+        "dryMass",
+        "wetVolume",
+        "dryVolume",
+    ),
     "planted": ("seedRate", "appliedRate"),
     "applied": ("appliedRate",),
 }

@@ -179,10 +179,13 @@ def totals(table: PointTable) -> dict[str, dict]:
         ("totalPlanted", "seedRate", None),
     )
     for total, rate, amount in specs:
+        # The points' own amounts (a file giving each point's mass), in the unit of the total.
+        amounts = (
+            np.asarray(cols[amount], dtype=float) if amount in cols and in_derived_unit(table.units, amount) else None
+        )
         if rate not in cols:
-            # Without a rate, the points' own amounts (a file giving each point's mass), in the unit of the total.
-            if amount in cols and in_derived_unit(table.units, amount):
-                put(total, np.asarray(cols[amount], dtype=float), DERIVED_UNITS[amount])
+            if amounts is not None:
+                put(total, amounts, DERIVED_UNITS[amount])
             continue
         rate_unit = table.units.get(rate) or DERIVED_UNITS.get(rate, "")
         if area_ha is None or not rate_unit.endswith("/ha"):
@@ -190,6 +193,9 @@ def totals(table: PointTable) -> dict[str, dict]:
         unit = rate_unit.removesuffix("/ha")
         with np.errstate(over="ignore", invalid="ignore"):
             values = np.asarray(cols[rate], dtype=float) * area_ha
+        if amounts is not None and unit == DERIVED_UNITS[amount]:
+            # A merge of a file of rates with one of per-point masses: a point without a rate counts its own mass.
+            values = np.where(np.isfinite(values), values, amounts)
         put(total, values, unit)
     return out
 
@@ -205,7 +211,7 @@ def _amount(value: float) -> str:
 
 def totals_disagreements(properties: dict) -> list[str]:
     """Warnings for each total of a summary's `properties` that its `recordedTotals` gives in the same unit and
-    that differs from it by more than TOTALS_DISAGREE_FACTOR either way. Neither is corrected: which is right is
+    that differs from it by more than TOTALS_DISAGREE_FACTOR either way, or is of the other sign. Neither is corrected: which is right is
     not known (seen in real task data: a device logging a rate at a hundredth of its resolution, a distance counter
     counting seconds, a mass counter counting one section of six, task totals over far more than the time logs)."""
     out = []
@@ -215,10 +221,16 @@ def totals_disagreements(properties: dict) -> list[str]:
             continue
         ours, theirs = computed["value"], recorded["value"]
         low, high = sorted((abs(ours), abs(theirs)))
-        if high == 0 or high <= low * TOTALS_DISAGREE_FACTOR:
+        opposite = ours * theirs < 0  # one negative: no factor says how far apart
+        if not opposite and (high == 0 or high <= low * TOTALS_DISAGREE_FACTOR):
             continue
         unit = recorded["unit"]
-        times = f" ({high / low:,.0f} times {'less' if abs(ours) < abs(theirs) else 'more'})" if low else ""
+        ratio = high / low if low and not opposite else None
+        times = (
+            ""
+            if ratio is None
+            else f" ({ratio:,.{0 if ratio >= 10 else 1}f} times {'less' if abs(ours) < abs(theirs) else 'more'})"
+        )
         out.append(
             f"{name}: the file records {_amount(theirs)} {unit}, its points give {_amount(ours)} {unit}{times}; "
             "they count different things (time logs covering part of the task, a device logging a value at another "

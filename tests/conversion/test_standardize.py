@@ -91,6 +91,29 @@ def test_a_harvest_of_per_point_masses_without_a_rate_gets_dry_values_volumes_an
     assert "totalWetMass" not in standardize.totals(unknown)
 
 
+def test_a_harvest_of_per_point_dry_masses_alone_is_cleaned_by_them():
+    """Read as a harvest, a file of dry masses alone had no column to be cleaned by: a mass of 0 or -40 kg stayed in
+    its total."""
+    table = _table(4, dryMass=np.array([12.0, 0.0, -40.0, 11.0]))
+    table.units["dryMass"] = "kg"
+    cleaned, result = standardize.standardize(table)
+    assert result.reasons == {"dryMass <= 0 or missing": 2}
+    assert standardize.totals(cleaned)["totalDryMass"] == {"value": pytest.approx(23.0), "unit": "kg"}
+
+
+def test_a_merge_of_rates_and_per_point_masses_counts_both():
+    """The points of a file of per-point masses, merged with a file of yields per area, have masses and no rate:
+    the total counted only the rates' points."""
+    merged = _table(
+        4,
+        wetMassPerArea=np.array([5_000.0, 5_000.0, np.nan, np.nan]),
+        area=np.array([100.0, 100.0, np.nan, np.nan]),
+        wetMass=np.array([50.0, 50.0, 10.0, 10.0]),
+    )
+    merged.units["wetMass"] = "kg"
+    assert standardize.totals(merged)["totalWetMass"] == {"value": pytest.approx(120.0), "unit": "kg"}
+
+
 def test_a_rate_of_unknown_unit_makes_no_total():
     """It summed rate x hectares of a rate per acre or per hectare, who knows: "totalApplied" of no quantity."""
     table = _table(2, appliedRate=np.array([15.0, 15.0]), area=np.array([100.0, 100.0]))
@@ -198,7 +221,8 @@ def test_totals_are_rate_times_area_never_sum_of_rates():
     "computed, recorded, warned",
     [
         ({"value": 5.79, "unit": "L"}, {"value": 635.0, "unit": "L"}, "its points give 5.79 L (110 times less)"),
-        ({"value": 18.3, "unit": "kg"}, {"value": 3.0, "unit": "kg"}, "its points give 18.3 kg (6 times more)"),
+        ({"value": 18.3, "unit": "kg"}, {"value": 3.0, "unit": "kg"}, "its points give 18.3 kg (6.1 times more)"),
+        ({"value": -5.0, "unit": "kg"}, {"value": 5.0, "unit": "kg"}, "records 5 kg, its points give -5 kg;"),
         ({"value": 0.0, "unit": "m2"}, {"value": 156_493.0, "unit": "m2"}, "records 156,493 m2, its points give 0 m2;"),
         ({"value": 60.0, "unit": "kg"}, {"value": 100.0, "unit": "kg"}, None),  # cleaning dropped 40 %: no warning
         ({"value": 100.0, "unit": "kg"}, {"value": 199.0, "unit": "kg"}, None),
