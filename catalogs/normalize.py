@@ -18,4 +18,4 @@ CROP_MAX = 100  # the length of VarietyFile.crop
 def crop_name(crop: str | None) -> str:
     """A variety's crop as stored and as the `crops` filter compares it: lower-case, spacing collapsed, cut to
     CROP_MAX characters (so a longer name still finds what it was stored as)."""
-    return " ".join((crop or "").split()).lower()[:CROP_MAX]
+    return " ".join((crop or "").split()).lower()[:CROP_MAX].rstrip()  # a cut may end on a space

@@ -244,6 +244,11 @@ class TestVarietyEndpoints:
         [record] = api_client.get(self.url(core_user), {"crops": crop.upper()}).json()
         assert record["name"] == "Long One" and record["crops"] == [crop.lower()[:100]]
         assert names(api_client.get(self.url(core_user), {"crops": "winter wheat"})) == []
+        # A name cut on a space is kept, and found, as shown: without the space
+        variety_record(core_user=core_user, name="Spaced", crop="a" * 99 + " b", core_file_id=uuid.uuid4())
+        [spaced] = api_client.get(self.url(core_user), {"name": "spaced"}).json()
+        assert spaced["crops"] == ["a" * 99]
+        assert names(api_client.get(self.url(core_user), {"crops": spaced["crops"][0]})) == ["Spaced"]
 
     def test_owner_wide_varieties_with_file_counts_and_crops(self, api_client, core_user, catalog):
         assert api_client.get(f"{BASE}/users/varieties").json() == [
