@@ -39,7 +39,7 @@ if settings.DEBUG:
 
 # Any other URL under the API prefixes is the problem document of `handler404`, in debug mode too (where Django
 # answers its HTML page instead of calling the handler: `make run` runs in debug mode).
-urlpatterns.append(re_path(r"^(?:api|services)/", csrf_exempt(errors.handler404)))
+urlpatterns.append(re_path(r"^(?:api|services)(?:/|$)", csrf_exempt(errors.handler404)))
 
 handler400 = "platform_site.api.errors.handler400"
 handler404 = "platform_site.api.errors.handler404"

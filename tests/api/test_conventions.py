@@ -126,6 +126,8 @@ def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):
         ("post", "/services/fields/api/users/x/nothing"),
         ("get", "/api/nothing"),
         ("delete", "/services/"),
+        ("get", "/services"),
+        ("get", "/api"),
     ],
 )
 def test_an_unknown_api_url_is_a_problem_document_in_debug_mode_too(client, settings, debug, method, path):
