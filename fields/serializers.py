@@ -319,7 +319,8 @@ class FarmSerializer(ApiModelSerializer):
 
 
 class FarmWriteSerializer(ApiSerializer):
-    """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none)."""
+    """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none). A PUT may also echo the
+    farm's other keys as a GET answered them (a changed one is a 400)."""
 
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
     growerId = CoreUserRowIdField(model=Grower, noun="grower", required=False, allow_null=True, source="grower")
@@ -362,7 +363,8 @@ class GrowerSerializer(ApiModelSerializer):
 
 
 class GrowerWriteSerializer(ApiSerializer):
-    """POST / PUT body of a grower: `name` only (PUT: absent means none)."""
+    """POST / PUT body of a grower: `name` only (PUT: absent means none). A PUT may also echo the grower's other keys
+    as a GET answered them (a changed one is a 400)."""
 
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
 

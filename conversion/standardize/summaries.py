@@ -211,9 +211,10 @@ def _amount(value: float) -> str:
 
 def totals_disagreements(properties: dict) -> list[str]:
     """Warnings for each total of a summary's `properties` that its `recordedTotals` gives in the same unit and
-    that differs from it by more than TOTALS_DISAGREE_FACTOR either way, or is of the other sign. Neither is corrected: which is right is
-    not known (seen in real task data: a device logging a rate at a hundredth of its resolution, a distance counter
-    counting seconds, a mass counter counting one section of six, task totals over far more than the time logs)."""
+    that differs from it by more than TOTALS_DISAGREE_FACTOR either way, or is of the other sign. Neither is
+    corrected: which is right is not known (seen in real task data: a device logging a rate at a hundredth of its
+    resolution, a distance counter counting seconds, a mass counter counting one section of six, task totals over
+    far more than the time logs)."""
     out = []
     for name, recorded in (properties.get("recordedTotals") or {}).items():
         computed = properties.get(name)

@@ -1,7 +1,9 @@
 """Base serializer pieces shared by every app: strict scalars, UTC timestamps with milliseconds,
 and rejection of unknown body keys (a typo must not be silently ignored)."""
 
+import json
 import math
+import uuid
 from datetime import UTC, datetime
 
 from django.db import models
@@ -107,19 +109,40 @@ class RejectUnknownFieldsMixin:
         return super().to_internal_value(data)
 
 
-def echo_checked(body, answered: dict, writable) -> object:
-    """A PUT body that may echo the resource as a GET answered it (read, change, put back): the keys it cannot set
-    (`answered` keys not in `writable`) are left out when they hold the value answered, and are a 400 each when they
-    do not ("Read-only"), so a changed `fieldIds` is never taken for done. Other keys stay for the strict check."""
-    if not isinstance(body, dict):
-        return body
-    echoed = sorted(key for key in body if key in answered and key not in writable)
-    changed = [key for key in echoed if body[key] != answered[key]]
-    if changed:
-        raise serializers.ValidationError(
-            {key: ["Read-only: send it as the resource has it, or leave it out."] for key in changed}
-        )
-    return {key: value for key, value in body.items() if key not in echoed}
+def _same_json(sent, answered) -> bool:
+    """Whether a JSON value sent is the value answered, JSON types kept apart (`true` is not `1`, nor `1.0` an
+    integer id); a UUID in either case is itself."""
+    if isinstance(answered, list):
+        return isinstance(sent, list) and len(sent) == len(answered) and all(map(_same_json, sent, answered))
+    if type(sent) is not type(answered):
+        return False
+    if isinstance(sent, str) and sent != answered:
+        try:
+            return uuid.UUID(sent) == uuid.UUID(answered)
+        except ValueError:
+            return False
+    return sent == answered
+
+
+def echo_validated(serializer_class, body, answered: dict, **context) -> dict:
+    """The validated data of a PUT body that may echo the resource as a GET answered it (read, change, put back):
+    the keys `serializer_class` does not take but `answered` has are left out when they hold the value answered, and
+    are each a 400 "Read-only" when they do not (a changed `fieldIds` is never taken for done), with the body's
+    other errors in the same answer."""
+    echoed, errors = [], {}
+    if isinstance(body, dict):
+        writable = serializer_class().fields
+        echoed = [key for key in body if key in answered and key not in writable]
+        errors = {
+            key: [f"Read-only: it is {json.dumps(answered[key])}; send that or leave the key out."]
+            for key in echoed
+            if not _same_json(body[key], answered[key])
+        }
+        body = {key: value for key, value in body.items() if key not in echoed}
+    serializer = serializer_class(data=body, context=context)
+    if serializer.is_valid() and not errors:
+        return serializer.validated_data
+    raise serializers.ValidationError({**errors, **serializer.errors})
 
 
 class ApiSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

@@ -74,10 +74,17 @@ def test_a_farm_or_grower_read_changed_and_put_back_is_replaced(api_client, core
     # And a read-only key sent changed is a 400 naming it (a field is not moved by `fieldIds`), nothing changed
     moved = assert_problem(api_client.put(farm_url, {**farm, "fieldIds": [], "name": "X"}, format="json"), 400)
     assert moved["fieldErrors"] == [
-        {"field": "fieldIds", "message": "Read-only: send it as the resource has it, or leave it out."}
+        {"field": "fieldIds", "message": f'Read-only: it is ["{field["id"]}"]; send that or leave the key out.'}
     ]
-    other = assert_problem(api_client.put(grower_url, {**grower, "id": grower["id"] + 1}, format="json"), 400)
-    assert [e["field"] for e in other["fieldErrors"]] == ["id"]
+    # (JSON types count: `1.0` is not the id 1; a UUID in capitals is itself)
+    for changed in (grower["id"] + 1, float(grower["id"])):
+        other = assert_problem(api_client.put(grower_url, {**grower, "id": changed}, format="json"), 400)
+        assert [e["field"] for e in other["fieldErrors"]] == ["id"]
+    upper = api_client.put(grower_url, {**grower, "coreUserId": grower["coreUserId"].upper()}, format="json")
+    assert upper.status_code == 200, upper.content
+    # And every error of the body comes in one answer
+    both = assert_problem(api_client.put(farm_url, {**farm, "fieldIds": [], "name": 5}, format="json"), 400)
+    assert sorted(e["field"] for e in both["fieldErrors"]) == ["fieldIds", "name"]
     unknown = assert_problem(api_client.put(farm_url, {"name": "X", "acres": 40}, format="json"), 400)
     assert unknown["fieldErrors"] == [{"field": "acres", "message": "Unknown field."}]
     assert api_client.get(farm_url).json()["name"] == "Away"
