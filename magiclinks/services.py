@@ -150,7 +150,8 @@ def magic_link_delete(*, link: MagicLink) -> None:
 
 
 def magic_link_resolve(token: str, *, allow_expired: bool = False) -> MagicLink:
-    """The live link with this token, or `LinkUnavailable` (404 unknown, 410 revoked or expired)."""
+    """The live link with this token, or `LinkUnavailable` (404 unknown, 410 revoked or expired, 403 its API owner
+    deactivated)."""
     if not token or len(token) > 200:
         raise LinkUnavailable(404, "unknown")
     link = MagicLink.objects.select_related("core_user__owner").filter(token_hash=token_hash(token)).first()

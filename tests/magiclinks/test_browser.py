@@ -158,3 +158,23 @@ def test_an_expired_link_shows_a_clear_page(browser, shoot, public_base, core_us
     assert browser.find_element(By.TAG_NAME, "h1").text == "This link has expired"
     assert "new link" in browser.find_element(By.CSS_SELECTOR, "[role=alert]").text
     shoot("1-expired")
+
+
+def test_a_status_page_whose_link_is_revoked_says_so(browser, shoot, public_base, core_user):
+    """The status page polled a revoked link's batch for ever, still saying "being processed"."""
+    from selenium.webdriver.common.by import By
+
+    from conversion.models import Batch
+    from magiclinks.models import LinkUpload
+
+    # Given a batch received through a link, and its status page open (the batch stays RECEIVED: nothing opens it)
+    link, token = services.magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD)
+    batch = Batch.objects.create(core_user=core_user, provider="Other", file_name="late.zip", size=22)
+    LinkUpload.objects.create(link=link, batch_id=batch.pk)
+    browser.get(f"{services.link_url(token)}/batches/{batch.pk}")
+    assert browser.find_element(By.ID, "batch-status").text == "RECEIVED"
+    # When the link is revoked
+    services.magic_link_delete(link=link)
+    # Then the page says the link is no longer valid
+    wait_for(lambda: browser.find_element(By.TAG_NAME, "h1").text == "This link is no longer valid", timeout=20)
+    shoot("1-revoked")

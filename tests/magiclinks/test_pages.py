@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone
 
 from magiclinks import services
@@ -104,6 +105,13 @@ def test_a_deactivated_owners_links_are_unavailable_until_it_is_reactivated(clie
     assert page.status_code == 403 and "This link is not available" in page.content.decode()
     assert client.post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))}).status_code == 403
     assert client.get(batch_url).status_code == 403
+    assert client.get(f"{batch_url}/status").status_code == 403  # the status page's polling
+    assert client.head(url).status_code == 403
+    provider_app(owner, "ProviderA")
+    _provider_link, provider_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    token = provider_url.rsplit("/", 1)[1]
+    assert client.get(reverse("magiclink-connect", args=[token, "ProviderA"])).status_code == 403
+    assert client.post(reverse("magiclink-disconnect", args=[token])).status_code == 403
     link.refresh_from_db()
     assert link.usage_count == 0
     type(owner).objects.filter(pk=owner.pk).update(is_active=True)

@@ -42,10 +42,18 @@
     });
   }
 
+  // The link is gone (revoked, expired, its service deactivated) or the batch with it: the page itself now says
+  // why, so it is loaded again instead of being polled for ever.
+  var GONE = [403, 404, 410];
+
   function poll() {
     fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" })
-      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (response) {
+        if (GONE.indexOf(response.status) >= 0) { window.location.reload(); return undefined; }
+        return response.ok ? response.json() : null;
+      })
       .then(function (batch) {
+        if (batch === undefined) { return; }
         if (batch) { draw(batch); }
         if (!batch || (batch.status !== "PROCESSED" && batch.status !== "FAILED")) { setTimeout(poll, 1500); }
       })
