@@ -23,7 +23,7 @@ from .values import text_value
 DatasetFormat = Literal["ISOXML", "SHAPEFILE", "GEOJSON"]
 OperationType = Literal["harvested", "planted", "applied", "tillage", "other"]
 OPERATION_TYPES: tuple[str, ...] = ("harvested", "planted", "applied", "tillage", "other")
-# Columns only a harvest has: yields per area, or each point's mass or volume.
+# Columns only a harvest has: yields per area, then each point's mass or volume (the order cleaning picks them in).
 HARVEST_COLUMNS = (
     "wetMassPerArea",
     "dryMassPerArea",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from conversion.readers.base import HARVEST_COLUMNS
+
 EARTH_RADIUS_M = 6_371_008.8
 HA_M2 = 10_000.0
 
@@ -65,16 +67,8 @@ RATE_PROPERTIES = frozenset(
     }
 )
 PRIMARY_RATES: dict[str, tuple[str, ...]] = {
-    "harvested": (
-        "wetMassPerArea",
-        "dryMassPerArea",
-        "wetVolumePerArea",
-        "dryVolumePerArea",
-        "wetMass",
-        "dryMass",
-        "wetVolume",
-        "dryVolume",
-    ),
+    # the columns only a harvest has, yields per area first: cleaning goes by the first a file has
+    "harvested": HARVEST_COLUMNS,
     "planted": ("seedRate", "appliedRate"),
     "applied": ("appliedRate",),
 }
