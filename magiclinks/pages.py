@@ -160,9 +160,14 @@ def _return_token(request, link: MagicLink | None) -> str | None:
     return None
 
 
+# An outcome of these statuses is the link's own state (revoked or expired, its API owner deactivated): its page and
+# buttons would only answer the same, so they are not offered.
+LINK_GONE_STATUSES = (403, 410)
+
+
 def _outcome(request, link, token, provider, *, ok: bool, message: str, status: int):
     context = {"ok": ok, "message": message, "provider": provider, "back_url": None}
-    if link is not None and token:
+    if link is not None and token and status not in LINK_GONE_STATUSES:
         context["back_url"] = reverse("magiclink-page", args=[token])
         context.update(_provider_context(link, token))
     return _page(request, "outcome.html", context, link=link, status=status)

@@ -212,7 +212,10 @@ def test_a_link_that_expires_or_is_revoked_at_the_provider_connects_nothing(
 
     response, _ = connect(client, url, meanwhile=change)
     assert response.status_code == status
-    assert message in response.content.decode()
+    page = response.content.decode()
+    assert message in page
+    # (no Connect button nor way back to a page that would answer the same)
+    assert "/connect/" not in page and "Back to your providers" not in page
     assert oauth_server.token_requests == []  # the code was never exchanged
     assert not ProviderCredential.objects.exists()
 
