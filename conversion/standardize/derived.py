@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from conversion.crops import crop_standard
-from conversion.readers.base import PointTable
+from conversion.readers.base import HARVEST_COLUMNS, PointTable
 from conversion.readers.units import US_BUSHEL_L
 
 from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2, in_derived_unit
@@ -134,11 +134,10 @@ def yield_from_flow(columns: dict[str, np.ndarray], units: dict[str, str]) -> np
         return np.where(covering, flow / (speed * width) * HA_M2, np.nan)
 
 
-# (wet mass, dry mass, wet volume, dry volume): per area, or of each point.
-HARVEST_AMOUNTS = (
-    ("wetMassPerArea", "dryMassPerArea", "wetVolumePerArea", "dryVolumePerArea"),
-    ("wetMass", "dryMass", "wetVolume", "dryVolume"),
-)
+# (wet mass, dry mass, wet volume, dry volume): per area, or of each point (the readers' harvest columns, in that
+# order).
+HARVEST_PER_AREA, HARVEST_PER_POINT = HARVEST_COLUMNS[:4], HARVEST_COLUMNS[4:]
+HARVEST_AMOUNTS = (HARVEST_PER_AREA, HARVEST_PER_POINT)
 
 
 def derive(table: PointTable) -> PointTable:
@@ -195,12 +194,7 @@ def derive(table: PointTable) -> PointTable:
             put(dry_volume, cols[dry] * litres_per_kg)
     if "area" in cols:
         area_ha = cols["area"] / HA_M2
-        for total, rate in (
-            ("wetMass", "wetMassPerArea"),
-            ("dryMass", "dryMassPerArea"),
-            ("wetVolume", "wetVolumePerArea"),
-            ("dryVolume", "dryVolumePerArea"),
-        ):
+        for total, rate in zip(HARVEST_PER_POINT, HARVEST_PER_AREA, strict=True):
             if total not in cols and rate in cols:
                 put(total, cols[rate] * area_ha)
     return replace(table, columns=cols, units=units, warnings=warnings)
