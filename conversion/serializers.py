@@ -241,7 +241,7 @@ class FileStepStatusSerializer(serializers.Serializer):
     status and message (OpenAPI documentation only)."""
 
     id = serializers.UUIDField()
-    status = serializers.ChoiceField(choices=["processing", "processed", "failed"])
+    status = serializers.ChoiceField(choices=FileStatus.choices)
     steps = serializers.DictField(child=FileStepSerializer())
 
 

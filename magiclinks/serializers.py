@@ -3,6 +3,7 @@
 import re
 
 from django.core.validators import EmailValidator, RegexValidator
+from drf_spectacular.plumbing import build_choice_field
 from rest_framework import serializers
 
 from platform_site.accounts.models import ConnectableProvider, ProviderApplication
@@ -19,7 +20,8 @@ from platform_site.api.serializers import (
 from .models import MagicLink
 from .services import EXPIRES_IN_DEFAULT, EXPIRES_IN_MAX, EXPIRES_IN_MIN, oauth_redirect_uri
 
-PROVIDERS = ConnectableProvider.values
+# With their labels, as the models give them: OpenAPI then names one enum for both (ConnectableProviderEnum).
+PROVIDER_CHOICES = ConnectableProvider.choices
 COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
 SCOPE_TOKEN = re.compile(r"\A[\x21\x23-\x5B\x5D-\x7E]+\Z")
 
@@ -105,16 +107,16 @@ class UserCreationMixin(serializers.Serializer):
 
 class ProviderLinkCreateSerializer(LinkCreateSerializer):
     widget = MagicLink.Widget.PROVIDER
-    allowedProviders = serializers.ListField(child=serializers.ChoiceField(choices=PROVIDERS), allow_empty=False)
+    allowedProviders = serializers.ListField(child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False)
 
 
 class ProviderLinkWithUserCreateSerializer(UserCreationMixin, LinkCreateSerializer):
     """The spec names `provider` for this creation; `allowedProviders` is accepted too (one of the two)."""
 
     widget = MagicLink.Widget.PROVIDER
-    provider = serializers.ChoiceField(choices=PROVIDERS, required=False)
+    provider = serializers.ChoiceField(choices=PROVIDER_CHOICES, required=False)
     allowedProviders = serializers.ListField(
-        child=serializers.ChoiceField(choices=PROVIDERS), allow_empty=False, required=False
+        child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False, required=False
     )
 
     def validate(self, attrs):
@@ -126,7 +128,7 @@ class ProviderLinkWithUserCreateSerializer(UserCreationMixin, LinkCreateSerializ
 
 class AuthenticationLinkCreateSerializer(LinkCreateSerializer):
     widget = MagicLink.Widget.AUTHENTICATION
-    provider = serializers.ChoiceField(choices=PROVIDERS)
+    provider = serializers.ChoiceField(choices=PROVIDER_CHOICES)
 
 
 class AuthenticationLinkWithUserCreateSerializer(UserCreationMixin, AuthenticationLinkCreateSerializer):
@@ -178,6 +180,8 @@ class MagicLinkSerializer(serializers.ModelSerializer):
 
 
 _TIMESTAMP = {"type": "string", "format": "date-time"}
+# As spectacular writes a choice field's schema (with its enum's identity), so these keys share ConnectableProviderEnum.
+_PROVIDER_SCHEMA = build_choice_field(serializers.ChoiceField(choices=PROVIDER_CHOICES))
 document_extra_properties(
     MagicLinkSerializer,
     {
@@ -190,10 +194,10 @@ document_extra_properties(
         "settings": {"type": "object", "additionalProperties": True, "description": "The link's settings."},
         "allowedProviders": {
             "type": "array",
-            "items": {"type": "string", "enum": PROVIDERS},
+            "items": _PROVIDER_SCHEMA,
             "description": "Provider links only.",
         },
-        "provider": {"type": "string", "enum": PROVIDERS, "description": "Authentication links only."},
+        "provider": {**_PROVIDER_SCHEMA, "description": "Authentication links only."},
     },
     required=("coreUserId", "widget", "expiresAt", "createdAt", "lastAccessedAt", "usageCount", "settings"),
 )
@@ -203,7 +207,7 @@ class ProviderApplicationWriteSerializer(ApiSerializer):
     """`{provider, clientId, clientSecret, authorizeUrl, tokenUrl, scopes}`; on change the provider is
     fixed and a missing `clientSecret` keeps the stored one."""
 
-    provider = serializers.ChoiceField(choices=PROVIDERS)
+    provider = serializers.ChoiceField(choices=PROVIDER_CHOICES)
     clientId = StrictCharField(max_length=512)
     clientSecret = StrictCharField(max_length=2000, trim_whitespace=False)
     authorizeUrl = HttpUrlField(max_length=2000)

@@ -164,7 +164,6 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ProviderEnum": "assets.models.Provider",
         "ConnectableProviderEnum": "platform_site.accounts.models.ConnectableProvider",
-        "ConnectableProviderNameEnum": "magiclinks.serializers.PROVIDERS",
         "BatchStatusEnum": "conversion.models.BatchStatus",
         "ProcessingStatusEnum": "conversion.models.FileStatus",  # files and operations
         "BoundaryStatusEnum": "fields.models.Boundary.Status",
