@@ -1,46 +1,43 @@
-"""Admin views of the catalogs, for operators of the platform."""
+"""Admin views of the catalogs, for operators of the platform. The rows are the services' (`ServiceOwnedAdmin`):
+a product's or variety's normalized name is the key files are pooled by."""
 
 from django.contrib import admin
+
+from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
 
 from .models import Product, ProductFile, Variety, VarietyFile
 
 
-class ProductFileInline(admin.TabularInline):
+class ProductFileInline(ServiceOwnedInline, admin.TabularInline):
     model = ProductFile
-    extra = 0
 
 
-class VarietyFileInline(admin.TabularInline):
+class VarietyFileInline(ServiceOwnedInline, admin.TabularInline):
     model = VarietyFile
-    extra = 0
 
 
 @admin.register(Product)
-class ProductAdmin(admin.ModelAdmin):
+class ProductAdmin(ServiceOwnedAdmin):
     list_display = ("id", "name", "normalized_name", "core_user", "updated_time")
     search_fields = ("id", "name", "normalized_name", "core_user__id")
-    raw_id_fields = ("core_user",)
     inlines = [ProductFileInline]
 
 
 @admin.register(Variety)
-class VarietyAdmin(admin.ModelAdmin):
+class VarietyAdmin(ServiceOwnedAdmin):
     list_display = ("id", "name", "normalized_name", "core_user", "updated_time")
     search_fields = ("id", "name", "normalized_name", "core_user__id")
-    raw_id_fields = ("core_user",)
     inlines = [VarietyFileInline]
 
 
 @admin.register(ProductFile)
-class ProductFileAdmin(admin.ModelAdmin):
+class ProductFileAdmin(ServiceOwnedAdmin):
     list_display = ("id", "product", "core_file_id", "created_time")
     search_fields = ("core_file_id", "product__name")
-    raw_id_fields = ("product",)
 
 
 @admin.register(VarietyFile)
-class VarietyFileAdmin(admin.ModelAdmin):
+class VarietyFileAdmin(ServiceOwnedAdmin):
     list_display = ("id", "variety", "core_file_id", "crop", "created_time")
     list_filter = ("crop",)
     search_fields = ("core_file_id", "variety__name", "crop")
-    raw_id_fields = ("variety",)

@@ -1,9 +1,14 @@
+"""Configurations are shown here; they are set through the API (`/configs`, `/configs/{coreUserId}`), whose
+service checks their entries and their owner."""
+
 from django.contrib import admin
+
+from platform_site.accounts.admin import ServiceOwnedAdmin
 
 from .models import Configuration
 
 
 @admin.register(Configuration)
-class ConfigurationAdmin(admin.ModelAdmin):
+class ConfigurationAdmin(ServiceOwnedAdmin):
     list_display = ("id", "owner", "core_user", "updated_at")
     list_filter = ("owner",)

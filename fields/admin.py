@@ -1,16 +1,16 @@
 """Admin with map widgets. Boundaries are immutable: the admin shows them, it does not change them.
 
-A boundary's geometry is drawn on a map with no drawing or editing tools, and its form field is disabled, so
-Django ignores whatever a crafted POST sends for it. A field's current boundary (`boundary`) is read-only
-too: a field's shape changes only through the services (new boundary, events, auto-merge). Fields are not added
-here (a field needs a geometry), and what ties a field, farm or grower to its core user, its farm, its merged
-field or its provider is read-only: moving one to another core user here would cross tenants."""
+A boundary's geometry is drawn on a map with no drawing or editing tools. The rows are the services'
+(`ServiceOwnedAdmin`): a field's name is changed and a field deleted here through `services.field_update` /
+`services.field_delete`, with their rules and events (a provider field is neither: its provider owns it); nothing
+else is added or changed here."""
 
 from django.contrib import admin
-from django.contrib.gis.admin.options import GeoModelAdminMixin
-from django.contrib.gis.db.models import GeometryField
 from django.contrib.gis.forms import OSMWidget
 
+from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
+
+from . import services
 from .models import Boundary, Farm, Field, FieldFile, Grower
 
 
@@ -21,96 +21,97 @@ class ReadOnlyMapWidget(OSMWidget):
     template_name = "fields/readonly_map.html"
 
 
-class ImmutableGeometryAdminMixin(GeoModelAdminMixin):
-    """Geometry columns shown on a read-only map, their form fields disabled (a posted value is ignored)."""
+class ImmutableGeometryAdminMixin:
+    """A boundary's geometry on a read-only map (`geometry_map`): the page of a row the admin cannot change shows its
+    fields as text, and the shape as a map reads better than its WKT."""
 
-    gis_widget = ReadOnlyMapWidget
+    @admin.display(description="geometry")
+    def geometry_map(self, obj):
+        if obj is None or obj.geometry is None:
+            return "-"
+        name = f"geometry_{obj.pk.hex}"  # one map per boundary on a field's page
+        return ReadOnlyMapWidget().render(name, obj.geometry, attrs={"id": f"id_{name}"})
 
-    def formfield_for_dbfield(self, db_field, request, **kwargs):
-        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
-        if isinstance(db_field, GeometryField):
-            formfield.disabled = True
-            formfield.required = False
-        return formfield
+    @property
+    def media(self):
+        return super().media + ReadOnlyMapWidget().media
 
 
 BOUNDARY_READONLY_FIELDS = ["id", "field", "status", "provider_status", "provider_boundary_id", "area_ha", "created_at"]
 
 
-class BoundaryInline(ImmutableGeometryAdminMixin, admin.StackedInline):
+class BoundaryInline(ImmutableGeometryAdminMixin, ServiceOwnedInline, admin.StackedInline):
     model = Boundary
-    fields = ["id", "status", "provider_status", "provider_boundary_id", "area_ha", "geometry", "created_at"]
-    readonly_fields = [name for name in BOUNDARY_READONLY_FIELDS if name != "field"]
-    extra = 0
-    can_delete = False
+    fields = ["id", "status", "provider_status", "provider_boundary_id", "area_ha", "geometry_map", "created_at"]
+    readonly_fields = fields
 
-    def has_add_permission(self, request, obj=None):
-        return False
+
+# Everything a field shows but its name.
+FIELD_READONLY_FIELDS = [
+    "public_id",
+    "id",
+    "core_user",
+    "type",
+    "farm",
+    "boundary",
+    "merged_field",
+    "provider_name",
+    "provider_id",
+    "provider_field_id",
+    "provider_field_name",
+    "provider_boundary_id",
+    "organization_id",
+    "legacy",
+    "created_at",
+    "updated_at",
+]
 
 
 @admin.register(Field)
-class FieldAdmin(admin.ModelAdmin):
+class FieldAdmin(ServiceOwnedAdmin):
     list_display = ["public_id", "name", "core_user", "type", "provider_name", "created_at"]
     list_filter = ["type", "provider_name"]
     search_fields = ["public_id", "id", "name", "provider_field_id"]
-    readonly_fields = [
-        "core_user",
-        "type",
-        "farm",
-        "boundary",
-        "merged_field",
-        "provider_name",
-        "provider_id",
-        "provider_field_id",
-        "provider_field_name",
-        "provider_boundary_id",
-        "organization_id",
-    ]
+    fields = ["name", *FIELD_READONLY_FIELDS]
+    readonly_fields = FIELD_READONLY_FIELDS
     inlines = [BoundaryInline]
 
-    def has_add_permission(self, request):
-        return False
+    def has_change_permission(self, request, obj=None):
+        # The name, through the service; a provider field is its provider's.
+        return (obj is None or not obj.is_provider_field) and admin.ModelAdmin.has_change_permission(self, request, obj)
+
+    def save_model(self, request, obj, form, change):
+        if "name" in form.changed_data:
+            services.field_update(field=Field.objects.get(pk=obj.pk), changes={"name": obj.name})
+
+    def deletable(self, obj) -> bool:
+        return not obj.is_provider_field
+
+    def service_delete(self, obj) -> None:
+        services.field_delete(field=obj)
 
 
 @admin.register(Boundary)
-class BoundaryAdmin(ImmutableGeometryAdminMixin, admin.ModelAdmin):
-    """Read-only: boundaries are created and retired by the services, never here."""
+class BoundaryAdmin(ImmutableGeometryAdminMixin, ServiceOwnedAdmin):
+    """Boundaries are created and retired by the services, never here."""
 
     list_display = ["id", "field", "status", "provider_status", "area_ha", "created_at"]
     list_filter = ["status", "provider_status"]
     search_fields = ["id", "field__public_id", "field__id"]
-    fields = [*BOUNDARY_READONLY_FIELDS, "geometry"]
-    readonly_fields = BOUNDARY_READONLY_FIELDS
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    fields = [*BOUNDARY_READONLY_FIELDS, "geometry_map"]
+    readonly_fields = fields
 
 
 @admin.register(Farm)
-class FarmAdmin(admin.ModelAdmin):
+class FarmAdmin(ServiceOwnedAdmin):
     list_display = ["id", "name", "core_user", "grower", "provider_name"]
-    readonly_fields = ["core_user", "grower"]
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(Grower)
-class GrowerAdmin(admin.ModelAdmin):
+class GrowerAdmin(ServiceOwnedAdmin):
     list_display = ["id", "name", "core_user", "provider_name"]
-    readonly_fields = ["core_user"]
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(FieldFile)
-class FieldFileAdmin(admin.ModelAdmin):
+class FieldFileAdmin(ServiceOwnedAdmin):
     list_display = ["file_id", "field", "created_at"]
-    readonly_fields = ["file_id", "field"]
-
-    def has_add_permission(self, request):
-        return False

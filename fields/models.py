@@ -123,7 +123,7 @@ class Boundary(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.field_id} boundary {self.id} ({self.status})"
+        return f"boundary {self.id} of field {self.field.public_id} ({self.status})"
 
 
 class FieldFile(models.Model):
@@ -138,4 +138,4 @@ class FieldFile(models.Model):
         indexes = [models.Index(fields=["file_id"])]
 
     def __str__(self):
-        return f"{self.file_id} on {self.field_id}"
+        return f"{self.file_id} on field {self.field.public_id}"

@@ -1,37 +1,46 @@
-from django.contrib import admin
-from django.utils import timezone
+"""Links are shown and revoked here, through `services.magic_link_delete`; the API creates them (the token is
+shown once)."""
 
+from django.contrib import admin
+
+from platform_site.accounts.admin import ServiceOwnedAdmin
+
+from . import services
 from .models import LinkAuthorization, LinkUpload, MagicLink
 
 
 @admin.register(MagicLink)
-class MagicLinkAdmin(admin.ModelAdmin):
-    """Links can be inspected and revoked; they are created through the API (the token is shown once)."""
-
+class MagicLinkAdmin(ServiceOwnedAdmin):
     list_display = ("id", "widget", "core_user", "expires_at", "usage_count", "last_accessed_at", "deleted_at")
     list_filter = ("widget",)
     search_fields = ("id", "core_user__id", "core_user__external_id")
-    readonly_fields = ("id", "core_user", "widget", "allowed_providers", "provider", "settings", "expires_at",
-                       "created_at", "last_accessed_at", "usage_count", "deleted_at")  # fmt: skip
-    exclude = ("token_hash",)
+    fields = (
+        "id",
+        "core_user",
+        "widget",
+        "allowed_providers",
+        "provider",
+        "settings",
+        "expires_at",
+        "created_at",
+        "last_accessed_at",
+        "usage_count",
+        "deleted_at",
+    )  # fmt: skip (never the token's hash)
     actions = ["revoke"]
-
-    def has_add_permission(self, request):
-        return False
 
     @admin.action(description="Revoke the selected links")
     def revoke(self, request, queryset):
-        queryset.filter(deleted_at__isnull=True).update(deleted_at=timezone.now())
+        for link in queryset.filter(deleted_at__isnull=True):
+            services.magic_link_delete(link=link)
 
 
 @admin.register(LinkUpload)
-class LinkUploadAdmin(admin.ModelAdmin):
+class LinkUploadAdmin(ServiceOwnedAdmin):
     list_display = ("batch_id", "link", "created_at")
-    readonly_fields = ("link", "batch_id", "created_at")
 
 
 @admin.register(LinkAuthorization)
-class LinkAuthorizationAdmin(admin.ModelAdmin):
+class LinkAuthorizationAdmin(ServiceOwnedAdmin):
     list_display = ("link", "provider", "created_at", "expires_at", "used_at")
     fields = ("link", "provider", "created_at", "expires_at", "used_at")
-    readonly_fields = fields

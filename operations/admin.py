@@ -1,23 +1,23 @@
+"""Operations are built by the services from the files that cover a field; the admin shows them."""
+
 from django.contrib import admin
+
+from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
 
 from .models import Operation, OperationCrop, OperationField
 
 
-class OperationFieldInline(admin.TabularInline):
+class OperationFieldInline(ServiceOwnedInline, admin.TabularInline):
     model = OperationField
-    extra = 0
-    raw_id_fields = ["field"]
 
 
 @admin.register(Operation)
-class OperationAdmin(admin.ModelAdmin):
+class OperationAdmin(ServiceOwnedAdmin):
     list_display = ["id", "core_user", "operation_type", "provider", "status", "start_time", "end_time"]
     list_filter = ["operation_type", "status", "provider"]
-    raw_id_fields = ["core_user", "merged_file", "files"]
     inlines = [OperationFieldInline]
 
 
 @admin.register(OperationCrop)
-class OperationCropAdmin(admin.ModelAdmin):
+class OperationCropAdmin(ServiceOwnedAdmin):
     list_display = ["id", "operation", "field", "file", "created_time"]
-    raw_id_fields = ["operation", "source_file", "file", "field", "boundary"]

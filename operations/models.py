@@ -65,7 +65,7 @@ class OperationField(models.Model):
         constraints = [models.UniqueConstraint(fields=["operation", "field"], name="operationfield_unique")]
 
     def __str__(self):
-        return f"{self.operation_id} covers {self.field_id} ({self.coverage:.1f} %)"
+        return f"{self.operation_id} covers field {self.field.public_id} ({self.coverage:.1f} %)"
 
 
 class OperationCrop(models.Model):
@@ -83,4 +83,4 @@ class OperationCrop(models.Model):
         ordering = ["-created_time", "id"]
 
     def __str__(self):
-        return f"crop of {self.operation_id} to {self.field_id}"
+        return f"crop of {self.operation_id} to field {self.field.public_id}"

@@ -1,4 +1,9 @@
+"""An owner's webhooks are editable here (never moved to another owner); deliveries are the services' record."""
+
 from django.contrib import admin
+from django.db import models
+
+from platform_site.accounts.admin import OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
 
 from .models import Delivery, DeliveryAttempt, Webhook, WebhookEvent
 
@@ -10,11 +15,12 @@ class WebhookEventInline(admin.TabularInline):
 
 
 @admin.register(Webhook)
-class WebhookAdmin(admin.ModelAdmin):
+class WebhookAdmin(OwnerBoundAdmin):
     list_display = ("id", "name", "url", "owner", "created_at")
     list_filter = ("owner",)
     search_fields = ("name", "url")
     inlines = [WebhookEventInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # a URL typed without one
 
     def get_exclude(self, request, obj=None):
         # The secret can be set when adding a webhook but is never shown again.
@@ -29,17 +35,14 @@ class WebhookAdmin(admin.ModelAdmin):
             obj.delete()
 
 
-class DeliveryAttemptInline(admin.TabularInline):
+class DeliveryAttemptInline(ServiceOwnedInline, admin.TabularInline):
     model = DeliveryAttempt
-    extra = 0
-    can_delete = False
     readonly_fields = ("number", "attempted_at", "status_code", "duration_ms", "error", "response", "will_retry")
     fields = readonly_fields
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(ServiceOwnedAdmin):
     list_display = ("id", "event", "webhook", "status", "attempts", "next_attempt_at", "created_at")
     list_filter = ("status", "event", "owner")
-    readonly_fields = ("webhook", "owner", "event", "core_user_id", "body", "attempts", "created_at")
     inlines = [DeliveryAttemptInline]

@@ -1,11 +1,80 @@
+"""Admin of owners' core users, provider applications and credentials; and the rules every app's admin follows.
+
+Nothing but a service writes (ARCHITECTURE "Request path"): a change made here would skip the service's validation,
+the keys it derives (pooling, crop names) and the events it sends, so the rows the services own are shown, not
+changed (`ServiceOwnedAdmin`, `ServiceOwnedInline`); an admin may offer a change or a deletion by calling the
+service. What an owner sets up itself (core users, webhooks, provider applications) stays editable here, but what
+ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner would cross tenants."""
+
 from django import forms
 from django.contrib import admin
 
 from .models import CoreUser, ProviderApplication, ProviderCredential
 
 
+class ServiceOwnedAdmin(admin.ModelAdmin):
+    """Rows the services create and change: shown, never added or changed here. A subclass may delete a row
+    through its service: `deletable(obj)` says which rows it may, `service_delete(obj)` deletes one (the
+    service deletes what depends on it, so the admin asks no permission for those)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def deletable(self, obj) -> bool:
+        return False
+
+    def service_delete(self, obj) -> None:
+        raise NotImplementedError
+
+    def has_delete_permission(self, request, obj=None):
+        deletes = type(self).service_delete is not ServiceOwnedAdmin.service_delete
+        return deletes and (obj is None or self.deletable(obj)) and super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # one row at a time, through the service
+        return actions
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), protected
+
+    def delete_model(self, request, obj):
+        self.service_delete(obj)
+
+
+class ServiceOwnedInline(admin.options.InlineModelAdmin):
+    """The rows a service links to the one shown: listed, never added, changed or removed here."""
+
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class OwnerBoundAdmin(admin.ModelAdmin):
+    """An owner's own settings: editable, but `owner_fields` (what ties the row to its owner) are fixed once it
+    exists."""
+
+    owner_fields: tuple[str, ...] = ("owner",)
+
+    def get_readonly_fields(self, request, obj=None):
+        readonly = tuple(super().get_readonly_fields(request, obj))
+        return readonly if obj is None else (*readonly, *(name for name in self.owner_fields if name not in readonly))
+
+
 @admin.register(CoreUser)
-class CoreUserAdmin(admin.ModelAdmin):
+class CoreUserAdmin(OwnerBoundAdmin):
     list_display = ("id", "name", "email", "external_id", "owner", "created_at")
     list_filter = ("owner",)
     search_fields = ("id", "name", "email", "external_id")
@@ -32,7 +101,7 @@ class ProviderApplicationForm(forms.ModelForm):
 
 
 @admin.register(ProviderApplication)
-class ProviderApplicationAdmin(admin.ModelAdmin):
+class ProviderApplicationAdmin(OwnerBoundAdmin):
     form = ProviderApplicationForm
     list_display = ("provider", "owner", "client_id", "authorize_url", "token_url", "updated_at")
     list_filter = ("provider", "owner")

@@ -14,7 +14,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import set_rollback
 
 from platform_site.api.authentication import BEARER_CHALLENGE
 from platform_site.text import storable
@@ -195,6 +194,10 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
     if code == status.HTTP_401_UNAUTHORIZED:
         # RFC 9110: a 401 carries a challenge, a domain one too (a refused login answered without it).
         headers["WWW-Authenticate"] = BEARER_CHALLENGE
+    # Imported here: `rest_framework.views` loads the parser classes, and ours import this module (an app's admin
+    # importing its services, which raise our errors, would otherwise find this module half made).
+    from rest_framework.views import set_rollback
+
     set_rollback()
     return Response(body, status=code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 

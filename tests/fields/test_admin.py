@@ -1,13 +1,19 @@
 """The Django admin shows boundaries on a map but cannot change them (boundaries are immutable)."""
 
 import json
+import re
+from uuid import UUID
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from shapely.geometry import shape
 
-from fields.models import Boundary, Field
-from tests.fields.helpers import create_field, square
+from configs.services import config_owner_update
+from fields.models import Boundary, Farm, Field
+from tests.adminforms import form_data
+from tests.factories import CoreUserFactory
+from tests.fields.helpers import create_field, field_url, provider_field, rect, square
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
@@ -21,24 +27,6 @@ def admin_client_superuser():
     return client
 
 
-def form_data(response) -> dict:
-    """What a browser would post back for the change form of `response`, unchanged: the main form's and the
-    inline formsets' values plus their management forms."""
-    data = {}
-    forms = [response.context["adminform"].form]
-    for inline in response.context["inline_admin_formsets"]:
-        formset = inline.formset
-        data.update({f"{formset.prefix}-{key}": value for key, value in formset.management_form.initial.items()})
-        forms.extend(formset.forms)
-    for form in forms:
-        for name, field in form.fields.items():
-            value = form.initial.get(name, field.initial)
-            if value is None or field.disabled:
-                continue
-            data[form.add_prefix(name)] = getattr(value, "pk", value)
-    return data
-
-
 def test_the_boundary_change_page_shows_a_map_without_editing_tools(api_client, core_user, admin_client_superuser):
     field = create_field(api_client, core_user, square(0, 0))
     response = admin_client_superuser.get(f"/admin/fields/boundary/{field['boundaries'][0]}/change/")
@@ -49,54 +37,104 @@ def test_the_boundary_change_page_shows_a_map_without_editing_tools(api_client, 
     assert admin_client_superuser.get("/admin/fields/boundary/add/").status_code == 403
 
 
-def test_posting_a_changed_geometry_does_not_change_the_boundary(api_client, core_user, admin_client_superuser):
-    # Given a field created through the service, and the admin change page of its boundary
+def test_the_field_page_shows_each_boundary_on_its_own_map(api_client, core_user, admin_client_superuser):
+    field = create_field(api_client, core_user, square(0, 0))
+    moved = api_client.patch(field_url(core_user, field["id"]), {"geometry": square(1, 1)}, format="json").json()
+    page = admin_client_superuser.get(f"/admin/fields/field/{Field.objects.get(public_id=field['id']).pk}/change/")
+    maps = re.findall(r'<div id="(id_geometry_[0-9a-f]{32})_map"', page.content.decode())
+    assert sorted(maps) == sorted(f"id_geometry_{UUID(boundary).hex}" for boundary in moved["boundaries"])
+
+
+def test_a_boundary_cannot_be_changed_here(api_client, core_user, admin_client_superuser):
+    # Given a field created through the service, and the admin page of its boundary
     field = create_field(api_client, core_user, square(0, 0))
     boundary = Boundary.objects.get(pk=field["boundaries"][0])
     url = f"/admin/fields/boundary/{boundary.pk}/change/"
     data = form_data(admin_client_superuser.get(url))
     # When a superuser posts the form with another geometry (and another status)
     response = admin_client_superuser.post(url, {**data, "geometry": ELSEWHERE, "status": "INACTIVE"})
-    # Then the admin accepts the form, but the boundary is exactly what the service stored
-    assert response.status_code == 302
+    # Then the admin refuses it, and the boundary is exactly what the service stored
+    assert response.status_code == 403
     stored = Boundary.objects.get(pk=boundary.pk)
     assert stored.geometry.equals_exact(boundary.geometry, 0) and stored.status == Boundary.Status.ACTIVE
     assert (stored.area_ha, stored.field_id) == (boundary.area_ha, boundary.field_id)
     assert api_client.get(f"/services/fields/api/users/{core_user.id}/fields/{field['id']}").json() == field
 
 
-def test_the_field_change_form_cannot_change_its_boundaries(api_client, core_user, admin_client_superuser):
+def test_the_field_change_form_changes_the_name_alone(api_client, core_user, admin_client_superuser):
     field = create_field(api_client, core_user, square(0, 0))
     other = create_field(api_client, core_user, square(5, 5))
-    url = f"/admin/fields/field/{field['id']}/change/"
+    stranger = CoreUserFactory()
+    url = f"/admin/fields/field/{Field.objects.get(public_id=field['id']).pk}/change/"
     data = form_data(admin_client_superuser.get(url))
     assert data["boundaries-TOTAL_FORMS"] == 1
-    # Change the inline boundary's geometry, point the field at another field's boundary, and rename it.
+    # Change the inline boundary's geometry, point the field at another field's boundary, move it to another core
+    # user, change its id, and rename it.
     response = admin_client_superuser.post(
         url,
-        {**data, "boundaries-0-geometry": ELSEWHERE, "boundary": other["boundaries"][0], "name": "renamed"},
+        {
+            **data,
+            "boundaries-0-geometry": ELSEWHERE,
+            "boundary": other["boundaries"][0],
+            "core_user": stranger.pk,
+            "type": "MERGED",
+            "public_id": "renumbered",
+            "legacy": "on",
+            "name": "renamed",
+        },
     )
     assert response.status_code == 302
-    stored = Field.objects.select_related("boundary").get(pk=field["id"])
-    assert stored.name == "renamed"  # the rest of the field stays editable
-    assert str(stored.boundary_id) == field["boundaries"][0]
     body = api_client.get(f"/services/fields/api/users/{core_user.id}/fields/{field['id']}").json()
-    assert body["geometry"] == field["geometry"] and body["boundaries"] == field["boundaries"]
+    assert body["name"] == "renamed"
+    assert body["updatedTime"] > field["updatedTime"]
+    assert {**body, "name": field["name"], "updatedTime": field["updatedTime"]} == field
 
 
-def test_fields_farms_and_growers_are_not_added_nor_moved_to_another_core_user(
-    api_client, owner, core_user, admin_client_superuser
-):
-    from tests.factories import CoreUserFactory
-
-    for model in ("field", "farm", "grower", "fieldfile"):
+def test_fields_farms_and_growers_are_not_added_nor_changed_here(api_client, core_user, admin_client_superuser):
+    for model in ("field", "boundary", "farm", "grower", "fieldfile"):
         assert admin_client_superuser.get(f"/admin/fields/{model}/add/").status_code == 403, model
+    farm = api_client.post(f"/services/fields/api/users/{core_user.id}/farms", {"name": "Home"}, format="json").json()
+    url = f"/admin/fields/farm/{farm['id']}/change/"
+    page = admin_client_superuser.get(url)
+    assert page.status_code == 200 and 'name="name"' not in page.content.decode()  # shown, not a form
+    assert admin_client_superuser.post(url, {"name": "Elsewhere"}).status_code == 403
+    assert Farm.objects.get(pk=farm["id"]).name == "Home"
+
+
+def test_a_renamed_field_is_announced(
+    transactional_db, owner, core_user, api_client, webhook_receiver, subscribe, admin_client_superuser
+):
+    subscribe(owner, webhook_receiver, ["fieldUpdated"])
     field = create_field(api_client, core_user, square(0, 0))
-    stranger = CoreUserFactory()
-    url = f"/admin/fields/field/{field['id']}/change/"
+    url = f"/admin/fields/field/{Field.objects.get(public_id=field['id']).pk}/change/"
     data = form_data(admin_client_superuser.get(url))
-    response = admin_client_superuser.post(url, {**data, "core_user": stranger.pk, "type": "MERGED", "farm": ""})
-    assert response.status_code == 302
-    stored = Field.objects.get(pk=field["id"])
-    assert (stored.core_user_id, stored.type) == (core_user.pk, Field.Type.ORIGINAL)
-    assert api_client.get(f"/services/fields/api/users/{core_user.id}/fields/{field['id']}").status_code == 200
+    assert admin_client_superuser.post(url, {**data, "name": "renamed"}).status_code == 302
+    webhook_receiver.wait_for(1)
+    assert [(event["type"], event["fieldId"]) for event in webhook_receiver.events()] == [("fieldUpdated", field["id"])]
+
+
+def test_a_provider_field_is_shown_not_changed_nor_deleted(core_user, admin_client_superuser):
+    field = provider_field(core_user, name="Theirs")
+    url = f"/admin/fields/field/{field.pk}/"
+    assert admin_client_superuser.get(f"{url}change/").status_code == 200
+    assert admin_client_superuser.post(f"{url}change/", {"name": "Ours"}).status_code == 403
+    assert admin_client_superuser.post(f"{url}delete/", {"post": "yes"}).status_code == 403
+    assert Field.objects.get(pk=field.pk).name == "Theirs"
+
+
+def test_deleting_a_source_field_here_updates_its_merged_field(api_client, owner, core_user, admin_client_superuser):
+    # Given three overlapping fields auto-merged into one
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    a = create_field(api_client, core_user, rect(0, 0, 0.02, 0.02))
+    create_field(api_client, core_user, rect(0.01, 0, 0.03, 0.02))
+    c = create_field(api_client, core_user, rect(0.025, 0, 0.04, 0.02))
+    merged_id = c["mergedFieldId"]
+    # When a superuser deletes the first one here (the confirmation page, then its form)
+    url = f"/admin/fields/field/{Field.objects.get(public_id=a['id']).pk}/delete/"
+    assert admin_client_superuser.get(url).status_code == 200
+    assert admin_client_superuser.post(url, {"post": "yes"}).status_code == 302
+    # Then the field is gone and the merged field is the union of the other two, as a DELETE through the API makes it
+    assert api_client.get(field_url(core_user, a["id"])).status_code == 404
+    merged = api_client.get(field_url(core_user, merged_id)).json()
+    assert len(merged["sources"]) == 2 and a["id"] not in merged["sources"]
+    assert shape(merged["geometry"]).equals(shape(rect(0.01, 0, 0.04, 0.02)))

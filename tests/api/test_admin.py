@@ -1,0 +1,146 @@
+"""The admin follows the request path's rule, "nothing but a service writes": the rows the services own are shown,
+never added or changed there (a change would skip validation, derived keys and events); what it deletes, it deletes
+through the service. What an owner sets up itself stays editable, never moved to another owner."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from assets.models import Machine
+from assets.services import machine_create
+from configs.services import config_owner_update
+from magiclinks.models import MagicLink
+from magiclinks.services import magic_link_create
+from platform_site.accounts.models import CoreUser
+from tests.adminforms import form_data
+from tests.factories import OwnerFactory
+from webhooks.models import Webhook
+
+pytestmark = [pytest.mark.embedded]
+
+# Every model the services own (fields, boundaries, farms and growers: tests/fields/test_admin.py).
+SERVICE_OWNED = [
+    "assets/machine",
+    "assets/machinefile",
+    "assets/implement",
+    "assets/implementfile",
+    "assets/operator",
+    "assets/operatorfile",
+    "catalogs/product",
+    "catalogs/productfile",
+    "catalogs/variety",
+    "catalogs/varietyfile",
+    "configs/configuration",
+    "operations/operation",
+    "operations/operationcrop",
+    "webhooks/delivery",
+    "magiclinks/magiclink",
+    "magiclinks/linkupload",
+    "magiclinks/linkauthorization",
+]
+
+
+@pytest.fixture
+def superuser_client(db):
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "root-password"))
+    return client
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model", SERVICE_OWNED)
+def test_rows_the_services_own_are_not_added_here(superuser_client, model):
+    assert superuser_client.get(f"/admin/{model}/add/").status_code == 403
+    assert superuser_client.post(f"/admin/{model}/add/", {}).status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_machine_is_shown_not_changed(superuser_client, core_user):
+    machine = machine_create(core_user=core_user, name="Tractor", serial_number="SN-1")
+    url = f"/admin/assets/machine/{machine.pk}/change/"
+    page = superuser_client.get(url)
+    assert (
+        page.status_code == 200
+        and "SN-1" in page.content.decode()
+        and 'name="serial_number"' not in page.content.decode()
+    )
+    # Changing its serial number here would leave the key machines are pooled by as it was.
+    assert superuser_client.post(url, {"name": "Other", "serial_number": "SN-2"}).status_code == 403
+    stored = Machine.objects.get(pk=machine.pk)
+    assert (stored.name, stored.serial_number) == ("Tractor", "SN-1")
+
+
+@pytest.mark.django_db
+def test_a_configuration_is_shown_not_changed(superuser_client, owner):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    configuration = owner.configurations.get(core_user=None)
+    url = f"/admin/configs/configuration/{configuration.pk}/change/"
+    assert superuser_client.get(url).status_code == 200
+    response = superuser_client.post(url, {"owner": OwnerFactory().pk, "entries": '{"fieldsAutoMerge": false}'})
+    assert response.status_code == 403
+    configuration.refresh_from_db()
+    assert (configuration.owner_id, configuration.entries["fieldsAutoMerge"]) == (owner.pk, True)
+
+
+def test_a_machine_deleted_here_is_announced(
+    transactional_db, owner, core_user, superuser_client, webhook_receiver, subscribe
+):
+    subscribe(owner, webhook_receiver, ["machineDeleted"])
+    machine = machine_create(core_user=core_user, name="Tractor")
+    url = f"/admin/assets/machine/{machine.pk}/delete/"
+    assert superuser_client.get(url).status_code == 200
+    assert superuser_client.post(url, {"post": "yes"}).status_code == 302
+    assert not Machine.objects.filter(pk=machine.pk).exists()
+    webhook_receiver.wait_for(1)
+    assert [(e["type"], e["machineId"]) for e in webhook_receiver.events()] == [("machineDeleted", str(machine.pk))]
+
+
+@pytest.mark.django_db
+def test_a_machine_pooled_from_files_is_not_deleted_here(superuser_client, core_user):
+    machine = machine_create(core_user=core_user, name="Tractor")
+    Machine.objects.filter(pk=machine.pk).update(origin_type="FILE_POOLED")
+    assert superuser_client.post(f"/admin/assets/machine/{machine.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Machine.objects.filter(pk=machine.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_magic_link_is_revoked_here_through_the_service(superuser_client, core_user, client):
+    link, token = magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD)
+    assert client.get(f"/links/{token}").status_code == 200
+    response = superuser_client.post(
+        "/admin/magiclinks/magiclink/", {"action": "revoke", "_selected_action": [str(link.pk)]}
+    )
+    assert response.status_code == 302
+    assert client.get(f"/links/{token}").status_code == 410
+    assert superuser_client.post(f"/admin/magiclinks/magiclink/{link.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert MagicLink.objects.filter(pk=link.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_core_user_or_webhook_is_not_moved_to_another_owner(superuser_client, owner, core_user, subscribe):
+    stranger = OwnerFactory()
+    url = f"/admin/accounts/coreuser/{core_user.pk}/change/"
+    page = superuser_client.get(url)
+    assert page.status_code == 200 and 'name="name"' in page.content.decode()  # an owner's own: editable
+    response = superuser_client.post(
+        url,
+        {
+            "owner": stranger.pk,
+            "name": "Renamed",
+            "email": core_user.email or "",
+            "external_id": core_user.external_id or "",
+        },
+    )
+    assert response.status_code == 302, response.content[:2000]
+    stored = CoreUser.objects.get(pk=core_user.pk)
+    assert (stored.owner_id, stored.name) == (owner.pk, "Renamed")
+
+    class Nowhere:
+        url = "https://example.com/hook"
+
+    webhook = subscribe(owner, Nowhere, ["fieldCreated"])
+    url = f"/admin/webhooks/webhook/{webhook.pk}/change/"
+    data = form_data(superuser_client.get(url))
+    assert superuser_client.post(url, {**data, "owner": stranger.pk, "name": "Moved"}).status_code == 302
+    stored = Webhook.objects.get(pk=webhook.pk)
+    assert (stored.owner_id, stored.name) == (owner.pk, "Moved")
