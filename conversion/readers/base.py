@@ -34,6 +34,9 @@ HARVEST_COLUMNS = (
     "wetVolume",
     "dryVolume",
 )
+# An internal column (never written as a property): 1 at a point whose yield values the machine says are unreliable
+# (ISOXML's yield lead/lag ignore times, `readers.isoxml.ignore_times`); cleaning drops those points.
+YIELD_IGNORED_COLUMN = "_yieldIgnored"
 
 
 class UnreadableDataset(Exception):

@@ -1,19 +1,22 @@
 """Default cleaning, and `standardize` (derive, then clean).
 
 Rules from the supplement: cleaning drops points with rate or mass <= 0, moisture outside (0, 100) and
-recordingStatus Off.
+recordingStatus Off; and points whose yield the machine says is unreliable (`YIELD_IGNORED_COLUMN`: ISOXML's
+yield lead/lag ignore times).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from conversion.readers.base import PointTable
+from conversion.readers.base import YIELD_IGNORED_COLUMN, PointTable
 
 from .derived import derive
 from .properties import PRIMARY_RATES
+
+YIELD_IGNORED_REASON = "yield inside the lead/lag ignore time (DDI 0104/0103)"
 
 
 @dataclass
@@ -34,9 +37,11 @@ def primary_rate(table: PointTable) -> str | None:
 
 
 def clean(table: PointTable) -> CleanResult:
-    """Default cleaning: drop recordingStatus Off, moisture outside (0, 100), and rate or mass <= 0 (or missing).
+    """Default cleaning: drop recordingStatus Off, a yield inside the machine's ignore times, moisture outside
+    (0, 100), and rate or mass <= 0 (or missing).
 
-    Each dropped point is counted under the first rule it fails, in that order.
+    Each dropped point is counted under the first rule it fails, in that order. The cleaned table has no
+    `YIELD_IGNORED_COLUMN` (what it said is done).
     """
     n = len(table)
     keep = np.ones(n, dtype=bool)
@@ -52,6 +57,10 @@ def clean(table: PointTable) -> CleanResult:
     status = table.columns.get("recordingStatus")
     if status is not None:
         drop(np.asarray(status, dtype=float) == 0, "recordingStatus Off")
+    ignored = table.columns.get(YIELD_IGNORED_COLUMN)
+    if ignored is not None:
+        drop(np.asarray(ignored, dtype=float) == 1, YIELD_IGNORED_REASON)
+        table = replace(table, columns={k: v for k, v in table.columns.items() if k != YIELD_IGNORED_COLUMN})
     moisture = table.columns.get("harvestMoisture")
     if moisture is not None:
         m = np.asarray(moisture, dtype=float)

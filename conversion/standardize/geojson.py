@@ -8,7 +8,7 @@ from typing import IO
 
 import numpy as np
 
-from conversion.readers.base import PointTable
+from conversion.readers.base import YIELD_IGNORED_COLUMN, PointTable
 
 from .properties import PROPERTY_ORDER, SOURCE_COLUMN
 
@@ -304,7 +304,7 @@ def write_standard_geojson(table: PointTable, fileobj: IO, *, chunk: int = 20_00
 def write_raw_geojson(table: PointTable, fileobj: IO, *, chunk: int = 20_000) -> int:
     """Stream the points as read (before cleaning), with the source's own column names where it has them."""
     if not table.raw_columns:
-        names = [n for n in table.columns if n not in ("lon", "lat", SOURCE_COLUMN)]
+        names = [n for n in table.columns if n not in ("lon", "lat", SOURCE_COLUMN, YIELD_IGNORED_COLUMN)]
         return _stream_features(fileobj, table.columns, names, {}, chunk)
     columns = dict(table.raw_columns)
     columns["lon"], columns["lat"] = table.columns["lon"], table.columns["lat"]

@@ -19,6 +19,7 @@ import numpy as np
 from conversion.crops import normalize_crop_name
 from conversion.readers import ddi as ddis
 from conversion.readers.base import (
+    YIELD_IGNORED_COLUMN,
     Dataset,
     MachineIdentity,
     PointTable,
@@ -29,6 +30,7 @@ from conversion.readers.base import (
     usable_positions,
 )
 
+from . import ignore_times
 from .parallel import AnyTimeLog, join_parallel
 from .sections import section_working_width
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
@@ -256,11 +258,13 @@ class IsoxmlReader(Reader):
             columns["equipmentWidth"] = width
             units["equipmentWidth"] = "m"
 
-        work = [s for s in log.header.dlvs if s.ddi == 0x008D]
+        work = [s for s in log.header.dlvs if s.ddi == ignore_times.WORK_STATE]
         if work:
             best = min(work, key=lambda s: self._rank(td, s.det, implement, s.index))
             state = log.raw_values(best.index)
             columns["recordingStatus"] = np.where(state == 1, 1.0, np.where(state == 0, 0.0, np.nan))
+            if operation == "harvested":
+                self._yield_ignore_times(td, log, implement, best.det, state, tc_time, columns, warnings)
 
         raw: dict[str, np.ndarray] = {}
         raw_units: dict[str, str] = {}
@@ -296,6 +300,35 @@ class IsoxmlReader(Reader):
         if not valid.all():
             table = table.select(valid)
         return table
+
+    def _yield_ignore_times(
+        self,
+        td: TaskData,
+        log: AnyTimeLog,
+        implement: Device | None,
+        work_det: str,
+        state: np.ndarray,
+        times: np.ndarray,
+        columns: dict[str, np.ndarray],
+        warnings: list[str],
+    ) -> None:
+        """Mark the records whose yield falls in a lead or lag ignore time (`ignore_times`), with a warning."""
+
+        def rank(det: str, index: int) -> tuple[int, int, int]:
+            return self._rank(td, det, implement, index)
+
+        lead = ignore_times.ignore_time_ms(td, log, ignore_times.LEAD_IGNORE_TIME, work_det, rank)
+        lag = ignore_times.ignore_time_ms(td, log, ignore_times.LAG_IGNORE_TIME, work_det, rank)
+        if lead is None and lag is None:
+            return
+        ignored = ignore_times.yield_ignored(times, state, lead, lag)
+        columns[YIELD_IGNORED_COLUMN] = ignored.astype(float)
+        count = int(ignored.sum())
+        if count:
+            warnings.append(
+                f"{log.name}: the yield of {_count(count, 'record')} is inside the machine's lead or lag ignore time "
+                "(DDI 0104/0103) and is not used"
+            )
 
     # -- totals -------------------------------------------------------------------------------------------------
 
