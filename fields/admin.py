@@ -46,25 +46,8 @@ class BoundaryInline(ImmutableGeometryAdminMixin, ServiceOwnedInline, admin.Stac
     readonly_fields = fields
 
 
-# Everything a field shows but its name.
-FIELD_READONLY_FIELDS = [
-    "public_id",
-    "id",
-    "core_user",
-    "type",
-    "farm",
-    "boundary",
-    "merged_field",
-    "provider_name",
-    "provider_id",
-    "provider_field_id",
-    "provider_field_name",
-    "provider_boundary_id",
-    "organization_id",
-    "legacy",
-    "created_at",
-    "updated_at",
-]
+# Everything a field shows but its name (a column added to the model is shown, not editable).
+FIELD_READONLY_FIELDS = [field.name for field in Field._meta.concrete_fields if field.name != "name"]
 
 
 @admin.register(Field)
