@@ -117,6 +117,11 @@ def test_unknown_farm_or_grower_is_404(api_client, core_user):
     for url in (f"{farms_url(core_user)}/999999", f"{farms_url(core_user)}/abc", f"{growers_url(core_user)}/999999"):
         assert_problem(api_client.get(url), 404, "notFound")
         assert_problem(api_client.put(url, {}, format="json"), 404, "notFound")
+    # Past a 64-bit column, and past what Python reads as a number (4,300 digits): no such id either
+    for digits in ("9" * 30, "9" * 5000, "0" * 5000):
+        for url in (f"{farms_url(core_user)}/{digits}", f"{growers_url(core_user)}/{digits}"):
+            assert_problem(api_client.get(url), 404, "notFound")
+            assert_problem(api_client.put(url, {"name": "x"}, format="json"), 404, "notFound")
 
 
 def test_an_id_written_otherwise_than_as_it_is_names_nothing(api_client, core_user):

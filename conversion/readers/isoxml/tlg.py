@@ -211,7 +211,9 @@ def parse_header(xml_path: Path) -> TimeLogHeader:
             try:
                 fixed = int(value)
             except ValueError as exc:
-                raise TimeLogError(f"{xml_path.name}: DLV {i} fixed value {value!r} is not an integer") from exc
+                raise TimeLogError(f"{xml_path.name}: DLV {i} fixed value {value[:40]!r} is not an integer") from exc
+            if not -(2**31) <= fixed < 2**31:  # a process data value is 32 bits (ISO 11783-10)
+                raise TimeLogError(f"{xml_path.name}: DLV {i} fixed value {value[:40]!r} is not a 32-bit integer")
         pgn = el.get("D")
         dlvs.append(DLVSpec(i, ddi, el.get("C", ""), fixed, f"{pgn}:{el.get('E')}-{el.get('F')}" if pgn else None))
     if len(dlvs) > 255:
