@@ -44,8 +44,7 @@ class JSONParser(parsers.JSONParser):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         if limit is not None:
             length = request.META.get("CONTENT_LENGTH", "") if request is not None else ""
-            # (A length too long for Python to read as a number is too large, not a 500.)
-            if length.isascii() and length.isdigit() and (len(length) > len(str(limit)) or int(length) > limit):
+            if length.isascii() and length.isdigit() and int(length) > limit:
                 raise RequestTooLarge(f"The request body is larger than {limit} bytes.")
             body = stream.read(limit + 1)
             if len(body) > limit:

@@ -75,7 +75,9 @@ def test_a_lead_time_in_the_log_header_drops_the_yield_after_each_header_down(sa
     marks = expected_marks(variant, to=1, window_ms=3000)
     assert marks > 100
     assert int(np.nansum(table.columns[YIELD_IGNORED_COLUMN] == 1)) == marks
-    assert any("lead or lag ignore time" in warning and f"{marks:,} records" in warning for warning in table.warnings)
+    # (the warning counts those in work: the others are not used anyway)
+    in_work = int(((table.columns[YIELD_IGNORED_COLUMN] == 1) & (table.columns["recordingStatus"] == 1)).sum())
+    assert any(f"the yield of {in_work:,} records is inside the machine's lead or lag" in w for w in table.warnings)
     # and cleaning drops them under their own reason (but those out of work again, the rule before), no other point
     marked = np.asarray(table.columns[YIELD_IGNORED_COLUMN]) == 1
     assert report.reasons[YIELD_IGNORED_REASON] == int((marked & (table.columns["recordingStatus"] == 1)).sum())
@@ -88,13 +90,8 @@ def test_a_lead_time_in_the_log_header_drops_the_yield_after_each_header_down(sa
 
 def test_a_lag_time_of_the_device_marks_the_records_after_each_header_up(variant):
     # Given the combine's description (its DET-1, which logs the work state) with a lag ignore time of 2 s
+    add_device_property(variant, "0103", "2000")
     taskdata = variant / "TASKDATA.XML"
-    text = taskdata.read_text()
-    text = text.replace('<DOR A="20"/>', '<DOR A="20"/>\n            <DOR A="990"/>', 1)
-    text = text.replace(
-        '<DPD A="19"', '<DPT A="990" B="0103" C="2000" E="Yield lag ignore time"/>\n        <DPD A="19"'
-    )
-    taskdata.write_text(text)
 
     table = read_sav(variant)
 
@@ -106,6 +103,31 @@ def test_a_lag_time_of_the_device_marks_the_records_after_each_header_up(variant
     # those are out of work already: cleaning counts them under recordingStatus Off, the first rule they fail
     _, report = standardize(table)
     assert report.reasons.get(YIELD_IGNORED_REASON, 0) < report.reasons["recordingStatus Off"]
+
+
+def add_device_property(folder, ddi: str, value: str) -> None:
+    """DET-1 (which logs the work state) references a new DPT `ddi` of `value`."""
+    taskdata = folder / "TASKDATA.XML"
+    text = taskdata.read_text()
+    text = text.replace('<DOR A="20"/>', '<DOR A="20"/>\n            <DOR A="990"/>', 1)
+    text = text.replace('<DPD A="19"', f'<DPT A="990" B="{ddi}" C="{value}" E="ignore time"/>\n        <DPD A="19"')
+    taskdata.write_text(text)
+
+
+def test_device_ignore_times_outside_the_ddis_range_are_none(samples_dir, variant):
+    add_device_property(variant, "0104", "1" + "0" * 20)
+    table = read_sav(variant)
+    assert YIELD_IGNORED_COLUMN not in table.columns
+    assert len(table) == len(read_sav(samples_dir / VALID_TIMELOGS))
+
+
+def test_a_device_description_whose_elements_are_each_others_parent_is_read(samples_dir, variant):
+    # DET-1 is made the child of its own child (object 2, whose parent is element 1): the walk up ends
+    taskdata = variant / "TASKDATA.XML"
+    text = taskdata.read_text()
+    assert text.count('<DET A="DET-1" B="1" C="1" D="DeviceElement" E="0" F="0">') == 1
+    taskdata.write_text(text.replace('D="DeviceElement" E="0" F="0">', 'D="DeviceElement" E="0" F="2">'))
+    assert len(read_sav(variant)) == len(read_sav(samples_dir / VALID_TIMELOGS))
 
 
 def at(*seconds):
@@ -133,3 +155,25 @@ def test_a_window_ends_where_the_clock_steps_back_or_has_no_time():
     no_time = at(0, 1, 2, 3, 4, 5)
     no_time[3] = np.datetime64("NaT")
     assert yield_ignored(no_time, state, huge, None).tolist() == [0, 1, 1, 0, 0, 0]
+
+
+def test_long_windows_over_many_changes_mark_up_to_the_end_of_the_clocks_run():
+    # 200,000 records 0.2 s apart whose state changes at every record, the longest lead time, and one step back
+    n = 200_000
+    times = np.datetime64("2024-07-01T10:00:00") + np.arange(n) * np.timedelta64(200, "ms")
+    times[150_000:] -= np.timedelta64(10, "s")
+    state = (np.arange(n) % 2).astype(float)
+    marked = yield_ignored(times, state, np.full(n, 2_147_483_647.0), None)
+    # From the first change from off to on (record 1) to the step back; from the next one after it to the end
+    assert not marked[0] and marked[1:150_000].all() and not marked[150_000] and marked[150_001:].all()
+    state[149_999:150_002] = 3  # no state around the step back: the first change after it is at 150,003
+    marked = yield_ignored(times, state, np.full(n, 2_147_483_647.0), None)
+    assert marked[1:150_000].all() and not marked[150_000:150_003].any() and marked[150_003:].all()
+
+
+def test_a_device_time_fills_in_before_the_log_gives_its_own():
+    times = at(0, 1, 2, 3, 4, 5, 6, 7)
+    state = np.array([0, 1, 1, 0, 1, 1, 1, 1], dtype=float)
+    logged = np.array([np.nan, np.nan, np.nan, 500, 500, 500, 500, 500])  # the DLV's first value at 3 s
+    filled = np.where(np.isnan(logged), 1500.0, logged)  # as ignore_time_ms gives it with a DPT of 1.5 s
+    assert yield_ignored(times, state, filled, None).tolist() == [0, 1, 1, 0, 1, 0, 0, 0]

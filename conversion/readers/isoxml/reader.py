@@ -323,7 +323,7 @@ class IsoxmlReader(Reader):
             return
         ignored = ignore_times.yield_ignored(times, state, lead, lag)
         columns[YIELD_IGNORED_COLUMN] = ignored.astype(float)
-        count = int(ignored.sum())
+        count = int((ignored & (state == 1)).sum())  # (those out of work are not used anyway)
         if count:
             warnings.append(
                 f"{log.name}: the yield of {_count(count, 'record')} is inside the machine's lead or lag ignore time "
