@@ -5,6 +5,7 @@ from django.db import models
 
 from platform_site.accounts.admin import OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
 
+from . import services
 from .models import Delivery, DeliveryAttempt, Webhook, WebhookEvent
 
 
@@ -21,6 +22,9 @@ class WebhookAdmin(OwnerBoundAdmin):
     search_fields = ("name", "url")
     inlines = [WebhookEventInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # a URL typed without one
+
+    def service_delete(self, obj) -> None:
+        services.webhook_delete(webhook=obj)
 
     def get_exclude(self, request, obj=None):
         # The secret can be set when adding a webhook but is never shown again.

@@ -8,14 +8,36 @@ ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner wo
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 
+from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
 
 
-class ServiceOwnedAdmin(admin.ModelAdmin):
+class ServiceDeleteMixin:
+    """Deletes a row through its service, `service_delete(obj)` (the bulk action too, one row at a time). What goes
+    with the row is the service's to delete, so the admin asks no permission for those rows (it would refuse: most
+    are `ServiceOwnedAdmin`'s, which deletes nothing itself)."""
+
+    def service_delete(self, obj) -> None:
+        raise NotImplementedError
+
+    def delete_model(self, request, obj):
+        self.service_delete(obj)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            self.service_delete(obj)
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), protected
+
+
+class ServiceOwnedAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     """Rows the services create and change: shown, never added or changed here. A subclass may delete a row
-    through its service: `deletable(obj)` says which rows it may, `service_delete(obj)` deletes one (the
-    service deletes what depends on it, so the admin asks no permission for those)."""
+    through its service (`service_delete`); `deletable(obj)` says which rows it may."""
 
     def has_add_permission(self, request):
         return False
@@ -26,24 +48,14 @@ class ServiceOwnedAdmin(admin.ModelAdmin):
     def deletable(self, obj) -> bool:
         return False
 
-    def service_delete(self, obj) -> None:
-        raise NotImplementedError
-
     def has_delete_permission(self, request, obj=None):
-        deletes = type(self).service_delete is not ServiceOwnedAdmin.service_delete
+        deletes = type(self).service_delete is not ServiceDeleteMixin.service_delete
         return deletes and (obj is None or self.deletable(obj)) and super().has_delete_permission(request, obj)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
-        actions.pop("delete_selected", None)  # one row at a time, through the service
+        actions.pop("delete_selected", None)  # one row at a time: `deletable` is asked of each
         return actions
-
-    def get_deleted_objects(self, objs, request):
-        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
-        return deleted, counts, set(), protected
-
-    def delete_model(self, request, obj):
-        self.service_delete(obj)
 
 
 class ServiceOwnedInline(admin.options.InlineModelAdmin):
@@ -62,20 +74,29 @@ class ServiceOwnedInline(admin.options.InlineModelAdmin):
         return False
 
 
-class OwnerBoundAdmin(admin.ModelAdmin):
-    """An owner's own settings: editable, but `owner_fields` (what ties the row to its owner) are fixed once it
-    exists."""
+class OwnerBoundAdmin(ServiceDeleteMixin, admin.ModelAdmin):
+    """An owner's own set-up: editable, and deleted through its service, but `owner_fields` (what ties the row to
+    its owner) are fixed once it exists. They stay in the form, disabled (a posted value is ignored), so the
+    uniqueness rules that involve the owner (a core user's external id, one application per provider) are still
+    checked and answered as form errors."""
 
     owner_fields: tuple[str, ...] = ("owner",)
 
-    def get_readonly_fields(self, request, obj=None):
-        readonly = tuple(super().get_readonly_fields(request, obj))
-        return readonly if obj is None else (*readonly, *(name for name in self.owner_fields if name not in readonly))
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None:
+            for name in self.owner_fields:
+                if name in form.base_fields:
+                    form.base_fields[name].disabled = True
+        return form
 
 
 @admin.register(CoreUser)
 class CoreUserAdmin(OwnerBoundAdmin):
     list_display = ("id", "name", "email", "external_id", "owner", "created_at")
+
+    def service_delete(self, obj) -> None:
+        services.core_user_delete(core_user=obj)
     list_filter = ("owner",)
     search_fields = ("id", "name", "email", "external_id")
 
@@ -103,21 +124,38 @@ class ProviderApplicationForm(forms.ModelForm):
 @admin.register(ProviderApplication)
 class ProviderApplicationAdmin(OwnerBoundAdmin):
     form = ProviderApplicationForm
+
+    def service_delete(self, obj) -> None:
+        services.provider_application_delete(application=obj)
+
     list_display = ("provider", "owner", "client_id", "authorize_url", "token_url", "updated_at")
     list_filter = ("provider", "owner")
     search_fields = ("client_id",)
 
 
 @admin.register(ProviderCredential)
-class ProviderCredentialAdmin(admin.ModelAdmin):
-    """Tokens are never displayed; an operator can see the state and delete (disconnect)."""
+class ProviderCredentialAdmin(ServiceOwnedAdmin):
+    """Tokens are never displayed; an operator can see the state and delete (disconnect, through the service)."""
 
     list_display = ("core_user", "provider", "status", "expires_at", "authenticated_at", "updated_at")
     list_filter = ("provider", "status")
     search_fields = ("core_user__id", "core_user__external_id")
     fields = ("core_user", "provider", "status", "status_message", "token_type", "scope", "expires_at",
               "authenticated_at", "created_at", "updated_at")  # fmt: skip
-    readonly_fields = fields
 
-    def has_add_permission(self, request):
-        return False
+    def deletable(self, obj) -> bool:
+        return True
+
+    def service_delete(self, obj) -> None:
+        services.provider_credential_delete(core_user=obj.core_user, provider=obj.provider)
+
+
+class OwnerAdmin(ServiceDeleteMixin, UserAdmin):
+    """Django's user admin, an API owner deleted with everything of theirs through `services.owner_delete`."""
+
+    def service_delete(self, obj) -> None:
+        services.owner_delete(owner=obj)
+
+
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), OwnerAdmin)

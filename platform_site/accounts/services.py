@@ -98,6 +98,15 @@ def core_user_delete(*, core_user: CoreUser) -> None:
         core_user.delete()
 
 
+@transaction.atomic
+def owner_delete(*, owner) -> None:
+    """Delete an API owner and everything of theirs: each core user as `core_user_delete` deletes one, then the
+    owner (its webhooks, configuration and provider applications by cascade)."""
+    for core_user in CoreUser.objects.filter(owner=owner).order_by("pk"):
+        core_user_delete(core_user=core_user)
+    owner.delete()
+
+
 def core_user_find_or_create(*, owner, external_id: str, name: str, email: str) -> tuple[CoreUser, bool]:
     """The core user of `owner` with `external_id`, created (with `name`, `email`) when there is none.
     The same externalId always gives the same user, also when two requests race: the loser of the

@@ -144,3 +144,53 @@ def test_a_core_user_or_webhook_is_not_moved_to_another_owner(superuser_client, 
     assert superuser_client.post(url, {**data, "owner": stranger.pk, "name": "Moved"}).status_code == 302
     stored = Webhook.objects.get(pk=webhook.pk)
     assert (stored.owner_id, stored.name) == (owner.pk, "Moved")
+
+
+@pytest.mark.django_db
+def test_an_owners_uniqueness_rules_are_form_errors_not_500s(superuser_client, owner):
+    from platform_site.accounts.services import provider_application_create
+
+    taken = CoreUser.objects.create(owner=owner, name="A", external_id="ext-1")
+    other = CoreUser.objects.create(owner=owner, name="B", external_id="ext-2")
+    url = f"/admin/accounts/coreuser/{other.pk}/change/"
+    response = superuser_client.post(url, {**form_data(superuser_client.get(url)), "external_id": "ext-1"})
+    assert response.status_code == 200 and response.context["adminform"].form.errors
+    assert CoreUser.objects.get(pk=other.pk).external_id == "ext-2" and taken.external_id == "ext-1"
+
+    values = {"client_id": "c", "client_secret": "s", "authorize_url": "https://p.example/a",
+              "token_url": "https://p.example/t", "scopes": []}  # fmt: skip
+    provider_application_create(owner=owner, provider="ProviderA", **values)
+    application = provider_application_create(owner=owner, provider="ProviderB", **values)
+    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
+    data = {**form_data(superuser_client.get(url)), "provider": "ProviderA", "client_secret": ""}
+    response = superuser_client.post(url, data)
+    assert response.status_code == 200 and response.context["adminform"].form.errors
+    application.refresh_from_db()
+    assert application.provider == "ProviderB"
+
+
+def test_an_owner_a_core_user_and_a_webhook_are_deleted_here_with_what_is_theirs(
+    transactional_db, superuser_client, owner, core_user, api_client, subscribe, webhook_receiver
+):
+    from fields.models import Field
+    from tests.fields.helpers import create_field, square
+
+    # Given a core user with a field, and a webhook that has delivered its event
+    webhook = subscribe(owner, webhook_receiver, ["fieldCreated"])
+    create_field(api_client, core_user, square(0, 0))
+    webhook_receiver.wait_for(1)
+    assert webhook.deliveries.exists()
+    # Each deletion asks for confirmation (nothing of theirs is refused) and is done
+    for url in (f"/admin/webhooks/webhook/{webhook.pk}/delete/", f"/admin/accounts/coreuser/{core_user.pk}/delete/"):
+        page = superuser_client.get(url)
+        assert page.status_code == 200 and not page.context["perms_lacking"], url
+        assert superuser_client.post(url, {"post": "yes"}).status_code == 302, url
+    assert not Webhook.objects.filter(pk=webhook.pk).exists()
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not Field.objects.exists()
+    # An owner goes with its core users
+    other = CoreUser.objects.create(owner=owner, name="Other")
+    create_field(api_client, other, square(1, 1))
+    url = f"/admin/auth/user/{owner.pk}/delete/"
+    assert not superuser_client.get(url).context["perms_lacking"]
+    assert superuser_client.post(url, {"post": "yes"}).status_code == 302
+    assert not get_user_model().objects.filter(pk=owner.pk).exists() and not Field.objects.exists()
