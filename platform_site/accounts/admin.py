@@ -97,6 +97,7 @@ class CoreUserAdmin(OwnerBoundAdmin):
 
     def service_delete(self, obj) -> None:
         services.core_user_delete(core_user=obj)
+
     list_filter = ("owner",)
     search_fields = ("id", "name", "email", "external_id")
 
