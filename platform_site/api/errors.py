@@ -13,6 +13,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from platform_site.api.authentication import BEARER_CHALLENGE
@@ -199,6 +200,10 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
     from rest_framework.views import set_rollback
 
     set_rollback()
+    if request is not None and not isinstance(getattr(request, "accepted_renderer", None), JSONRenderer):
+        # A view that renders something else (the OpenAPI YAML, the Swagger page) answers its problems in JSON too:
+        # the body its own renderer made was YAML or plain text under a problem+json Content-Type.
+        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), PROBLEM_CONTENT_TYPE
     return Response(body, status=code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 
 

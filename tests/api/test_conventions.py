@@ -1,6 +1,7 @@
 """Paging, sorting, errors and timestamps, shown on the core users list (every list shares them)."""
 
 import ast
+import json
 import os
 import re
 
@@ -168,6 +169,25 @@ def test_timestamps_are_utc_with_milliseconds():
     assert format_timestamp(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)) == "2026-01-02T03:04:05.678Z"
     east = timezone(timedelta(hours=2))
     assert format_timestamp(datetime(2026, 1, 2, 3, 0, 0, tzinfo=east)) == "2026-01-02T01:00:00.000Z"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "accept", "status"),
+    [
+        ("post", "/api/schema/", "*/*", 405),
+        ("delete", "/api/docs/", "*/*", 405),
+        ("options", "/api/docs/", "*/*", 405),
+        ("get", "/api/schema/", "image/png", 406),
+        ("get", "/api/docs/", "application/json", 406),
+    ],
+)
+def test_the_schema_and_docs_answer_their_problems_in_json(client, method, path, accept, status):
+    """Their own renderers (YAML, the Swagger page's HTML) wrote these bodies: YAML or plain text under a
+    problem+json Content-Type."""
+    response = getattr(client, method)(path, HTTP_ACCEPT=accept)
+    assert response.status_code == status and response["Content-Type"] == "application/problem+json"
+    body = json.loads(response.content)
+    assert (body["status"], body["type"]) == (status, f"urn:problem:{body['errorKey']}")
 
 
 def test_openapi_schema_and_docs_are_served(client):
