@@ -8,8 +8,10 @@ ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner wo
 
 from django import forms
 from django.contrib import admin
-from django.contrib.auth import get_user_model
+from django.contrib.admin.utils import NestedObjects
+from django.contrib.auth import get_permission_codename, get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db import router
 
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
@@ -17,8 +19,9 @@ from .models import CoreUser, ProviderApplication, ProviderCredential
 
 class ServiceDeleteMixin:
     """Deletes a row through its service, `service_delete(obj)` (the bulk action too, one row at a time). What goes
-    with the row is the service's to delete, so the admin asks no permission for those rows (it would refuse: most
-    are `ServiceOwnedAdmin`'s, which deletes nothing itself)."""
+    with the row is the service's to delete: for those rows the user needs Django's delete permission of their
+    models, not their admins' leave (most are `ServiceOwnedAdmin`'s, which deletes nothing itself and would refuse
+    every cascade)."""
 
     def service_delete(self, obj) -> None:
         raise NotImplementedError
@@ -32,7 +35,16 @@ class ServiceDeleteMixin:
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, _, protected = super().get_deleted_objects(objs, request)
-        return deleted, counts, set(), protected
+        collector = NestedObjects(using=router.db_for_write(self.model))
+        collector.collect(objs)
+        perms_needed = {
+            model._meta.verbose_name
+            for model in collector.model_objs
+            # (As Django asks, of the models it has an admin for.)
+            if self.admin_site.is_registered(model)
+            and not request.user.has_perm(f"{model._meta.app_label}.{get_permission_codename('delete', model._meta)}")
+        }
+        return deleted, counts, perms_needed, protected
 
 
 class ServiceOwnedAdmin(ServiceDeleteMixin, admin.ModelAdmin):

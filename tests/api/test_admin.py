@@ -194,3 +194,29 @@ def test_an_owner_a_core_user_and_a_webhook_are_deleted_here_with_what_is_theirs
     assert not superuser_client.get(url).context["perms_lacking"]
     assert superuser_client.post(url, {"post": "yes"}).status_code == 302
     assert not get_user_model().objects.filter(pk=owner.pk).exists() and not Field.objects.exists()
+
+
+@pytest.mark.django_db
+def test_staff_without_the_delete_permission_of_what_goes_with_a_core_user_cannot_delete_it(
+    owner, core_user, api_client
+):
+    from django.contrib.auth.models import Permission
+
+    from tests.fields.helpers import create_field, square
+
+    create_field(api_client, core_user, square(0, 0))
+    staff = get_user_model().objects.create_user("staff", "staff@example.com", "staff-password", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_coreuser", "delete_coreuser"]))
+    client = Client()
+    client.force_login(staff)
+    url = f"/admin/accounts/coreuser/{core_user.pk}/delete/"
+    assert "field" in client.get(url).context["perms_lacking"]
+    assert client.post(url, {"post": "yes"}).status_code == 403
+    assert CoreUser.objects.filter(pk=core_user.pk).exists()
+    # Given every delete permission, the staff user may
+    staff.user_permissions.add(*Permission.objects.filter(codename__startswith="delete_"))
+    staff = get_user_model().objects.get(pk=staff.pk)  # (permissions are cached on the instance)
+    client.force_login(staff)
+    assert not client.get(url).context["perms_lacking"]
+    assert client.post(url, {"post": "yes"}).status_code == 302
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists()
