@@ -1,7 +1,9 @@
 """An owner's webhooks are editable here (never moved to another owner); deliveries are the services' record."""
 
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.forms.models import BaseInlineFormSet
 
 from platform_site.accounts.admin import OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
 
@@ -9,8 +11,31 @@ from . import services
 from .models import Delivery, DeliveryAttempt, Webhook, WebhookEvent
 
 
+class WebhookEventFormSet(BaseInlineFormSet):
+    """An event once per owner (the model's constraint, which the form cannot check: the owner is set on save), as
+    form errors."""
+
+    def clean(self):
+        super().clean()
+        events = [
+            form.cleaned_data["event"]
+            for form in self.forms
+            if form.cleaned_data.get("event") and not form.cleaned_data.get("DELETE")
+        ]
+        twice = sorted({event for event in events if events.count(event) > 1})
+        if twice:
+            raise ValidationError(f"Listed twice: {', '.join(twice)}.")
+        owner_id = self.instance.owner_id
+        if owner_id is None:
+            return  # (the webhook's own form has an error already)
+        taken = WebhookEvent.objects.filter(owner_id=owner_id, event__in=events).exclude(webhook_id=self.instance.pk)
+        if names := sorted(taken.values_list("event", flat=True)):
+            raise ValidationError(f"Another webhook of this owner listens to {', '.join(names)} already.")
+
+
 class WebhookEventInline(admin.TabularInline):
     model = WebhookEvent
+    formset = WebhookEventFormSet
     extra = 0
     fields = ("event",)
 

@@ -220,3 +220,36 @@ def test_staff_without_the_delete_permission_of_what_goes_with_a_core_user_canno
     assert not client.get(url).context["perms_lacking"]
     assert client.post(url, {"post": "yes"}).status_code == 302
     assert not CoreUser.objects.filter(pk=core_user.pk).exists()
+
+
+@pytest.mark.django_db
+def test_an_event_another_webhook_of_the_owner_listens_to_is_a_form_error(superuser_client, owner, subscribe):
+    class Nowhere:
+        url = "https://example.com/hook"
+
+    subscribe(owner, Nowhere, ["fieldCreated"])
+    data = {
+        **form_data(superuser_client.get("/admin/webhooks/webhook/add/")),
+        "owner": owner.pk,
+        "name": "second",
+        "url": "https://example.com/second",
+        "secret": "s3cret-s3cret",
+        "subscriptions-TOTAL_FORMS": 1,
+        "subscriptions-0-event": "fieldCreated",
+    }
+    response = superuser_client.post("/admin/webhooks/webhook/add/", data)
+    assert response.status_code == 200
+    assert "Another webhook of this owner listens to fieldCreated already." in response.content.decode()
+    response = superuser_client.post(
+        "/admin/webhooks/webhook/add/",
+        {
+            **data,
+            "subscriptions-TOTAL_FORMS": 2,
+            "subscriptions-0-event": "fieldUpdated",
+            "subscriptions-1-event": "fieldUpdated",
+        },
+    )
+    assert response.status_code == 200 and "Listed twice: fieldUpdated." in response.content.decode()
+    assert Webhook.objects.count() == 1
+    response = superuser_client.post("/admin/webhooks/webhook/add/", {**data, "subscriptions-0-event": "fieldUpdated"})
+    assert response.status_code == 302 and Webhook.objects.count() == 2
