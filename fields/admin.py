@@ -1,24 +1,23 @@
 """Admin with map widgets. Boundaries are immutable: the admin shows them, it does not change them.
 
-A boundary's geometry is drawn on a map with no drawing or editing tools. The rows are the services'
+A boundary's geometry is drawn on a Leaflet map with no drawing or editing tools. The rows are the services'
 (`ServiceOwnedAdmin`): a field's name is changed and a field deleted here through `services.field_update` /
 `services.field_delete`, with their rules and events (a provider field is neither: its provider owns it); nothing
 else is added or changed here."""
 
+import json
+
+from django import forms
+from django.conf import settings
 from django.contrib import admin
-from django.contrib.gis.forms import OSMWidget
+from django.template.loader import render_to_string
 
 from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
 
 from . import services
 from .models import Boundary, Farm, Field, FieldFile, Grower
 
-
-class ReadOnlyMapWidget(OSMWidget):
-    """The geometry on an OpenStreetMap map without the draw/modify interactions or the "Delete all Features"
-    link; its serialized value has no form name, so the browser posts nothing for it."""
-
-    template_name = "fields/readonly_map.html"
+MAP_MEDIA = forms.Media(css={"all": ["leaflet/leaflet.css"]}, js=["leaflet/leaflet.js"])
 
 
 class ImmutableGeometryAdminMixin:
@@ -30,11 +29,13 @@ class ImmutableGeometryAdminMixin:
         if obj is None or obj.geometry is None:
             return "-"
         name = f"geometry_{obj.pk.hex}"  # one map per boundary on a field's page
-        return ReadOnlyMapWidget().render(name, obj.geometry, attrs={"id": f"id_{name}"})
+        data = {"shape": json.loads(obj.geometry.geojson), "tiles": settings.ADMIN_MAP_TILES_URL}
+        context = {"id": f"id_{name}", "data_id": f"id_{name}_data", "data": data}
+        return render_to_string("fields/readonly_map.html", context)
 
     @property
     def media(self):
-        return super().media + ReadOnlyMapWidget().media
+        return super().media + MAP_MEDIA
 
 
 BOUNDARY_READONLY_FIELDS = ["id", "field", "status", "provider_status", "provider_boundary_id", "area_ha", "created_at"]

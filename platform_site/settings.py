@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "leaflet",  # Leaflet's script and styles, served by us: the admin's maps draw offline too
     "django.contrib.gis",
     "rest_framework",
     "django_filters",
@@ -249,6 +250,8 @@ CREDENTIAL_REFRESH_AHEAD_SECONDS = env.int("CREDENTIAL_REFRESH_AHEAD_SECONDS", d
 
 # --- Weather (fields service) ---------------------------------------------------------------------
 # Any server speaking the Open-Meteo historical API protocol.
+# The base map behind the admin's maps of boundaries (Leaflet's {z}/{x}/{y} template); empty: none, the shapes alone.
+ADMIN_MAP_TILES_URL = env.str("ADMIN_MAP_TILES_URL", default="https://tile.openstreetmap.org/{z}/{x}/{y}.png")
 WEATHER_BASE_URL = env.str("WEATHER_BASE_URL", default="https://archive-api.open-meteo.com/v1/archive")
 WEATHER_TIMEOUT_SECONDS = env.float("WEATHER_TIMEOUT_SECONDS", default=10.0)
 

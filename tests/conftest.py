@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The real browser of the page tests (magic link pages, the admin's maps).
+pytest_plugins = ["tests.browser"]
 SAMPLES_DIR = Path(os.environ.get("SAMPLES_DIR", REPO_ROOT.parent / "shared" / "samples"))
 
 

@@ -1,13 +1,7 @@
-"""The magic link pages in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`)
-driven by Selenium against pytest-django's live server. Each page is saved as a screenshot under
-`TEST_ARTIFACTS_DIR` (default `var/test-artifacts/`).
+"""The magic link pages in a real browser (`tests/browser.py`: headless Chromium driven by Selenium against
+pytest-django's live server). Each page is saved as a screenshot under `TEST_ARTIFACTS_DIR` (default
+`var/test-artifacts/`)."""
 
-Without Chromium the tests are skipped locally; with `CI` set they fail instead, so CI never passes
-silently without them."""
-
-import os
-import shutil
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,43 +11,10 @@ from django.utils import timezone
 from magiclinks import services
 from magiclinks.models import MagicLink
 from platform_site.accounts.models import ProviderCredential
-from tests.conftest import REPO_ROOT
+from tests.browser import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-CHROMIUM = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
 BRANDING = {"backgroundColor": "#0A3D2E", "companyName": "Acme Agronomy", "showLeafUserName": True}
-
-
-@pytest.fixture(scope="module")
-def artifacts_dir() -> Path:
-    folder = Path(os.environ.get("TEST_ARTIFACTS_DIR") or REPO_ROOT / "var" / "test-artifacts")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def browser():
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not (os.path.exists(p) or shutil.which(p))]
-    if missing:
-        message = (
-            f"browser tests need Chromium and its driver ({', '.join(missing)} missing): scripts/system-deps.sh browser"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,900"):
-        options.add_argument(argument)
-    # An explicit driver path: Selenium Manager never tries to download one.
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture
@@ -70,16 +31,6 @@ def shoot(browser, artifacts_dir, request):
 def public_base(live_server, settings):
     settings.PUBLIC_BASE_URL = live_server.url
     return live_server.url
-
-
-def wait_for(condition, timeout=60.0, interval=0.25):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError("timed out")
 
 
 def click_to_next_page(browser, element):
