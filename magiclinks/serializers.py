@@ -3,7 +3,6 @@
 import re
 
 from django.core.validators import EmailValidator, RegexValidator
-from drf_spectacular.plumbing import build_choice_field
 from rest_framework import serializers
 
 from platform_site.accounts.models import ConnectableProvider, ProviderApplication
@@ -180,8 +179,6 @@ class MagicLinkSerializer(serializers.ModelSerializer):
 
 
 _TIMESTAMP = {"type": "string", "format": "date-time"}
-# As spectacular writes a choice field's schema (with its enum's identity), so these keys share ConnectableProviderEnum.
-_PROVIDER_SCHEMA = build_choice_field(serializers.ChoiceField(choices=PROVIDER_CHOICES))
 document_extra_properties(
     MagicLinkSerializer,
     {
@@ -192,12 +189,11 @@ document_extra_properties(
         "lastAccessedAt": {**_TIMESTAMP, "nullable": True},
         "usageCount": {"type": "integer"},
         "settings": {"type": "object", "additionalProperties": True, "description": "The link's settings."},
-        "allowedProviders": {
-            "type": "array",
-            "items": _PROVIDER_SCHEMA,
-            "description": "Provider links only.",
-        },
-        "provider": {**_PROVIDER_SCHEMA, "description": "Authentication links only."},
+        # (Fields, mapped as declared ones are: they share ConnectableProviderEnum.)
+        "allowedProviders": serializers.ListField(
+            child=serializers.ChoiceField(choices=PROVIDER_CHOICES), help_text="Provider links only."
+        ),
+        "provider": serializers.ChoiceField(choices=PROVIDER_CHOICES, help_text="Authentication links only."),
     },
     required=("coreUserId", "widget", "expiresAt", "createdAt", "lastAccessedAt", "usageCount", "settings"),
 )
