@@ -7,11 +7,10 @@ service. What an owner sets up itself (core users, webhooks, provider applicatio
 ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner would cross tenants."""
 
 from django import forms
+from django.apps import apps
 from django.contrib import admin
-from django.contrib.admin.utils import NestedObjects
 from django.contrib.auth import get_permission_codename, get_user_model
 from django.contrib.auth.admin import UserAdmin
-from django.db import router
 
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
@@ -35,13 +34,13 @@ class ServiceDeleteMixin:
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, _, protected = super().get_deleted_objects(objs, request)
-        collector = NestedObjects(using=router.db_for_write(self.model))
-        collector.collect(objs)
+        # The models that go are those `counts` names (by plural name): asked of those Django has an admin for, as
+        # it asks, without collecting the rows a second time.
         perms_needed = {
             model._meta.verbose_name
-            for model in collector.model_objs
-            # (As Django asks, of the models it has an admin for.)
-            if self.admin_site.is_registered(model)
+            for model in apps.get_models()
+            if model._meta.verbose_name_plural in counts
+            and self.admin_site.is_registered(model)
             and not request.user.has_perm(f"{model._meta.app_label}.{get_permission_codename('delete', model._meta)}")
         }
         return deleted, counts, perms_needed, protected
