@@ -28,8 +28,7 @@ class WebhookEventFormSet(BaseInlineFormSet):
         owner_id = self.instance.owner_id
         if owner_id is None:
             return  # (the webhook's own form has an error already)
-        taken = WebhookEvent.objects.filter(owner_id=owner_id, event__in=events).exclude(webhook_id=self.instance.pk)
-        if names := sorted(taken.values_list("event", flat=True)):
+        if names := sorted(services.events_taken(owner_id, events, other_than=self.instance.pk)):
             raise ValidationError(f"Another webhook of this owner listens to {', '.join(names)} already.")
 
 

@@ -61,7 +61,7 @@ def webhook_register(*, owner, name: str, url: str, secret: str, events: list[st
         ) from None
     requested = [canonical_event(e) for e in events]
     events = list(dict.fromkeys(requested))
-    taken = _taken(owner, events)
+    taken = events_taken(owner, events)
     if taken:
         raise _registered_twice(requested, taken)
     webhook = Webhook.objects.create(owner=owner, name=name, url=url, secret=secret)
@@ -70,12 +70,15 @@ def webhook_register(*, owner, name: str, url: str, secret: str, events: list[st
             WebhookEvent.objects.bulk_create([WebhookEvent(webhook=webhook, owner=owner, event=e) for e in events])
     except IntegrityError:
         # A concurrent registration took one of the events between our check and our insert.
-        raise _registered_twice(requested, _taken(owner, events) or events) from None
+        raise _registered_twice(requested, events_taken(owner, events) or events) from None
     return webhook
 
 
-def _taken(owner, events: list[str]) -> set[str]:
-    return set(WebhookEvent.objects.filter(owner=owner, event__in=events).values_list("event", flat=True))
+def events_taken(owner, events: list[str], *, other_than=None) -> set[str]:
+    """Which of `events` a webhook of `owner` (or its id) listens to already; `other_than` a webhook's id: of its
+    other webhooks."""
+    taken = WebhookEvent.objects.filter(owner=owner, event__in=events).exclude(webhook_id=other_than)
+    return set(taken.values_list("event", flat=True))
 
 
 def _registered_twice(requested: list[str], taken) -> EventRegisteredTwice:
