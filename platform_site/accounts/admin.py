@@ -11,6 +11,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth import get_permission_codename, get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db import router, transaction
 
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
@@ -29,8 +30,10 @@ class ServiceDeleteMixin:
         self.service_delete(obj)
 
     def delete_queryset(self, request, queryset):
-        for obj in queryset:
-            self.service_delete(obj)
+        # All or none, as Django's own bulk delete (one `queryset.delete()`): a failure rolls back the rows before it.
+        with transaction.atomic(using=router.db_for_write(queryset.model)):
+            for obj in queryset:
+                self.service_delete(obj)
 
     def get_deleted_objects(self, objs, request):
         deleted, counts, _, protected = super().get_deleted_objects(objs, request)

@@ -93,9 +93,8 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
 @transaction.atomic
 def core_user_delete(*, core_user: CoreUser) -> None:
     """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first)."""
-    with transaction.atomic():
-        core_user_deleting.send(sender=CoreUser, core_user=core_user)
-        core_user.delete()
+    core_user_deleting.send(sender=CoreUser, core_user=core_user)
+    core_user.delete()
 
 
 @transaction.atomic

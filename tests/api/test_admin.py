@@ -197,6 +197,35 @@ def test_an_owner_a_core_user_and_a_webhook_are_deleted_here_with_what_is_theirs
 
 
 @pytest.mark.django_db
+def test_deleting_several_owners_at_once_is_all_or_none(superuser_client, monkeypatch):
+    from platform_site.accounts import services
+
+    owners = [OwnerFactory(), OwnerFactory()]
+    for owner in owners:
+        CoreUser.objects.create(owner=owner, name="User")
+    # The second owner's deletion fails half-way (after the first owner's went through)
+    calls, delete = [], services.core_user_delete
+
+    def failing_second(*, core_user):
+        calls.append(core_user.owner_id)
+        if len(calls) == 2:
+            raise RuntimeError("the database went away")
+        delete(core_user=core_user)
+
+    monkeypatch.setattr(services, "core_user_delete", failing_second)
+    data = {"action": "delete_selected", "_selected_action": [owner.pk for owner in owners], "post": "yes"}
+    with pytest.raises(RuntimeError):
+        superuser_client.post("/admin/auth/user/", data)
+    assert len(calls) == 2
+    assert get_user_model().objects.filter(pk__in=[o.pk for o in owners]).count() == 2
+    assert CoreUser.objects.filter(owner__in=owners).count() == 2
+    # Without the failure both go
+    monkeypatch.setattr(services, "core_user_delete", delete)
+    assert superuser_client.post("/admin/auth/user/", data).status_code == 302
+    assert not get_user_model().objects.filter(pk__in=[o.pk for o in owners]).exists()
+
+
+@pytest.mark.django_db
 def test_staff_without_the_delete_permission_of_what_goes_with_a_core_user_cannot_delete_it(
     owner, core_user, api_client
 ):
