@@ -8,6 +8,8 @@ from django.db.models import Q
 
 from .crypto import EncryptedTextField
 
+EXTERNAL_ID_IN_USE = "Already used by another core user of this API owner."
+
 
 class CoreUser(models.Model):
     """An end user (grower, agronomist) of an API owner. Every piece of data belongs to one."""
@@ -29,6 +31,7 @@ class CoreUser(models.Model):
                 fields=["owner", "external_id"],
                 condition=Q(external_id__isnull=False),
                 name="coreuser_external_id_unique_per_owner",
+                violation_error_message=EXTERNAL_ID_IN_USE,
             )
         ]
         indexes = [models.Index(fields=["owner", "email"])]

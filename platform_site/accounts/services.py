@@ -8,7 +8,7 @@ from django.utils import timezone
 from platform_site.api.authentication import token_issue
 from platform_site.api.errors import ConflictError, DomainError
 
-from .models import CoreUser, ProviderApplication, ProviderCredential
+from .models import EXTERNAL_ID_IN_USE, CoreUser, ProviderApplication, ProviderCredential
 from .signals import core_user_deleting
 
 USER_FIELDS = ("name", "email", "phone", "address", "external_id")
@@ -65,7 +65,7 @@ def _external_id_conflict(external_id: str | None) -> ConflictError:
     return ConflictError(
         f"A core user with externalId '{external_id}' already exists.",
         error_key="externalIdTaken",
-        field_errors=[{"field": "externalId", "message": "Already used by another core user of this API owner."}],
+        field_errors=[{"field": "externalId", "message": EXTERNAL_ID_IN_USE}],
     )
 
 

@@ -154,7 +154,10 @@ def test_an_owners_uniqueness_rules_are_form_errors_not_500s(superuser_client, o
     other = CoreUser.objects.create(owner=owner, name="B", external_id="ext-2")
     url = f"/admin/accounts/coreuser/{other.pk}/change/"
     response = superuser_client.post(url, {**form_data(superuser_client.get(url)), "external_id": "ext-1"})
-    assert response.status_code == 200 and response.context["adminform"].form.errors
+    assert response.status_code == 200
+    assert response.context["adminform"].form.non_field_errors() == [
+        "Already used by another core user of this API owner."
+    ]
     assert CoreUser.objects.get(pk=other.pk).external_id == "ext-2" and taken.external_id == "ext-1"
 
     values = {"client_id": "c", "client_secret": "s", "authorize_url": "https://p.example/a",
