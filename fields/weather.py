@@ -19,8 +19,8 @@ from django.utils.module_loading import import_string
 
 from platform_site.api.errors import DomainError, ServiceUnavailableError
 from platform_site.api.serializers import format_timestamp
+from platform_site.api.urlsafety import deadline_session
 from platform_site.outbound import call_deadline, json_object, read_at_most
-from webhooks.urlsafety import deadline_session
 
 from .geometry import centroid_lonlat, from_geos
 from .models import Field

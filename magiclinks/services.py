@@ -23,9 +23,9 @@ from platform_site.accounts.services import (
     provider_credential_store,
 )
 from platform_site.api.errors import DomainError, NotFoundError
+from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from webhooks.models import EventType
 from webhooks.services import event_emit
-from webhooks.urlsafety import UnsafeUrl, resolve_public, safe_session
 
 from .models import LinkAuthorization, LinkUpload, MagicLink
 

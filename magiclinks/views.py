@@ -10,8 +10,8 @@ from rest_framework.response import Response
 from platform_site.accounts import services as accounts_services
 from platform_site.accounts.models import ProviderApplication
 from platform_site.api.errors import DomainError
+from platform_site.api.urlsafety import UnsafeUrl
 from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404, owned_core_user_or_404
-from webhooks.urlsafety import UnsafeUrl
 
 from . import serializers as s
 from . import services

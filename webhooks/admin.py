@@ -6,6 +6,7 @@ from django.db import models
 from django.forms.models import BaseInlineFormSet
 
 from platform_site.accounts.admin import OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
+from platform_site.api.urlsafety import validate_public_url
 
 from . import services
 from .models import Delivery, DeliveryAttempt, Webhook, WebhookEvent
@@ -45,7 +46,8 @@ class WebhookAdmin(OwnerBoundAdmin):
     list_filter = ("owner",)
     search_fields = ("name", "url")
     inlines = [WebhookEventInline]
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # a URL typed without one
+    # A URL typed without a scheme is https; into a private network, refused as the registration refuses it.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https", "validators": [validate_public_url]}}
 
     def service_delete(self, obj) -> None:
         services.webhook_delete(webhook=obj)

@@ -18,12 +18,12 @@ from django.utils import timezone
 
 from platform_site.api.errors import DomainError, list_item_errors
 from platform_site.api.serializers import format_timestamp
+from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from platform_site.celery import send_on_commit
 from platform_site.outbound import call_deadline, read_head
 from platform_site.text import storable
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
-from .urlsafety import UnsafeUrl, resolve_public, safe_session
 
 logger = logging.getLogger(__name__)
 

@@ -13,6 +13,8 @@ from django.contrib.auth import get_permission_codename, get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db import router, transaction
 
+from platform_site.api.urlsafety import validate_public_url
+
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
 
@@ -117,11 +119,12 @@ class CoreUserAdmin(OwnerBoundAdmin):
 
 
 class ProviderApplicationForm(forms.ModelForm):
-    """The client secret can be typed but is never shown; left empty on a change, it is kept."""
+    """The client secret can be typed but is never shown; left empty on a change, it is kept. The token URL, which we
+    call, may not point into a private network (as through the API)."""
 
     client_secret = forms.CharField(widget=forms.PasswordInput(render_value=False), required=False)
     authorize_url = forms.URLField(max_length=2000, assume_scheme="https")
-    token_url = forms.URLField(max_length=2000, assume_scheme="https")
+    token_url = forms.URLField(max_length=2000, assume_scheme="https", validators=[validate_public_url])
 
     class Meta:
         model = ProviderApplication

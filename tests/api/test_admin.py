@@ -147,6 +147,50 @@ def test_a_core_user_or_webhook_is_not_moved_to_another_owner(superuser_client, 
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "private",
+    ["http://127.0.0.1/hook", "https://10.1.2.3/hook", "http://[64:ff9b::a9fe:a9fe]/latest/meta-data"],
+)
+def test_urls_we_call_are_refused_here_as_through_the_api_when_they_point_into_our_network(
+    superuser_client, owner, subscribe, settings, private
+):
+    from platform_site.accounts.models import ProviderApplication
+    from platform_site.accounts.services import provider_application_create
+
+    class Public:
+        url = "https://93.184.215.14/hook"
+
+    webhook = subscribe(owner, Public, ["fieldCreated"])
+    application = provider_application_create(
+        owner=owner, provider="ProviderA", client_id="c", client_secret="s", scopes=[],
+        authorize_url="https://p.example/a", token_url="https://93.184.215.14/token",
+    )  # fmt: skip
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = False  # (as deployed)
+    changes = [
+        (f"/admin/webhooks/webhook/{webhook.pk}/change/", "url"),
+        (f"/admin/accounts/providerapplication/{application.pk}/change/", "token_url"),
+    ]
+    for url, name in changes:
+        data = {**form_data(superuser_client.get(url)), "client_secret": ""}
+        response = superuser_client.post(url, {**data, name: private})
+        assert response.status_code == 200, url
+        [message] = response.context["adminform"].form.errors[name]
+        assert "non-public address" in message
+        # A public address is taken
+        assert superuser_client.post(url, {**data, name: "https://93.184.215.15/x"}).status_code == 302, url
+    assert Webhook.objects.get(pk=webhook.pk).url == "https://93.184.215.15/x"
+    assert ProviderApplication.objects.get(pk=application.pk).token_url == "https://93.184.215.15/x"
+    # A new webhook too
+    add = {
+        **form_data(superuser_client.get("/admin/webhooks/webhook/add/")),
+        "owner": owner.pk, "name": "new", "url": private, "secret": "s3cret-s3cret",
+    }  # fmt: skip
+    response = superuser_client.post("/admin/webhooks/webhook/add/", add)
+    assert response.status_code == 200 and "non-public address" in response.content.decode()
+    assert Webhook.objects.count() == 1
+
+
+@pytest.mark.django_db
 def test_an_owners_uniqueness_rules_are_form_errors_not_500s(superuser_client, owner):
     from platform_site.accounts.services import provider_application_create
 

@@ -14,10 +14,10 @@ import pytest
 import requests
 from django.utils import timezone
 
+from platform_site.api.urlsafety import DeadlineSession, _PinnedAdapter
 from tests.tenancy import assert_problem
 from webhooks.models import Delivery, DeliveryAttempt, Webhook
 from webhooks.services import delivery_attempt
-from webhooks.urlsafety import DeadlineSession, _PinnedAdapter
 
 from .fake_dns import PUBLIC_ADDRESS, FakeDns
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
@@ -61,6 +62,14 @@ def resolve_public(url: str) -> tuple[str, ...]:
     """The addresses the URL's host resolves to, each checked public; `UnsafeUrl` if one is not (or the URL is
     ambiguous, see `url_host`). With private URLs allowed nothing is resolved and `()` is returned."""
     return _resolve(url)[1]
+
+
+def validate_public_url(url: str) -> None:
+    """`resolve_public` as a form validator (the admin's URL fields): a refused URL is a form error saying why."""
+    try:
+        resolve_public(url)
+    except UnsafeUrl as exc:
+        raise ValidationError(str(exc), code="unsafe_url") from None
 
 
 def _resolve(url: str) -> tuple[str, tuple[str, ...]]:
