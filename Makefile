@@ -27,7 +27,7 @@ system-test:
 	@scripts/system-deps.sh browser
 
 migrate: system-run install
-	@mkdir -p var
+	@mkdir -p "$${VAR_DIR:-var}"
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
 
