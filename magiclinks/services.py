@@ -20,6 +20,7 @@ from platform_site.accounts.services import (
     provider_application_find,
     provider_credential_delete,
     provider_credential_mark_unauthenticated,
+    provider_credential_refresh_claim,
     provider_credential_store,
 )
 from platform_site.api.errors import DomainError, NotFoundError
@@ -375,7 +376,7 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
     """Refresh the tokens of `credential` at its provider. On refusal the credential becomes
     UNAUTHENTICATED and `credentialsUnauthenticated` is emitted; returns None then, and when the credential changed
     while its provider answered (disconnected, connected again, refreshed by a concurrent task: the answer is
-    outdated and dropped). Two concurrent refreshes may both reach the provider; the later answer is dropped."""
+    outdated and dropped), and when another refresh of it is under way (only one reaches the provider)."""
     core_user = credential.core_user
     application: ProviderApplication | None = provider_application_find(
         owner_id=core_user.owner_id, provider=credential.provider
@@ -385,6 +386,9 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
             raise oauth.TokenRequestFailed(f"No application is set up for {credential.provider}.")
         if not credential.refresh_token:
             raise oauth.TokenRequestFailed(f"{credential.provider} gave no refresh token.")
+        # The claim outlasts the call: it ends when the answer (or the refusal) is stored.
+        if not provider_credential_refresh_claim(credential, seconds=oauth.call_deadline() + 60):
+            return None
         # Checked again now, used as checked.
         with safe_session(application.token_url, deadline=oauth.call_deadline()) as session:
             tokens = oauth.token_refresh(application, refresh_token=credential.refresh_token, session=session)

@@ -93,6 +93,8 @@ class ProviderCredential(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.AUTHENTICATED)
     status_message = models.TextField(blank=True, default="")
     authenticated_at = models.DateTimeField(null=True, blank=True)
+    # A refresh under way holds the tokens until then (`services.provider_credential_refresh_claim`).
+    refresh_claimed_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

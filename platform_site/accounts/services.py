@@ -1,8 +1,11 @@
 """Business rules of API owners and core users."""
 
+from datetime import timedelta
+
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.hashers import check_password
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from platform_site.api.authentication import token_issue
@@ -187,6 +190,7 @@ def provider_credential_store(
         "status": ProviderCredential.Status.AUTHENTICATED,
         "status_message": "",
         "authenticated_at": timezone.now(),
+        "refresh_claimed_until": None,
     }
     if refreshed is not None:
         with transaction.atomic():
@@ -209,6 +213,21 @@ def provider_credential_store(
         except IntegrityError:
             continue
     raise ConflictError("The credentials changed concurrently; try again.")
+
+
+def provider_credential_refresh_claim(read: ProviderCredential, *, seconds: float) -> bool:
+    """Claim the refresh of the credential `read` for `seconds`: True when it is still as read and no other refresh
+    holds it. One refresh of a refresh token at a time: a provider that rotates refresh tokens refuses the second
+    use of one (some revoke the whole grant then), and the refusal, when it came back first, marked the credential
+    UNAUTHENTICATED and dropped the good answer. Every write of the credential (tokens stored, refused,
+    connected again) ends the claim; a refresh that died leaves it to expire."""
+    now = timezone.now()
+    claimed = (
+        ProviderCredential.objects.filter(pk=read.pk, updated_at=read.updated_at)
+        .filter(Q(refresh_claimed_until__isnull=True) | Q(refresh_claimed_until__lte=now))
+        .update(refresh_claimed_until=now + timedelta(seconds=seconds))
+    )
+    return claimed == 1
 
 
 def _credential_as_read(read: ProviderCredential) -> ProviderCredential | None:
@@ -235,7 +254,8 @@ def provider_credential_mark_unauthenticated(
         return None
     credential.status = ProviderCredential.Status.UNAUTHENTICATED
     credential.status_message = message[:2000]
-    credential.save(update_fields=["status", "status_message", "updated_at"])
+    credential.refresh_claimed_until = None
+    credential.save(update_fields=["status", "status_message", "refresh_claimed_until", "updated_at"])
     return credential
 
 

@@ -554,6 +554,47 @@ def test_a_refresh_outrun_by_another_leaves_the_credential_as_the_other_left_it(
     after = ProviderCredential.objects.get(pk=credential.pk)
     assert after.status == "AUTHENTICATED" and after.refresh_token in oauth_server.refresh_tokens
     assert webhook_receiver.received == []
+    # Only the first reached the provider (the second found the refresh under way); and its claim ended
+    assert calls == [1] and _refresh_requests(oauth_server) == 1
+    assert after.refresh_claimed_until is None
+
+
+def _refresh_requests(oauth_server) -> int:
+    return sum(form.get("grant_type") == "refresh_token" for form in oauth_server.token_requests)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refresh_claimed_by_a_task_that_died_is_taken_over_once_the_claim_expires(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    from magiclinks import tasks
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _rotating(oauth_server)
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    # Claimed by a refresh under way: another leaves the provider alone
+    ProviderCredential.objects.filter(pk=credential.pk).update(
+        refresh_claimed_until=timezone.now() + timedelta(minutes=1)
+    )
+    tasks.magiclinks_credential_refresh(str(credential.pk))
+    assert _refresh_requests(oauth_server) == 0
+    assert ProviderCredential.objects.get(pk=credential.pk).access_token == credential.access_token
+    # That refresh died: once its claim expired, the next one refreshes
+    ProviderCredential.objects.filter(pk=credential.pk).update(
+        refresh_claimed_until=timezone.now() - timedelta(seconds=1)
+    )
+    tasks.magiclinks_credential_refresh(str(credential.pk))
+    after = ProviderCredential.objects.get(pk=credential.pk)
+    assert _refresh_requests(oauth_server) == 1
+    assert after.access_token != credential.access_token and after.status == "AUTHENTICATED"
+    assert after.refresh_claimed_until is None
+    # A refusal ends the claim too
+    oauth_server.fail_token = True
+    tasks.magiclinks_credential_refresh(str(credential.pk))
+    after = ProviderCredential.objects.get(pk=credential.pk)
+    assert (after.status, after.refresh_claimed_until, _refresh_requests(oauth_server)) == ("UNAUTHENTICATED", None, 2)
 
 
 @pytest.mark.django_db(transaction=True)
