@@ -20,6 +20,7 @@ from platform_site.api.errors import DomainError, list_item_errors
 from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from platform_site.celery import send_on_commit
+from platform_site.db import rows_kept
 from platform_site.outbound import call_deadline, read_head
 from platform_site.text import storable
 
@@ -96,8 +97,11 @@ def webhook_events(webhook: Webhook) -> list[str]:
 
 @transaction.atomic
 def webhook_delete(*, webhook: Webhook) -> None:
-    """Delete a webhook; its pending deliveries go with it, so nothing more is sent."""
-    webhook.delete()
+    """Delete a webhook; its pending deliveries go with it, so nothing more is sent. Locked first: an event being
+    emitted to it (`event_emit` keeps the webhooks it writes deliveries for) commits before its deliveries are
+    collected, and one emitted later finds it gone."""
+    if list(Webhook.objects.select_for_update().filter(pk=webhook.pk).values_list("pk")):
+        webhook.delete()
 
 
 def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any] | None = None) -> int:
@@ -110,6 +114,10 @@ def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any]
     event = canonical_event(type)
     owner_id = core_user.owner_id if core_user is not None else owner.pk
     webhooks = list(Webhook.objects.filter(owner_id=owner_id, subscriptions__event=event))
+    if webhooks:
+        # Kept until commit: a webhook deleted meanwhile failed the emitting change at commit (foreign key).
+        kept = rows_kept(Webhook, [w.pk for w in webhooks])
+        webhooks = [w for w in webhooks if w.pk in kept]
     if not webhooks:
         return 0
     document = {"type": event, "timestamp": format_timestamp(timezone.now())}
@@ -220,6 +228,10 @@ def _read_limited(response) -> str:
 
 @transaction.atomic
 def _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded) -> float | None:
+    # The webhook kept first (as `event_emit` does): deleted meanwhile, its deletion had not collected the attempt
+    # recorded here, and failed at commit.
+    if not rows_kept(Webhook, [delivery.webhook_id]):
+        return None
     delivery = Delivery.objects.select_for_update().filter(pk=delivery.pk).first()
     if delivery is None:  # the webhook was deleted meanwhile
         return None

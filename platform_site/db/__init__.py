@@ -37,3 +37,25 @@ def session_lock(*key: int, wait_seconds: float | None = None) -> Iterator[bool]
         if held:
             with suppress(Error), connection.cursor() as cursor:  # a broken connection took the lock with it
                 cursor.execute(f"SELECT pg_advisory_unlock({placeholders})", list(key))
+
+
+def rows_kept(model, pks) -> set:
+    """Those of `pks` whose `model` rows exist, kept from deletion until the transaction ends: `FOR KEY SHARE`, the
+    lock PostgreSQL's foreign key check takes, taken before writing rows that reference them. Django's foreign keys
+    are checked at commit, so a row deleted meanwhile failed the commit of the write that referenced it (or the
+    deletion's, had the write committed first): a 500 on one side. Kept, a deletion that locks its row first waits
+    for us, or we for it and then find the row gone. Writes that merely reference a row do not wait for each other.
+    Must be called inside a transaction. Other databases (SQLite serialises writers): the rows that exist."""
+    pks = list(pks)
+    if not pks:
+        return set()
+    if connection.vendor != "postgresql":
+        return set(model.objects.filter(pk__in=pks).values_list("pk", flat=True))
+    if not connection.in_atomic_block:
+        raise RuntimeError("rows_kept needs a transaction: the lock ends with it")
+    meta = model._meta
+    table, column = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
+    values = [meta.pk.get_db_prep_value(pk, connection) for pk in pks]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {column} FROM {table} WHERE {column} = ANY(%s) ORDER BY 1 FOR KEY SHARE", [values])
+        return {meta.pk.to_python(row[0]) for row in cursor.fetchall()}

@@ -115,3 +115,45 @@ def test_another_owner_cannot_see_or_delete_a_webhook(api_client, other_client):
         resource_id=webhook["id"],
         list_urls=[URL],
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_announced_while_its_webhook_is_being_deleted_is_made_and_sent_nowhere(owner, core_user, make_client):
+    """The change wrote a delivery for the webhook being deleted; at commit the foreign key failed it: a field
+    created meanwhile was a 500 (and a file converted meanwhile failed)."""
+    from django.db import transaction
+
+    from fields.models import Field
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+    from tests.fields.helpers import fields_url, square
+    from webhooks.models import Delivery, Webhook
+    from webhooks.services import webhook_delete
+
+    needs_postgresql()
+    webhook = register(make_client(owner)).json()
+    with transaction.atomic():
+        webhook_delete(webhook=Webhook.objects.get(pk=webhook["id"]))
+        create = run_meanwhile(
+            request_later(make_client, owner, "post", fields_url(core_user), {"geometry": square(1, 1)})
+        )
+    assert create().status_code == 201
+    assert Field.objects.count() == 1 and not Delivery.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_webhook_deleted_while_a_change_is_being_announced_goes_with_its_delivery(owner, core_user, make_client):
+    from django.db import transaction
+
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+    from tests.fields.helpers import create_field, square
+    from webhooks.models import Delivery, Webhook
+
+    needs_postgresql()
+    client = make_client(owner)
+    webhook = register(client).json()
+    with transaction.atomic():
+        create_field(client, core_user, square(1, 1))
+        assert Delivery.objects.count() == 1  # written, not committed
+        delete = run_meanwhile(request_later(make_client, owner, "delete", f"{URL}/{webhook['id']}"))
+    assert delete().status_code == 204
+    assert not Webhook.objects.exists() and not Delivery.objects.exists()
