@@ -20,8 +20,8 @@ from django.db.models import Model
 from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_lock
-from platform_site.api.errors import DomainError, ProviderResourceReadOnly
+from platform_site.accounts.services import core_user_keep, core_user_lock
+from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError, ProviderResourceReadOnly
 from platform_site.text import fit
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -102,6 +102,7 @@ def machine_create(
 ) -> Machine:
     """A USER_CREATED machine of `core_user`; the service is its provider (`ServiceOwn`) and its
     own id is the provider machine id. Emits machineCreated."""
+    core_user_keep(core_user.pk)
     machine_id = uuid.uuid4()
     machine = Machine(
         id=machine_id,
@@ -138,6 +139,11 @@ def machine_update(*, machine: Machine, **changes) -> Machine:
     unknown = set(changes) - set(MACHINE_ATTRIBUTES)
     if unknown:
         raise ValueError(f"not machine attributes: {sorted(unknown)}")
+    # Changed as it is now, locked: from the copy read before, a concurrent change was lost (every column was saved
+    # back) and a machine deleted meanwhile was inserted again.
+    machine = Machine.objects.select_for_update(of=("self",)).select_related("core_user").filter(pk=machine.pk).first()
+    if machine is None:
+        raise NotFoundError(NOT_FOUND)
     for attribute, value in changes.items():
         if attribute == "name":
             value = (value or "").strip()
@@ -155,6 +161,8 @@ def machine_delete(*, machine: Machine) -> None:
     """Delete a USER_CREATED machine and its machine files. Emits machineDeleted."""
     _ensure_user_created(machine)
     machine_id, core_user = str(machine.id), machine.core_user
+    if not list(Machine.objects.select_for_update().filter(pk=machine.pk).values_list("pk")):
+        return  # deleted meanwhile, and announced by that deletion
     machine.delete()
     event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})
 

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 
 from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_keep
 
 from .defaults import DEFAULTS
 from .models import Configuration
@@ -26,10 +27,6 @@ def config_resolve(*, core_user: CoreUser) -> dict[str, Any]:
     return {**config_owner_entries(core_user.owner), **own}
 
 
-def config_user_has_own(*, core_user: CoreUser) -> bool:
-    return Configuration.objects.filter(core_user=core_user).exists()
-
-
 @transaction.atomic
 def config_owner_update(*, owner, entries: dict[str, Any]) -> dict[str, Any]:
     """Change some of the owner's entries; returns the owner's effective entries."""
@@ -40,15 +37,17 @@ def config_owner_update(*, owner, entries: dict[str, Any]) -> dict[str, Any]:
 
 
 @transaction.atomic
-def config_user_set(*, core_user: CoreUser, entries: dict[str, Any], replace: bool) -> dict[str, Any]:
+def config_user_set(*, core_user: CoreUser, entries: dict[str, Any], replace: bool) -> tuple[dict[str, Any], bool]:
     """Create or change a core user's own entries. `replace` makes `entries` the whole own set
-    (POST); otherwise they are merged into it (PATCH). Returns the effective configuration."""
+    (POST); otherwise they are merged into it (PATCH). Returns the effective configuration, and whether the user
+    had no own entries before (decided here, so of two requests at once only one created them)."""
+    core_user_keep(core_user.pk)
     config, created = Configuration.objects.select_for_update().get_or_create(
         core_user=core_user, defaults={"owner": core_user.owner, "entries": {}}
     )
     config.entries = dict(entries) if replace else {**config.entries, **entries}
     config.save(update_fields=["entries", "updated_at"])
-    return config_resolve(core_user=core_user)
+    return config_resolve(core_user=core_user), created
 
 
 @transaction.atomic

@@ -61,10 +61,11 @@ class CoreUserConfigurationView(APIView):
     )
     def post(self, request, coreUserId):
         core_user = self.core_user(request, coreUserId)
-        existed = services.config_user_has_own(core_user=core_user)
-        entries = services.config_user_set(core_user=core_user, entries=_validated_entries(request), replace=True)
+        entries, created = services.config_user_set(
+            core_user=core_user, entries=_validated_entries(request), replace=True
+        )
         body = configuration_representation(owner=request.user, core_user=core_user, entries=entries)
-        return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(
         operation_id="configs_core_user_update",
@@ -74,7 +75,7 @@ class CoreUserConfigurationView(APIView):
     )
     def patch(self, request, coreUserId):
         core_user = self.core_user(request, coreUserId)
-        entries = services.config_user_set(core_user=core_user, entries=_validated_entries(request), replace=False)
+        entries, _ = services.config_user_set(core_user=core_user, entries=_validated_entries(request), replace=False)
         return Response(configuration_representation(owner=request.user, core_user=core_user, entries=entries))
 
     @extend_schema(

@@ -70,8 +70,9 @@ def file_merge(*, owner, ids: list) -> File:
     if len(types) > 1:
         raise MergeNotAllowed(f"The files have different operation types: {', '.join(types)}.")
     core_user_id = files[0].core_user_id
-    # Serialise merges of one core user with its other derived-file writes.
-    core_user_lock(core_user_id)
+    # Serialise merges of one core user with its other derived-file writes. Deleted meanwhile, with its files: 404.
+    if not core_user_lock(core_user_id):
+        raise NotFoundError(f"No such file: {', '.join(unique)}.")
     formats = {f.file_format for f in files}
     providers = {f.provider for f in files}
     merged = File.objects.create(

@@ -17,6 +17,7 @@ from platform_site.accounts import oauth
 from platform_site.accounts.models import CoreUser, ProviderApplication, ProviderCredential
 from platform_site.accounts.services import (
     core_user_find_or_create,
+    core_user_keep,
     provider_application_find,
     provider_credential_delete,
     provider_credential_mark_unauthenticated,
@@ -111,6 +112,7 @@ def magic_link_create(
     providers = [provider] if widget == MagicLink.Widget.AUTHENTICATION else list(allowed_providers or [])
     if widget != MagicLink.Widget.FILEUPLOAD:
         _require_provider_apps(core_user.owner_id, providers)
+    core_user_keep(core_user.pk)
     token = secrets.token_urlsafe(32)  # 256 bits
     link = MagicLink.objects.create(
         core_user=core_user,

@@ -3,6 +3,7 @@
 from django.db import transaction
 
 from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_keep
 from platform_site.api.errors import DomainError
 
 from ..models import Farm, Grower
@@ -20,6 +21,7 @@ def _check_grower(core_user: CoreUser, grower: Grower | None) -> None:
 def farm_create(*, core_user: CoreUser, name: str | None = None, grower: Grower | None = None) -> Farm:
     """A farm of `core_user`, optionally of one of its growers."""
     _check_grower(core_user, grower)
+    core_user_keep(core_user.pk)
     return Farm.objects.create(core_user=core_user, name=name, grower=grower)
 
 
@@ -35,6 +37,7 @@ def farm_replace(*, farm: Farm, name: str | None = None, grower: Grower | None =
 @transaction.atomic
 def grower_create(*, core_user: CoreUser, name: str | None = None) -> Grower:
     """A grower of `core_user`."""
+    core_user_keep(core_user.pk)
     return Grower.objects.create(core_user=core_user, name=name)
 
 

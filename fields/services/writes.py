@@ -13,7 +13,7 @@ from shapely.ops import unary_union
 
 from configs.services import config_resolve
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_lock
+from platform_site.accounts.services import core_user_keep, core_user_lock
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError, ProviderResourceReadOnly
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -48,10 +48,14 @@ def _field_reload(field: Field) -> Field:
     return field_queryset().get(pk=field.pk)
 
 
-def _merge_lock(field: Field) -> None:
-    """Lock the field's core user when its auto-merge is on (a merge locks it, then the partner fields)."""
-    if config_resolve(core_user=field.core_user).get("fieldsAutoMerge"):
-        core_user_lock(field.core_user_id)
+def _user_lock(core_user: CoreUser, *, merge_may_follow: bool) -> bool:
+    """The first lock of a field change, its core user's (a field's deletion takes it first too); whether the user
+    is still there. FOR UPDATE when the change may end in an auto-merge (a new boundary while `fieldsAutoMerge` is
+    on), as the merge locks it so, then the partner fields: upgraded from a lock several changes shared, each
+    waited for the others, a deadlock. Otherwise it is only kept from deletion (`core_user_keep`)."""
+    if merge_may_follow and config_resolve(core_user=core_user).get("fieldsAutoMerge"):
+        return core_user_lock(core_user.pk)
+    return core_user_keep(core_user.pk, missing_ok=True)
 
 
 def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:
@@ -60,13 +64,13 @@ def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: boo
     COMMITTED does not show one the other's new row). A field deleted meanwhile is 404 `notFound`, or False
     with `missing_ok`.
 
-    Locks are taken in one order: core user, field, merged field. When the change may end in an auto-merge (a
-    new boundary while `fieldsAutoMerge` is on), the core user is locked first, as the merge will lock it and
-    then the partner fields. `FOR NO KEY UPDATE`: rows that merely reference the field (a file link, an
-    operation's field) can still be inserted meanwhile."""
-    if merge_may_follow:
-        _merge_lock(field)
-    if list(Field.objects.select_for_update(no_key=True).filter(pk=field.pk).values_list("pk")):
+    Locks are taken in one order: core user (`_user_lock`), field, merged field. The core user even when no merge
+    follows: a change that writes the field's row twice has it checked against the user at commit, which waited
+    for a deletion that was waiting for the field, a deadlock. `FOR NO KEY UPDATE`: rows that merely reference the
+    field (a file link, an operation's field) can still be inserted meanwhile."""
+    if _user_lock(field.core_user, merge_may_follow=merge_may_follow) and list(
+        Field.objects.select_for_update(no_key=True).filter(pk=field.pk).values_list("pk")
+    ):
         return True
     if missing_ok:
         return False
@@ -138,6 +142,8 @@ def field_create(
             field_errors=[{"field": "id", "message": "Invalid field id."}],
         )
     _check_farm(core_user, farm)
+    if not _user_lock(core_user, merge_may_follow=True):
+        raise NotFoundError(NOT_FOUND)
     key = str(uuid.uuid4())
     field_id = id or key
     # Unique per core user: another core user's (another owner's) field of that id is none of this one's business.

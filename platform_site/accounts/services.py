@@ -9,7 +9,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from platform_site.api.authentication import token_issue
-from platform_site.api.errors import ConflictError, DomainError
+from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError
+from platform_site.db import rows_kept
 
 from .models import EXTERNAL_ID_IN_USE, CoreUser, ProviderApplication, ProviderCredential
 from .signals import core_user_deleting
@@ -26,6 +27,18 @@ def core_user_lock(core_user_id, *, no_key: bool = False) -> bool:
     that reference the user (nor other such locks), but does block the user's deletion. Returns whether the user
     is still there. The lock is a no-op on SQLite, whose writers are serial anyway."""
     return bool(list(CoreUser.objects.select_for_update(no_key=no_key).filter(pk=core_user_id).values_list("pk")))
+
+
+def core_user_keep(core_user_id, *, missing_ok: bool = False) -> bool:
+    """Keep the core user from being deleted until the transaction ends, before writing rows of theirs (a field, a
+    farm, a machine, a configuration, a link...): their deletion waits for the write, or the write for the deletion
+    and then finds the user gone: 404 `notFound` (False with `missing_ok`). Concurrent writes of one user do not
+    wait for each other (`platform_site.db.rows_kept`)."""
+    if rows_kept(CoreUser, [core_user_id]):
+        return True
+    if missing_ok:
+        return False
+    raise NotFoundError(NOT_FOUND)
 
 
 class InvalidCredentials(DomainError):
@@ -95,7 +108,11 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
 
 @transaction.atomic
 def core_user_delete(*, core_user: CoreUser) -> None:
-    """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first)."""
+    """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first). The user is
+    locked first: the writes under way that keep it (`core_user_keep`) commit before the cascade collects their
+    rows, and those that come later wait, then find it gone."""
+    if not core_user_lock(core_user.pk):
+        return  # deleted meanwhile
     core_user_deleting.send(sender=CoreUser, core_user=core_user)
     core_user.delete()
 

@@ -267,3 +267,58 @@ def test_deleting_a_machine_deletes_its_machine_files(api_client, core_user):
     machine_file_make(Machine.objects.get(pk=machine_id))
     assert api_client.delete(url(core_user, machine_id)).status_code == 204
     assert not Machine.objects.filter(pk=machine_id).exists()
+
+
+@pytest.fixture
+def machine_being_changed(owner, core_user, make_client):
+    """Run `change(url)` (a request of the owner) inside a transaction held open, and `then` (method, body) as
+    another request meanwhile; returns that request's answer once the transaction committed."""
+    from django.db import transaction
+
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+
+    needs_postgresql()
+    client = make_client(owner)
+    machine = client.post(url(core_user), {"name": "Old", "vin": "OLDVIN"}, format="json").json()
+    machine_url = url(core_user, machine["id"])
+
+    def run(change: tuple, then: tuple):
+        with transaction.atomic():
+            method, body = change
+            assert getattr(client, method)(machine_url, body, format="json").status_code in (200, 204)
+            method, body = then
+            other = run_meanwhile(request_later(make_client, owner, method, machine_url, body))
+        return other()
+
+    run.machine_id = machine["id"]
+    return run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_changes_of_one_machine_at_once_are_both_kept(machine_being_changed):
+    """The later change saved every column of the copy it had read: the earlier change was lost."""
+    answer = machine_being_changed(("patch", {"name": "New"}), then=("patch", {"vin": "NEWVIN"}))
+    assert answer.status_code == 200 and (answer.json()["name"], answer.json()["vin"]) == ("New", "NEWVIN")
+    stored = Machine.objects.get(pk=machine_being_changed.machine_id)
+    assert (stored.name, stored.vin) == ("New", "NEWVIN")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_arriving_while_its_machine_is_being_deleted_is_a_404(machine_being_changed):
+    """The change saved its copy: the deleted machine came back."""
+    answer = machine_being_changed(("delete", None), then=("patch", {"name": "Late"}))
+    assert_problem(answer, 404, "notFound")
+    assert not Machine.objects.filter(pk=machine_being_changed.machine_id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_deletions_of_one_machine_at_once_announce_it_once(owner, machine_being_changed, subscribe):
+    from webhooks.models import Delivery
+
+    class Nowhere:
+        url = "http://127.0.0.1:9/hook"
+
+    subscribe(owner, Nowhere, ["machineDeleted"])
+    answer = machine_being_changed(("delete", None), then=("delete", None))
+    assert answer.status_code == 204
+    assert Delivery.objects.filter(event="machineDeleted").count() == 1

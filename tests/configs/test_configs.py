@@ -151,3 +151,19 @@ def test_another_owner_cannot_read_change_or_delete_a_users_configuration(api_cl
     # The other owner's own configuration is untouched by the first owner's changes.
     api_client.patch(URL, {"fieldsAutoSync": False}, format="json")
     assert other_client.get(URL).json()["fieldsAutoSync"] is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_of_two_first_configurations_at_once_one_is_created_and_the_other_replaces_it(owner, core_user, make_client):
+    from django.db import transaction
+
+    from configs.models import Configuration
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+
+    needs_postgresql()
+    url = f"{URL}/{core_user.id}"
+    with transaction.atomic():
+        assert make_client(owner).post(url, {"geoimagesShape": "HEXAGON"}, format="json").status_code == 201
+        second = run_meanwhile(request_later(make_client, owner, "post", url, {"geoimagesShape": "SQUARE"}))
+    assert second().status_code == 200  # was 201 too: it had looked before the first committed
+    assert Configuration.objects.get(core_user=core_user).entries == {"geoimagesShape": "SQUARE"}

@@ -7,7 +7,7 @@ import pytest
 from fields.geometry import from_geos, parse_multipolygon
 from fields.models import Boundary, Field
 from fields.services import boundary_provider_sync, field_create
-from tests.concurrency import needs_postgresql, request_later, run_together
+from tests.concurrency import needs_postgresql, request_later, run_meanwhile, run_together
 from tests.fields.helpers import create_field, field_url, provider_field, square
 from tests.tenancy import assert_cross_tenant_404, assert_problem
 
@@ -235,3 +235,22 @@ def test_a_boundary_change_racing_a_deletion_is_200_or_404(owner, core_user, mak
         )
         assert delete.status_code == 204 and put.status_code in (200, 404), (round, put.content)
         assert not Boundary.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deletion_arriving_while_a_name_and_geometry_change_is_under_way_waits_and_deletes(
+    owner, core_user, make_client
+):
+    """The change writes the field's row twice (name, then the new boundary), so PostgreSQL checks its core user at
+    commit; that check waited for the deletion, which had locked the user and was waiting for the field: a deadlock,
+    the DELETE a 500."""
+    from django.db import transaction
+
+    needs_postgresql()
+    client = make_client(owner)
+    url = field_url(core_user, create_field(client, core_user, square(10, 50))["id"])
+    with transaction.atomic():
+        assert client.patch(url, {"name": "Renamed", "geometry": square(11, 50)}, format="json").status_code == 200
+        delete = run_meanwhile(request_later(make_client, owner, "delete", url))
+    assert delete().status_code == 204
+    assert not Field.objects.exists() and not Boundary.objects.exists()

@@ -1,0 +1,92 @@
+"""A core user deleted while something is written under it (PostgreSQL, exact interleavings). Django checks foreign
+keys at commit: the write of a row of a user deleted meanwhile failed there (500), or, committed first, failed the
+deletion (500, and the user stayed). Now the deletion locks the user first and every write keeps it: whichever
+comes second waits, and a write that finds the user gone is a 404."""
+
+import pytest
+from django.db import transaction
+
+from assets.models import Machine
+from configs.models import Configuration
+from conversion.models import File, FileOrigin
+from fields.models import Farm, Field, Grower
+from magiclinks.models import MagicLink
+from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_delete
+from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+from tests.factories import CoreUserFactory
+from tests.fields.helpers import BASE, square
+from tests.tenancy import assert_problem
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+USERS = "/services/usermanagement/api/users"
+
+# What a client writes under a core user: the request, and the rows it would leave
+WRITES = {
+    "field": (lambda u: ("post", f"{BASE}/users/{u.id}/fields", {"geometry": square(10, 50)}), Field),
+    "farm": (lambda u: ("post", f"{BASE}/users/{u.id}/farms", {"name": "Farm"}), Farm),
+    "grower": (lambda u: ("post", f"{BASE}/users/{u.id}/growers", {"name": "Grower"}), Grower),
+    "machine": (
+        lambda u: ("post", f"/services/beta/api/users/{u.id}/machines", {"name": "Combine", "serialNumber": "S1"}),
+        Machine,
+    ),
+    "configuration": (
+        lambda u: ("post", f"/services/config/api/configs/{u.id}", {"geoimagesShape": "HEXAGON"}),
+        Configuration,
+    ),
+    "magic link": (
+        lambda u: ("post", f"/services/widgets/api/magic-link/users/{u.id}/file-upload", {}),
+        MagicLink,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(WRITES))
+def test_a_write_arriving_while_its_core_user_is_being_deleted_is_a_404(owner, make_client, kind):
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    request, model = WRITES[kind]
+    method, url, body = request(core_user)
+    # The deletion has run, not committed, when the write comes (it found the user, still there for it)
+    with transaction.atomic():
+        core_user_delete(core_user=CoreUser.objects.get(pk=core_user.pk))
+        write = run_meanwhile(request_later(make_client, owner, method, url, body))
+    assert_problem(write(), 404, "notFound")
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists()
+    assert not model.objects.exists()
+
+
+@pytest.mark.parametrize("kind", list(WRITES))
+def test_a_deletion_arriving_while_a_write_under_its_core_user_is_under_way_takes_the_write_along(
+    owner, make_client, kind
+):
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    request, model = WRITES[kind]
+    method, url, body = request(core_user)
+    writer = make_client(owner)
+    # The write has run, not committed, when the deletion comes (the request's own transaction, held open)
+    with transaction.atomic():
+        assert getattr(writer, method)(url, body, format="json").status_code in (200, 201)
+        deletion = run_meanwhile(request_later(make_client, owner, "delete", f"{USERS}/{core_user.id}"))
+    assert deletion().status_code == 204
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists()
+    assert not model.objects.exists()
+
+
+def test_a_merge_arriving_while_its_core_user_is_being_deleted_is_a_404(owner, make_client, monkeypatch):
+    from conversion import tasks
+    from tests.operations.helpers import grid_table, processed_file
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    second = processed_file(core_user, grid_table(start="2024-09-03T10:00:00", seed=2))
+    monkeypatch.setattr(tasks.file_merge_process, "delay", lambda *args: None)
+    body = {"ids": [str(first.pk), str(second.pk)]}
+    with transaction.atomic():
+        core_user_delete(core_user=CoreUser.objects.get(pk=core_user.pk))
+        merge = run_meanwhile(request_later(make_client, owner, "post", "/services/operations/api/files/merge", body))
+    assert_problem(merge(), 404, "notFound")
+    assert not File.objects.filter(origin=FileOrigin.MERGED).exists()
