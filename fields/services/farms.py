@@ -27,8 +27,10 @@ def farm_create(*, core_user: CoreUser, name: str | None = None, grower: Grower 
 
 @transaction.atomic
 def farm_replace(*, farm: Farm, name: str | None = None, grower: Grower | None = None) -> Farm:
-    """PUT: the farm's name and grower become exactly what is given (absent means none)."""
+    """PUT: the farm's name and grower become exactly what is given (absent means none). A farm goes only with its
+    core user: kept, it cannot go meanwhile (and gone, the PUT is a 404, not a 500 for an update of no row)."""
     _check_grower(farm.core_user, grower)
+    core_user_keep(farm.core_user_id)
     farm.name, farm.grower = name, grower
     farm.save(update_fields=["name", "grower", "updated_at"])
     return farm
@@ -43,7 +45,8 @@ def grower_create(*, core_user: CoreUser, name: str | None = None) -> Grower:
 
 @transaction.atomic
 def grower_replace(*, grower: Grower, name: str | None = None) -> Grower:
-    """PUT: the grower's name becomes exactly what is given (absent means none)."""
+    """PUT: the grower's name becomes exactly what is given (absent means none); kept as a farm's PUT is."""
+    core_user_keep(grower.core_user_id)
     grower.name = name
     grower.save(update_fields=["name", "updated_at"])
     return grower

@@ -90,3 +90,17 @@ def test_a_merge_arriving_while_its_core_user_is_being_deleted_is_a_404(owner, m
         merge = run_meanwhile(request_later(make_client, owner, "post", "/services/operations/api/files/merge", body))
     assert_problem(merge(), 404, "notFound")
     assert not File.objects.filter(origin=FileOrigin.MERGED).exists()
+
+
+@pytest.mark.parametrize("kind", ["farms", "growers"])
+def test_a_farm_or_grower_replaced_while_its_core_user_is_being_deleted_is_a_404(owner, make_client, kind):
+    """They go only with their core user; the PUT updated no row: a 500."""
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    created = make_client(owner).post(f"{BASE}/users/{core_user.id}/{kind}", {"name": "A"}, format="json").json()
+    url = f"{BASE}/users/{core_user.id}/{kind}/{created['id']}"
+    with transaction.atomic():
+        core_user_delete(core_user=CoreUser.objects.get(pk=core_user.pk))
+        replace = run_meanwhile(request_later(make_client, owner, "put", url, {"name": "B"}))
+    assert_problem(replace(), 404, "notFound")
+    assert not Farm.objects.exists() and not Grower.objects.exists()
