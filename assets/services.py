@@ -22,6 +22,7 @@ from django.utils import timezone
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_keep, core_user_lock
 from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError, ProviderResourceReadOnly
+from platform_site.db import rows_kept
 from platform_site.text import fit
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -209,6 +210,15 @@ def _find_or_create(find: Callable[[], M | None], create: Callable[[], M]) -> tu
 
 
 def _find_machine(core_user: CoreUser, serial: str, vin: str, key: str) -> Machine | None:
+    """The machine a file names, kept from deletion until the transaction ends (a user-created machine deleted
+    while a file was pooled into it failed the file at commit); one deleted meanwhile is not found."""
+    while (found := _find_machine_once(core_user, serial, vin, key)) is not None:
+        if rows_kept(Machine, [found.pk]):
+            return found
+    return None
+
+
+def _find_machine_once(core_user: CoreUser, serial: str, vin: str, key: str) -> Machine | None:
     machines = Machine.objects.filter(core_user=core_user).order_by("created_time", "id")
     if serial:
         found = machines.filter(serial_key=serial).first()

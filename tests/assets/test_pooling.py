@@ -261,3 +261,22 @@ def test_concurrent_pooling_never_duplicates(core_user):
     )
     assert len(set(implements)) == 1 and len(set(operators)) == 1
     assert Implement.objects.count() == 1 and Operator.objects.count() == 1 and ImplementFile.objects.count() == count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_pooled_while_the_user_created_machine_it_names_is_being_deleted_makes_its_own(core_user):
+    """The file was linked to the machine being deleted: at commit the foreign key failed the file."""
+    from django.db import transaction
+
+    from assets.services import machine_create, machine_delete
+    from tests.concurrency import needs_postgresql, run_meanwhile
+
+    needs_postgresql()
+    made = machine_create(core_user=core_user, name="Combine", serial_number="SN-7")
+    with transaction.atomic():
+        machine_delete(machine=Machine.objects.get(pk=made.pk))
+        pooled = run_meanwhile(lambda: pool(core_user, serial_number="SN-7"))
+    machine, machine_file = pooled()
+    assert machine.pk != made.pk and machine.origin_type == OriginType.FILE_POOLED
+    assert list(Machine.objects.values_list("pk", flat=True)) == [machine.pk]
+    assert MachineFile.objects.get().machine_id == machine.pk
