@@ -24,7 +24,7 @@ from platform_site.accounts.services import (
     provider_credential_refresh_claim,
     provider_credential_store,
 )
-from platform_site.api.errors import DomainError, NotFoundError
+from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -137,10 +137,14 @@ def magic_link_create_with_user(
         _require_provider_apps(owner.pk, [link_values["provider"]])
     elif widget == MagicLink.Widget.PROVIDER:
         _require_provider_apps(owner.pk, link_values["allowed_providers"])
-    core_user, _created = core_user_find_or_create(
-        owner=owner, external_id=external_id, name=name or external_id, email=email or external_id
-    )
-    return magic_link_create(core_user=core_user, **link_values)
+    for _attempt in range(3):
+        core_user, _created = core_user_find_or_create(
+            owner=owner, external_id=external_id, name=name or external_id, email=email or external_id
+        )
+        # The user found may be being deleted: then, once it is gone, the externalId makes a new one.
+        if core_user_keep(core_user.pk, missing_ok=True):
+            return magic_link_create(core_user=core_user, **link_values)
+    raise NotFoundError(NOT_FOUND)  # (deleted each time it was made: someone is deleting it on purpose)
 
 
 @transaction.atomic

@@ -1,6 +1,7 @@
 """Run requests at the same moment, each on its own thread and database connection (PostgreSQL races)."""
 
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -53,11 +54,25 @@ def run_together(*calls: Callable[[], object]) -> list:
     return results
 
 
-def run_meanwhile(call: Callable[[], object], *, grace: float = 1.0) -> Callable[[], object]:
-    """Start `call` on its own thread (and database connection) from inside a transaction of the caller, and give
-    it `grace` seconds to finish or to block on a lock the caller holds. Returns a function that waits for the
-    call and returns its result (or raises its exception): an exact interleaving, where `run_together` leaves
-    the order to chance."""
+def _lock_waiters() -> int:
+    """How many other sessions of this database wait for a lock (read afresh: inside a transaction PostgreSQL
+    answers its first reading of the statistics again)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def run_meanwhile(call: Callable[[], object], *, grace: float = 10.0) -> Callable[[], object]:
+    """Start `call` on its own thread (and database connection) from inside a transaction of the caller, and wait
+    until it has finished or is waiting for a lock (PostgreSQL: seen in `pg_stat_activity`), at most `grace`
+    seconds. Returns a function that waits for the call and returns its result (or raises its exception): an exact
+    interleaving, where `run_together` leaves the order to chance. (A fixed pause let a slow machine commit the
+    caller's transaction before the call had reached the database: the race did not happen, and a test of it
+    passed on code without the fix.)"""
     outcome: dict = {}
 
     def run() -> None:
@@ -70,7 +85,11 @@ def run_meanwhile(call: Callable[[], object], *, grace: float = 1.0) -> Callable
 
     thread = threading.Thread(target=run)
     thread.start()
-    thread.join(timeout=grace)
+    deadline = time.monotonic() + grace
+    while thread.is_alive() and time.monotonic() < deadline:
+        if connection.vendor == "postgresql" and _lock_waiters():
+            break
+        thread.join(timeout=0.02)
 
     def result() -> object:
         thread.join()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
+from platform_site.accounts.services import core_user_lock
 from platform_site.text import fit, storable
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -82,7 +83,10 @@ def file_complete(file: File, produced: outputs.Produced) -> File:
     transaction. A file that is no longer processing (another run of its data set, a task sent twice, completed it;
     or it failed meanwhile) is answered as it is: no event, no rewrite."""
     with transaction.atomic():
-        file = File.objects.select_for_update().select_related("core_user").get(pk=file.pk)
+        file = File.objects.select_for_update(of=("self",)).select_related("core_user").get(pk=file.pk)
+        # Its user's other derived writes (pooling, merges, builds) queue here; FOR NO KEY UPDATE, so a change of
+        # the user's fields, farms or machines (which keeps the user, `core_user_keep`) does not wait for the file.
+        core_user_lock(file.core_user_id, no_key=True)
         if file.status != FileStatus.PROCESSING:
             return file
         produced.apply(file)

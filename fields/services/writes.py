@@ -48,14 +48,17 @@ def _field_reload(field: Field) -> Field:
     return field_queryset().get(pk=field.pk)
 
 
-def _user_lock(core_user: CoreUser, *, merge_may_follow: bool) -> bool:
+def _user_lock(core_user_id, *, merge_may_follow: bool) -> bool:
     """The first lock of a field change, its core user's (a field's deletion takes it first too); whether the user
     is still there. FOR UPDATE when the change may end in an auto-merge (a new boundary while `fieldsAutoMerge` is
     on), as the merge locks it so, then the partner fields: upgraded from a lock several changes shared, each
-    waited for the others, a deadlock. Otherwise it is only kept from deletion (`core_user_keep`)."""
-    if merge_may_follow and config_resolve(core_user=core_user).get("fieldsAutoMerge"):
-        return core_user_lock(core_user.pk)
-    return core_user_keep(core_user.pk, missing_ok=True)
+    waited for the others, a deadlock. Otherwise it is only kept from deletion (`core_user_keep`). By id: the user
+    may have been deleted since the field was read."""
+    if merge_may_follow:
+        core_user = CoreUser.objects.select_related("owner").filter(pk=core_user_id).first()
+        if core_user is not None and config_resolve(core_user=core_user).get("fieldsAutoMerge"):
+            return core_user_lock(core_user_id)
+    return core_user_keep(core_user_id, missing_ok=True)
 
 
 def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:
@@ -68,7 +71,7 @@ def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: boo
     follows: a change that writes the field's row twice has it checked against the user at commit, which waited
     for a deletion that was waiting for the field, a deadlock. `FOR NO KEY UPDATE`: rows that merely reference the
     field (a file link, an operation's field) can still be inserted meanwhile."""
-    if _user_lock(field.core_user, merge_may_follow=merge_may_follow) and list(
+    if _user_lock(field.core_user_id, merge_may_follow=merge_may_follow) and list(
         Field.objects.select_for_update(no_key=True).filter(pk=field.pk).values_list("pk")
     ):
         return True
@@ -142,7 +145,7 @@ def field_create(
             field_errors=[{"field": "id", "message": "Invalid field id."}],
         )
     _check_farm(core_user, farm)
-    if not _user_lock(core_user, merge_may_follow=True):
+    if not _user_lock(core_user.pk, merge_may_follow=True):
         raise NotFoundError(NOT_FOUND)
     key = str(uuid.uuid4())
     field_id = id or key

@@ -33,8 +33,9 @@ class ServiceDeleteMixin:
 
     def delete_queryset(self, request, queryset):
         # All or none, as Django's own bulk delete (one `queryset.delete()`): a failure rolls back the rows before it.
+        # In id order, the order other writes lock several of these rows in (`event_emit` for webhooks).
         with transaction.atomic(using=router.db_for_write(queryset.model)):
-            for obj in queryset:
+            for obj in queryset.order_by("pk"):
                 self.service_delete(obj)
 
     def get_deleted_objects(self, objs, request):

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.hashers import check_password
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -106,15 +106,33 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
     return core_user
 
 
+DELETION_ATTEMPTS = 3
+
+
 @transaction.atomic
 def core_user_delete(*, core_user: CoreUser) -> None:
-    """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first). The user is
-    locked first: the writes under way that keep it (`core_user_keep`) commit before the cascade collects their
-    rows, and those that come later wait, then find it gone."""
-    if not core_user_lock(core_user.pk):
-        return  # deleted meanwhile
-    core_user_deleting.send(sender=CoreUser, core_user=core_user)
-    core_user.delete()
+    """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first).
+
+    A write under way under the user keeps it (`core_user_keep`): the user's row is deleted last, once that write
+    committed, but the rows it added were not among those the cascade had collected. Their foreign keys are checked
+    before the end (Django defers them to the commit, where the deletion failed) and the deletion is made again,
+    from a savepoint, collecting them; a write that comes after the user's row is deleted waits, then finds it gone.
+    The user is not locked first: writes that lock one of the user's rows before the user would deadlock with it."""
+    pk = core_user.pk
+    for attempt in range(1, DELETION_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                core_user = CoreUser.objects.filter(pk=pk).first()
+                if core_user is None:
+                    return  # deleted meanwhile
+                core_user_deleting.send(sender=CoreUser, core_user=core_user)
+                core_user.delete()
+                if connection.vendor == "postgresql":  # (SQLite serialises writers)
+                    connection.check_constraints()
+            return
+        except IntegrityError:
+            if attempt == DELETION_ATTEMPTS:
+                raise ConflictError("The user's data kept changing while it was being deleted; try again.") from None
 
 
 @transaction.atomic

@@ -104,3 +104,69 @@ def test_a_farm_or_grower_replaced_while_its_core_user_is_being_deleted_is_a_404
         replace = run_meanwhile(request_later(make_client, owner, "put", url, {"name": "B"}))
     assert_problem(replace(), 404, "notFound")
     assert not Farm.objects.exists() and not Grower.objects.exists()
+
+
+def test_a_deletion_arriving_while_an_operation_is_cropped_waits_and_deletes(
+    owner, core_user, make_client, monkeypatch
+):
+    """A write that locks a row of the user (the operation) before it inserts rows of theirs: the deletion locked
+    the user first, then waited for the operation, while the crop's foreign key check waited for the user: a
+    deadlock, the DELETE a 500. Now the deletion is made again once the crop committed."""
+    from fields.services import field_create
+    from operations import tasks
+    from operations.models import Operation
+    from operations.services import operation_crop
+    from tests.operations.helpers import grid_box, grid_table, processed_file
+
+    needs_postgresql()
+    field_create(core_user=core_user, id="whole", geometry=grid_box())
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=2))
+    operation = Operation.objects.get()
+    monkeypatch.setattr(tasks.operation_crop_process, "delay", lambda *args: None)
+    with transaction.atomic():
+        operation_crop(operation=Operation.objects.get(pk=operation.pk))
+        deletion = run_meanwhile(request_later(make_client, owner, "delete", f"{USERS}/{core_user.id}"))
+    assert deletion().status_code == 204
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not File.objects.exists()
+
+
+@pytest.mark.parametrize("method", ["patch", "delete"])
+def test_a_field_change_after_its_core_user_was_deleted_is_a_404_or_done(owner, make_client, monkeypatch, method):
+    """The user deleted between the view's read of the field and the service: reading the user then was a 500."""
+    from fields import views
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    url = (
+        f"{BASE}/users/{core_user.id}/fields/"
+        + make_client(owner)
+        .post(f"{BASE}/users/{core_user.id}/fields", {"geometry": square(10, 50)}, format="json")
+        .json()["id"]
+    )
+    name = {"patch": "field_update", "delete": "field_delete"}[method]
+    service = getattr(views.services, name)
+
+    def after_the_user_went(**kwargs):
+        core_user_delete(core_user=CoreUser.objects.get(pk=core_user.pk))
+        return service(**kwargs)
+
+    monkeypatch.setattr(views.services, name, after_the_user_went)
+    response = request_later(make_client, owner, method, url, {"name": "x"} if method == "patch" else None)()
+    assert response.status_code == (404 if method == "patch" else 204)
+
+
+def test_a_link_for_the_external_id_of_a_user_being_deleted_makes_a_new_user(owner, make_client):
+    """The endpoint makes the user of an externalId unless there is one: the one found was going, a 404."""
+    needs_postgresql()
+    user = CoreUserFactory(owner=owner, external_id="ext-1")
+    body = {"externalId": "ext-1"}
+    with transaction.atomic():
+        core_user_delete(core_user=CoreUser.objects.get(pk=user.pk))
+        link = run_meanwhile(
+            request_later(make_client, owner, "post", "/services/widgets/api/magic-link/file-upload", body)
+        )
+    response = link()
+    assert response.status_code == 201
+    [made] = CoreUser.objects.all()
+    assert made.external_id == "ext-1" and made.pk != user.pk and response.json()["coreUserId"] == str(made.pk)

@@ -329,3 +329,43 @@ def test_an_event_another_webhook_of_the_owner_listens_to_is_a_form_error(superu
     assert Webhook.objects.count() == 1
     response = superuser_client.post("/admin/webhooks/webhook/add/", {**data, "subscriptions-0-event": "fieldUpdated"})
     assert response.status_code == 302 and Webhook.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deleting_two_webhooks_while_a_change_announces_to_both_waits_for_it(owner, core_user, subscribe, monkeypatch):
+    """The bulk deletion (one transaction) locked the second webhook, then waited for the first, which the change
+    kept while it went on to announce to the second: a deadlock, the deletion a 500 and rolled back."""
+    from django.db import transaction
+
+    from fields.geometry import parse_multipolygon
+    from fields.models import Field
+    from fields.services import writes
+    from tests.concurrency import needs_postgresql, run_meanwhile
+    from tests.fields.helpers import square
+
+    class Nowhere:
+        url = "http://127.0.0.1:9/hook"
+
+    needs_postgresql()
+    # fieldCreated goes to the webhook of the lower id (announced first), mergedFieldCreated to the other (later)
+    while True:
+        low, high = subscribe(owner, Nowhere, ["fieldCreated"]), subscribe(owner, Nowhere, ["mergedFieldCreated"])
+        if low.pk < high.pk:
+            break
+        Webhook.objects.all().delete()
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    writes.field_create(core_user=core_user, geometry=parse_multipolygon(square(10, 50)))
+    admin = Client(raise_request_exception=False)
+    admin.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "root-password"))
+    data = {"action": "delete_selected", "_selected_action": [str(low.pk), str(high.pk)], "post": "yes"}
+    deletion, merge = {}, writes._after_boundary_change
+
+    def delete_before_the_merge(field):  # fieldCreated announced; mergedFieldCreated to come
+        deletion["answer"] = run_meanwhile(lambda: admin.post("/admin/webhooks/webhook/", data))
+        return merge(field)
+
+    monkeypatch.setattr(writes, "_after_boundary_change", delete_before_the_merge)
+    with transaction.atomic():
+        writes.field_create(core_user=core_user, geometry=parse_multipolygon(square(10.005, 50)))
+    assert deletion["answer"]().status_code == 302
+    assert not Webhook.objects.exists() and Field.objects.count() == 3

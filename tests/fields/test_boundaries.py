@@ -254,3 +254,27 @@ def test_a_deletion_arriving_while_a_name_and_geometry_change_is_under_way_waits
         delete = run_meanwhile(request_later(make_client, owner, "delete", url))
     assert delete().status_code == 204
     assert not Field.objects.exists() and not Boundary.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_field_is_renamed_while_a_file_of_its_user_is_being_completed(owner, core_user, make_client):
+    """A field change keeps its core user from deletion; completing a file locked the user FOR UPDATE, so the
+    rename waited for the whole of the file's processing."""
+    from django.db import transaction
+
+    from conversion import outputs
+    from conversion import services as conversion
+    from conversion.models import File, FileOrigin
+    from tests.operations.helpers import grid_table
+
+    needs_postgresql()
+    url = field_url(core_user, create_field(make_client(owner), core_user, square(10, 50))["id"])
+    file = File.objects.create(
+        core_user=core_user, file_name="upload.zip", file_format="TEST", provider="Other", origin=FileOrigin.UPLOADED
+    )
+    produced = outputs.produce(file, grid_table(), clean=False)
+    with transaction.atomic():
+        conversion.file_complete(file, produced)  # held open: the rest of the file's processing
+        rename = run_meanwhile(request_later(make_client, owner, "patch", url, {"name": "Renamed"}))
+        assert Field.objects.get().name == "Renamed"  # done before the file's transaction ends
+    assert rename().status_code == 200
