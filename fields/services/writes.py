@@ -61,6 +61,14 @@ def _user_lock(core_user_id, *, merge_may_follow: bool) -> bool:
     return core_user_keep(core_user_id, missing_ok=True)
 
 
+def _merge_lock_held(core_user_id) -> bool:
+    """The core user's FOR UPDATE lock a merge needs, taken when the change began (`_user_lock`: auto-merge was on
+    then) or free to take now. Switched on during the change, while another change of the user kept it and waited
+    for this one, the merge would have upgraded its lock and waited for that change: a deadlock. Then no merge: the
+    configuration of when the change began decides."""
+    return bool(list(CoreUser.objects.select_for_update(skip_locked=True).filter(pk=core_user_id).values_list("pk")))
+
+
 def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:
     """Lock the field's row until the transaction ends, serialising the changes of one field: without it two
     concurrent changes each deactivate the boundary they saw and both leave theirs ACTIVE (PostgreSQL's READ
@@ -379,8 +387,12 @@ def _after_boundary_change(field: Field) -> None:
     if field.type != Field.Type.ORIGINAL:
         return
     config = config_resolve(core_user=field.core_user)
-    if config.get("fieldsAutoMerge") and field.boundary_id and field.boundary.status == Boundary.Status.ACTIVE:
-        core_user_lock(field.core_user_id)
+    if (
+        config.get("fieldsAutoMerge")
+        and field.boundary_id
+        and field.boundary.status == Boundary.Status.ACTIVE
+        and _merge_lock_held(field.core_user_id)
+    ):
         partners = [
             other
             for other, _ in fields_overlapping(

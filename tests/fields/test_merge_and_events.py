@@ -356,3 +356,33 @@ def test_deleting_a_merged_field_while_a_source_changes_succeeds(owner, core_use
             client.delete(field_url(core_user, source["id"]))
         for leftover in Field.objects.filter(core_user=core_user):
             client.delete(field_url(core_user, leftover.pk))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_auto_merge_switched_on_during_a_boundary_change_while_the_field_is_renamed(
+    owner, core_user, make_client, monkeypatch
+):
+    """The change read the configuration (off) when it began, and again before merging (on): it upgraded its lock
+    of the core user while the rename, which kept the user, waited for the field: a deadlock, the rename a 500."""
+    from django.db import transaction
+
+    from fields.geometry import parse_multipolygon
+    from fields.services import writes
+    from tests.concurrency import run_meanwhile
+
+    needs_postgresql()
+    field_id = create_field(make_client(owner), core_user, square(10, 50))["id"]
+    url, rename, merge = field_url(core_user, field_id), {}, writes._after_boundary_change
+
+    def meanwhile(field):  # a rename of the field comes, and the owner switches auto-merge on
+        rename["answer"] = run_meanwhile(request_later(make_client, owner, "patch", url, {"name": "Renamed"}))
+        run_meanwhile(lambda: config_owner_update(owner=owner, entries={"fieldsAutoMerge": True}))()
+        return merge(field)
+
+    monkeypatch.setattr(writes, "_after_boundary_change", meanwhile)
+    with transaction.atomic():
+        writes.field_boundary_set(
+            field=Field.objects.get(public_id=field_id), geometry=parse_multipolygon(square(11, 50))
+        )
+    assert rename["answer"]().status_code == 200
+    assert Field.objects.get(public_id=field_id).name == "Renamed"
