@@ -22,7 +22,7 @@ from django.utils import timezone
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_keep, core_user_lock
 from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError, ProviderResourceReadOnly
-from platform_site.db import rows_kept
+from platform_site.db import row_locked, rows_kept
 from platform_site.text import fit
 from webhooks.models import EventType
 from webhooks.services import event_emit
@@ -162,7 +162,7 @@ def machine_delete(*, machine: Machine) -> None:
     """Delete a USER_CREATED machine and its machine files. Emits machineDeleted."""
     _ensure_user_created(machine)
     machine_id, core_user = str(machine.id), machine.core_user
-    if not list(Machine.objects.select_for_update().filter(pk=machine.pk).values_list("pk")):
+    if not row_locked(Machine, machine.pk):
         return  # deleted meanwhile, and announced by that deletion
     machine.delete()
     event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})

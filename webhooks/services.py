@@ -20,7 +20,7 @@ from platform_site.api.errors import DomainError, list_item_errors
 from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from platform_site.celery import send_on_commit
-from platform_site.db import rows_kept
+from platform_site.db import row_locked, rows_kept
 from platform_site.outbound import call_deadline, read_head
 from platform_site.text import storable
 
@@ -100,7 +100,7 @@ def webhook_delete(*, webhook: Webhook) -> None:
     """Delete a webhook; its pending deliveries go with it, so nothing more is sent. Locked first: an event being
     emitted to it (`event_emit` keeps the webhooks it writes deliveries for) commits before its deliveries are
     collected, and one emitted later finds it gone."""
-    if list(Webhook.objects.select_for_update().filter(pk=webhook.pk).values_list("pk")):
+    if row_locked(Webhook, webhook.pk):
         webhook.delete()
 
 

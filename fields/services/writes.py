@@ -15,6 +15,7 @@ from configs.services import config_resolve
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_keep, core_user_lock
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError, ProviderResourceReadOnly
+from platform_site.db import row_locked
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -66,7 +67,7 @@ def _merge_lock_held(core_user_id) -> bool:
     then) or free to take now. Switched on during the change, while another change of the user kept it and waited
     for this one, the merge would have upgraded its lock and waited for that change: a deadlock. Then no merge: the
     configuration of when the change began decides."""
-    return bool(list(CoreUser.objects.select_for_update(skip_locked=True).filter(pk=core_user_id).values_list("pk")))
+    return row_locked(CoreUser, core_user_id, skip_locked=True)
 
 
 def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:
@@ -79,9 +80,7 @@ def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: boo
     follows: a change that writes the field's row twice has it checked against the user at commit, which waited
     for a deletion that was waiting for the field, a deadlock. `FOR NO KEY UPDATE`: rows that merely reference the
     field (a file link, an operation's field) can still be inserted meanwhile."""
-    if _user_lock(field.core_user_id, merge_may_follow=merge_may_follow) and list(
-        Field.objects.select_for_update(no_key=True).filter(pk=field.pk).values_list("pk")
-    ):
+    if _user_lock(field.core_user_id, merge_may_follow=merge_may_follow) and row_locked(Field, field.pk, no_key=True):
         return True
     if missing_ok:
         return False

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from platform_site.api.authentication import token_issue
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError
-from platform_site.db import rows_kept
+from platform_site.db import row_locked, rows_kept
 
 from .models import EXTERNAL_ID_IN_USE, CoreUser, ProviderApplication, ProviderCredential
 from .signals import core_user_deleting
@@ -26,7 +26,7 @@ def core_user_lock(core_user_id, *, no_key: bool = False) -> bool:
     before any other row those writes lock. `no_key`: FOR NO KEY UPDATE, which does not block inserts of rows
     that reference the user (nor other such locks), but does block the user's deletion. Returns whether the user
     is still there. The lock is a no-op on SQLite, whose writers are serial anyway."""
-    return bool(list(CoreUser.objects.select_for_update(no_key=no_key).filter(pk=core_user_id).values_list("pk")))
+    return row_locked(CoreUser, core_user_id, no_key=no_key)
 
 
 def core_user_keep(core_user_id, *, missing_ok: bool = False) -> bool:

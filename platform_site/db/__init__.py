@@ -39,6 +39,15 @@ def session_lock(*key: int, wait_seconds: float | None = None) -> Iterator[bool]
                 cursor.execute(f"SELECT pg_advisory_unlock({placeholders})", list(key))
 
 
+def row_locked(model, pk, *, no_key: bool = False, skip_locked: bool = False) -> bool:
+    """Lock `model`'s row `pk` until the transaction ends (FOR UPDATE; FOR NO KEY UPDATE with `no_key`, which lets
+    rows that reference it be written meanwhile) and say whether it is there. With `skip_locked`, False also when
+    another transaction holds a lock it would wait for. Other databases (SQLite serialises writers): whether it is
+    there."""
+    rows = model.objects.select_for_update(no_key=no_key, skip_locked=skip_locked).filter(pk=pk).values_list("pk")
+    return bool(list(rows))
+
+
 def rows_kept(model, pks) -> set:
     """Those of `pks` whose `model` rows exist, kept from deletion until the transaction ends: `FOR KEY SHARE`, the
     lock PostgreSQL's foreign key check takes, taken before writing rows that reference them. Django's foreign keys
