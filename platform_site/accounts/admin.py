@@ -111,12 +111,11 @@ class OwnerBoundAdmin(ServiceDeleteMixin, admin.ModelAdmin):
 @admin.register(CoreUser)
 class CoreUserAdmin(OwnerBoundAdmin):
     list_display = ("id", "name", "email", "external_id", "owner", "created_at")
+    list_filter = ("owner",)
+    search_fields = ("id", "name", "email", "external_id")
 
     def service_delete(self, obj) -> None:
         services.core_user_delete(core_user=obj)
-
-    list_filter = ("owner",)
-    search_fields = ("id", "name", "email", "external_id")
 
 
 class ProviderApplicationForm(forms.ModelForm):
@@ -143,13 +142,12 @@ class ProviderApplicationForm(forms.ModelForm):
 @admin.register(ProviderApplication)
 class ProviderApplicationAdmin(OwnerBoundAdmin):
     form = ProviderApplicationForm
-
-    def service_delete(self, obj) -> None:
-        services.provider_application_delete(application=obj)
-
     list_display = ("provider", "owner", "client_id", "authorize_url", "token_url", "updated_at")
     list_filter = ("provider", "owner")
     search_fields = ("client_id",)
+
+    def service_delete(self, obj) -> None:
+        services.provider_application_delete(application=obj)
 
 
 @admin.register(ProviderCredential)
