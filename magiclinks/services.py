@@ -302,7 +302,10 @@ def oauth_authorization_complete(
     except (oauth.TokenRequestFailed, UnsafeUrl) as exc:
         credentials_unauthenticated(core_user=link.core_user, provider=provider, message=str(exc))
         raise AuthorizationRefused(502, f"The connection to {provider} failed: {exc}", link) from None
-    credential = _credential_store(core_user=link.core_user, application=application, tokens=tokens)
+    try:
+        credential = _credential_store(core_user=link.core_user, application=application, tokens=tokens)
+    except NotFoundError:  # the core user (and so the link) was deleted while the user was at the provider
+        raise AuthorizationRefused(410, "This link is no longer available.", link) from None
     return ConnectionResult(
         link=link, provider=provider, credential=credential, scopes_missing=scopes_missing(application, tokens.scope)
     )

@@ -215,7 +215,8 @@ def provider_credential_store(
     connection UNAUTHENTICATED. A refresh (`refreshed`: the credential as read before it) keeps the previous refresh
     token when the answer has none (RFC 6749 section 6), and only while the credential is still as read: one
     disconnected (a refresh stored late re-created it), connected again or refreshed by another task meanwhile
-    makes the answer outdated; None then."""
+    makes the answer outdated; None then. A connection keeps the core user (`core_user_keep`): one deleted while
+    the user was at the provider is a 404 `notFound`, not a credential of nobody failing at commit."""
     values = {
         "access_token": access_token,
         "refresh_token": refresh_token,
@@ -238,6 +239,7 @@ def provider_credential_store(
                 setattr(current, name, value)
             current.save()
             return current
+    core_user_keep(core_user.pk)
     for _ in range(2):  # a concurrent first connection may insert between our look-up and our insert
         try:
             with transaction.atomic():

@@ -621,3 +621,31 @@ def test_disconnecting_while_a_refresh_is_in_flight_stays_disconnected(
     monkeypatch.setattr(oauth, "token_refresh", token_refresh)
     tasks.magiclinks_credential_refresh(str(credential.pk))
     assert not ProviderCredential.objects.filter(core_user=core_user).exists()
+
+
+@pytest.mark.embedded
+@pytest.mark.django_db(transaction=True)
+def test_a_core_user_deleted_while_at_the_provider_is_told_the_link_is_gone(
+    client, owner, core_user, oauth_server, oauth_app, settings, monkeypatch
+):
+    """The code is exchanged outside any transaction: a core user deleted during the exchange had a credential stored
+    for them anyway, and the foreign key failed it at commit (500)."""
+    from platform_site.accounts import oauth
+    from platform_site.accounts.services import core_user_delete
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    real = oauth.authorization_code_exchange
+
+    def exchange(application, **kwargs):
+        tokens = real(application, **kwargs)
+        core_user_delete(core_user=type(core_user).objects.get(pk=core_user.pk))
+        return tokens
+
+    monkeypatch.setattr(oauth, "authorization_code_exchange", exchange)
+    response, _ = connect(client, url)
+    assert response.status_code == 410
+    page = response.content.decode()
+    assert "This link is no longer available." in page and "Back to your providers" not in page
+    assert len(oauth_server.token_requests) == 1
+    assert not ProviderCredential.objects.exists() and not MagicLink.objects.exists()
