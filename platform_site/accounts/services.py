@@ -114,34 +114,52 @@ def core_user_delete(*, core_user: CoreUser) -> None:
     """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first).
 
     A write under way under the user keeps it (`core_user_keep`): the user's row is deleted last, once that write
-    committed, but the rows it added were not among those the cascade had collected. Their foreign keys are checked
-    before the end (Django defers them to the commit, where the deletion failed) and the deletion is made again,
-    from a savepoint, collecting them; a write that comes after the user's row is deleted waits, then finds it gone.
-    The user is not locked first: writes that lock one of the user's rows before the user would deadlock with it."""
+    committed, but the rows it added were not among those the cascade had collected; the deletion is made again
+    (`_deleted_whole`). A write that comes after the user's row is deleted waits, then finds it gone. The user is
+    not locked first: writes that lock one of the user's rows before the user would deadlock with it."""
     pk = core_user.pk
+
+    def delete_once() -> None:
+        current = CoreUser.objects.filter(pk=pk).first()
+        if current is not None:  # (else deleted meanwhile)
+            core_user_deleting.send(sender=CoreUser, core_user=current)
+            current.delete()
+
+    _deleted_whole(delete_once, "The user's data kept changing while it was being deleted; try again.")
+
+
+def owner_delete(*, owner) -> None:
+    """Delete an API owner and everything of theirs: each core user as `core_user_delete` deletes one, then the
+    owner (its webhooks, deliveries, configuration and provider applications by cascade). A change announced
+    meanwhile (its deliveries kept the webhooks) is collected as `_deleted_whole` says."""
+    model, pk = type(owner), owner.pk
+
+    def delete_once() -> None:
+        current = model.objects.filter(pk=pk).first()
+        if current is not None:
+            for core_user in CoreUser.objects.filter(owner=current).order_by("pk"):
+                core_user_delete(core_user=core_user)
+            current.delete()
+
+    _deleted_whole(delete_once, "The API owner's data kept changing while it was being deleted; try again.")
+
+
+def _deleted_whole(delete_once, conflict: str) -> None:
+    """Run the cascade `delete_once` so that rows a concurrent write added meanwhile go too. The cascade collects
+    the rows first and deletes them after; a write's rows that commit between the two were not collected, and
+    Django checks foreign keys only at commit, where the deletion failed (500). They are checked before the end
+    and the deletion is made again from a savepoint, collecting them (at most `DELETION_ATTEMPTS` times, then
+    409). SQLite serialises writers: nothing to collect there."""
     for attempt in range(1, DELETION_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                core_user = CoreUser.objects.filter(pk=pk).first()
-                if core_user is None:
-                    return  # deleted meanwhile
-                core_user_deleting.send(sender=CoreUser, core_user=core_user)
-                core_user.delete()
-                if connection.vendor == "postgresql":  # (SQLite serialises writers)
+                delete_once()
+                if connection.vendor == "postgresql":
                     connection.check_constraints()
             return
         except IntegrityError:
             if attempt == DELETION_ATTEMPTS:
-                raise ConflictError("The user's data kept changing while it was being deleted; try again.") from None
-
-
-@transaction.atomic
-def owner_delete(*, owner) -> None:
-    """Delete an API owner and everything of theirs: each core user as `core_user_delete` deletes one, then the
-    owner (its webhooks, configuration and provider applications by cascade)."""
-    for core_user in CoreUser.objects.filter(owner=owner).order_by("pk"):
-        core_user_delete(core_user=core_user)
-    owner.delete()
+                raise ConflictError(conflict) from None
 
 
 def core_user_find_or_create(*, owner, external_id: str, name: str, email: str) -> tuple[CoreUser, bool]:

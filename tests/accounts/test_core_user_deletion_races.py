@@ -1,7 +1,8 @@
-"""A core user deleted while something is written under it (PostgreSQL, exact interleavings). Django checks foreign
-keys at commit: the write of a row of a user deleted meanwhile failed there (500), or, committed first, failed the
-deletion (500, and the user stayed). Now the deletion locks the user first and every write keeps it: whichever
-comes second waits, and a write that finds the user gone is a 404."""
+"""A core user (or an API owner) deleted while something is written under it (PostgreSQL, exact interleavings).
+Django checks foreign keys at commit: the write of a row of a user deleted meanwhile failed there (500), or,
+committed first, failed the deletion (500, and the user stayed). Now every write keeps the user: a write that comes
+after the deletion waits and finds the user gone (a 404); a deletion that comes during a write is made again once
+the write committed, collecting its rows."""
 
 import pytest
 from django.db import transaction
@@ -12,7 +13,7 @@ from conversion.models import File, FileOrigin
 from fields.models import Farm, Field, Grower
 from magiclinks.models import MagicLink
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_delete
+from platform_site.accounts.services import core_user_delete, owner_delete
 from tests.concurrency import needs_postgresql, request_later, run_meanwhile
 from tests.factories import CoreUserFactory
 from tests.fields.helpers import BASE, square
@@ -170,3 +171,20 @@ def test_a_link_for_the_external_id_of_a_user_being_deleted_makes_a_new_user(own
     assert response.status_code == 201
     [made] = CoreUser.objects.all()
     assert made.external_id == "ext-1" and made.pk != user.pk and response.json()["coreUserId"] == str(made.pk)
+
+
+def test_an_owner_deleted_while_a_change_is_announced_goes_with_the_announcement(owner, subscribe, webhook_receiver):
+    """The announcement keeps the owner's webhooks until it commits; its deliveries were not among the rows the
+    deletion had collected, and the deletion failed at commit (a 500 in the admin, the owner kept)."""
+    from webhooks.models import Delivery, Webhook
+    from webhooks.services import event_emit
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    with transaction.atomic():
+        assert event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": "f1"}) == 1
+        deletion = run_meanwhile(lambda: owner_delete(owner=type(owner).objects.get(pk=owner.pk)))
+    deletion()
+    assert not type(owner).objects.filter(pk=owner.pk).exists()
+    assert not CoreUser.objects.exists() and not Webhook.objects.exists() and not Delivery.objects.exists()
