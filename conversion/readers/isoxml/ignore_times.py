@@ -31,6 +31,7 @@ MAX_IGNORE_TIME_MS = 2**31 - 1
 
 
 def _in_range(values: np.ndarray) -> np.ndarray:
+    """The values that can be ignore times (ms), NaN for the others; an array of any shape, one value too."""
     return np.where((values >= 0) & (values <= MAX_IGNORE_TIME_MS), values, np.nan)
 
 
@@ -42,8 +43,8 @@ def _device_property(td: TaskData, det_id: str, ddi: int) -> float | None:
     while element is not None and element.id not in seen:
         seen.add(element.id)
         if ddi in element.properties:
-            value = element.properties[ddi]
-            return float(value) if 0 <= value <= MAX_IGNORE_TIME_MS else None
+            value = float(_in_range(np.asarray(element.properties[ddi], dtype=float)))
+            return None if np.isnan(value) else value
         element = td.dets.get(element.parent_id) if element.parent_id else None
     return None
 
