@@ -1,5 +1,6 @@
-"""Magic links: creation (optionally with the core user), revocation, opening a link's page, the OAuth 2.0
-authorization-code flow a provider link starts, and uploads through a file-upload link."""
+"""Provider connections made through a link's page: the OAuth 2.0 authorization-code flow (PKCE, a single-use
+`state` bound to the link, the provider and the browser), the credentials it stores, their refresh, and disconnecting.
+"""
 
 import base64
 import hashlib
@@ -10,48 +11,27 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from platform_site.accounts import oauth
 from platform_site.accounts.models import CoreUser, ProviderApplication, ProviderCredential
 from platform_site.accounts.services import (
-    core_user_find_or_create,
-    core_user_keep,
     provider_application_find,
     provider_credential_delete,
     provider_credential_mark_unauthenticated,
     provider_credential_refresh_claim,
     provider_credential_store,
 )
-from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError
+from platform_site.api.errors import NotFoundError
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from .models import LinkAuthorization, LinkUpload, MagicLink
+from ..models import LinkAuthorization, MagicLink
+from .links import UNAVAILABLE_MESSAGE, LinkUnavailable, token_hash
 
-EXPIRES_IN_DEFAULT = 900
-EXPIRES_IN_MIN = 900
-EXPIRES_IN_MAX = 31_536_000
-DEFAULT_SETTINGS = {"backgroundColor": "#F5F5F5", "showLeafUserName": False}
 AUTHORIZATION_LIFETIME = timedelta(minutes=10)
 CALLBACK_PATH = "/links/oauth/callback"
-UNAVAILABLE_MESSAGE = "The service that sent this link is not available at the moment. Ask it for help."
-
-
-class ProviderAppNotConfigured(DomainError):
-    error_key = "providerAppNotConfigured"
-
-
-class LinkUnavailable(Exception):
-    """The page of a link cannot be shown: `status` 404 (unknown), 410 (expired or revoked) or 403 (its API owner
-    is deactivated: the owner's API tokens are refused too, and the link works again if the owner is reactivated)."""
-
-    def __init__(self, status: int, reason: str):
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 class AuthorizationRefused(Exception):
@@ -64,131 +44,9 @@ class AuthorizationRefused(Exception):
         self.link = link
 
 
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def link_url(token: str) -> str:
-    return f"{settings.PUBLIC_BASE_URL.rstrip('/')}/links/{token}"
-
-
 def oauth_redirect_uri() -> str:
     """The one redirect URI to register at every provider."""
     return settings.PUBLIC_BASE_URL.rstrip("/") + CALLBACK_PATH
-
-
-# --- API ---------------------------------------------------------------------------------------------
-
-
-def _require_provider_apps(owner_id, providers: list[str]) -> None:
-    missing = [p for p in providers if provider_application_find(owner_id=owner_id, provider=p) is None]
-    if missing:
-        raise ProviderAppNotConfigured(
-            f"Set up the provider application first for: {', '.join(missing)}.",
-            field_errors=[{"field": "provider", "message": f"No application set up for {p}."} for p in missing],
-        )
-
-
-def _normalised_settings(widget: str, values: dict | None) -> dict:
-    result = dict(DEFAULT_SETTINGS)
-    if widget != MagicLink.Widget.FILEUPLOAD:
-        result["disconnectedEnabled"] = False
-    result.update(values or {})
-    return result
-
-
-@transaction.atomic
-def magic_link_create(
-    *,
-    core_user: CoreUser,
-    widget: str,
-    expires_in: int = EXPIRES_IN_DEFAULT,
-    settings: dict | None = None,
-    allowed_providers: list[str] | None = None,
-    provider: str | None = None,
-) -> tuple[MagicLink, str]:
-    """A new link of `core_user`; returns it with its token (shown once: only the hash is kept).
-    Provider and authentication links need the owner's application at each provider (400 otherwise)."""
-    providers = [provider] if widget == MagicLink.Widget.AUTHENTICATION else list(allowed_providers or [])
-    if widget != MagicLink.Widget.FILEUPLOAD:
-        _require_provider_apps(core_user.owner_id, providers)
-    core_user_keep(core_user.pk)
-    token = secrets.token_urlsafe(32)  # 256 bits
-    link = MagicLink.objects.create(
-        core_user=core_user,
-        widget=widget,
-        token_hash=token_hash(token),
-        allowed_providers=providers if widget == MagicLink.Widget.PROVIDER else [],
-        provider=provider if widget == MagicLink.Widget.AUTHENTICATION else None,
-        settings=_normalised_settings(widget, settings),
-        expires_at=timezone.now() + timedelta(seconds=expires_in),
-    )
-    return link, token
-
-
-@transaction.atomic
-def magic_link_create_with_user(
-    *, owner, external_id: str, name: str | None = None, email: str | None = None, **link_values
-) -> tuple[MagicLink, str]:
-    """A new link for the core user with `external_id`, who is created (name and e-mail defaulting to
-    the externalId) unless they exist. Nothing is created when the link is refused."""
-    widget = link_values["widget"]
-    if widget == MagicLink.Widget.AUTHENTICATION:
-        _require_provider_apps(owner.pk, [link_values["provider"]])
-    elif widget == MagicLink.Widget.PROVIDER:
-        _require_provider_apps(owner.pk, link_values["allowed_providers"])
-    for _attempt in range(3):
-        core_user, _created = core_user_find_or_create(
-            owner=owner, external_id=external_id, name=name or external_id, email=email or external_id
-        )
-        # The user found may be being deleted: then, once it is gone, the externalId makes a new one.
-        if core_user_keep(core_user.pk, missing_ok=True):
-            return magic_link_create(core_user=core_user, **link_values)
-    raise NotFoundError(NOT_FOUND)  # (deleted each time it was made: someone is deleting it on purpose)
-
-
-@transaction.atomic
-def magic_link_delete(*, link: MagicLink) -> None:
-    """Revoke the link at once; its page answers 410 from now on."""
-    MagicLink.objects.filter(pk=link.pk, deleted_at__isnull=True).update(deleted_at=timezone.now())
-
-
-# --- Pages -------------------------------------------------------------------------------------------
-
-
-def magic_link_resolve(token: str, *, allow_expired: bool = False) -> MagicLink:
-    """The live link with this token, or `LinkUnavailable` (404 unknown, 410 revoked or expired, 403 its API owner
-    deactivated)."""
-    if not token or len(token) > 200:
-        raise LinkUnavailable(404, "unknown")
-    link = MagicLink.objects.select_related("core_user__owner").filter(token_hash=token_hash(token)).first()
-    _link_check(link, allow_expired=allow_expired)
-    return link
-
-
-def _link_check(link: MagicLink | None, *, allow_expired: bool = False) -> None:
-    """`LinkUnavailable` unless `link` (read with its core user and owner) may be used now."""
-    if link is None:
-        raise LinkUnavailable(404, "unknown")
-    if link.deleted_at is not None:
-        raise LinkUnavailable(410, "revoked")
-    if link.expires_at <= timezone.now() and not allow_expired:
-        raise LinkUnavailable(410, "expired")
-    if not link.core_user.owner.is_active:
-        raise LinkUnavailable(403, "unavailable")
-
-
-def magic_link_open(token: str, *, count: bool = True) -> MagicLink:
-    """Resolve the link for its page and count the visit (`usageCount`, `lastAccessedAt`) unless `count` is
-    false (a HEAD from a link checker or a chat preview is no visit)."""
-    link = magic_link_resolve(token)
-    if not count:
-        return link
-    now = timezone.now()
-    MagicLink.objects.filter(pk=link.pk).update(usage_count=F("usage_count") + 1, last_accessed_at=now)
-    link.usage_count += 1
-    link.last_accessed_at = now
-    return link
 
 
 def link_connections(link: MagicLink) -> dict[str, ProviderCredential]:
@@ -197,6 +55,13 @@ def link_connections(link: MagicLink) -> dict[str, ProviderCredential]:
         c.provider: c
         for c in ProviderCredential.objects.filter(core_user_id=link.core_user_id, provider__in=link.providers)
     }
+
+
+def link_disconnect(*, link: MagicLink, provider: str) -> bool:
+    """The end user chose to disconnect `provider` (only when the link allows it)."""
+    if not link.settings.get("disconnectedEnabled") or provider not in link.providers:
+        raise LinkUnavailable(404, "disconnect not offered")
+    return provider_credential_delete(core_user=link.core_user, provider=provider)
 
 
 def browser_hash(nonce: str) -> str:
@@ -425,7 +290,7 @@ def credentials_refresh_sweep() -> int:
     """Periodic: enqueue a refresh of every credential about to expire; returns how many. The task checks again
     that the credential is still due, so a refresh already done by an earlier run is not repeated (a provider
     that rotates refresh tokens would refuse the old one)."""
-    from . import tasks  # tasks import this module
+    from .. import tasks  # tasks import this module
 
     horizon = timezone.now() + timedelta(seconds=settings.CREDENTIAL_REFRESH_AHEAD_SECONDS)
     due = ProviderCredential.objects.filter(status=ProviderCredential.Status.AUTHENTICATED, expires_at__lte=horizon)
@@ -435,43 +300,3 @@ def credentials_refresh_sweep() -> int:
             tasks.magiclinks_credential_refresh.delay(str(credential.pk), only_if_due=True)
             sent += 1
     return sent
-
-
-def link_disconnect(*, link: MagicLink, provider: str) -> bool:
-    """The end user chose to disconnect `provider` (only when the link allows it)."""
-    if not link.settings.get("disconnectedEnabled") or provider not in link.providers:
-        raise LinkUnavailable(404, "disconnect not offered")
-    return provider_credential_delete(core_user=link.core_user, provider=provider)
-
-
-# --- Uploads -----------------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def link_upload(*, link: MagicLink, provider: str, upload):
-    """Receive a zip through a file-upload link into the same batch pipeline as `POST /batch`. The link was
-    checked before the body streamed in; revoked or expired meanwhile, it is `LinkUnavailable` (410) now, and
-    its user deleted meanwhile, 404. The link is locked until commit, so a revocation waits for the upload."""
-    from conversion.services import batch_receive
-
-    live = MagicLink.objects.select_for_update(of=("self",)).select_related("core_user__owner").filter(pk=link.pk)
-    _link_check(live.first())
-    try:
-        batch = batch_receive(core_user=link.core_user, provider=provider, upload=upload)
-    except NotFoundError:
-        raise LinkUnavailable(404, "unknown") from None
-    LinkUpload.objects.create(link=link, batch_id=batch.pk)
-    return batch
-
-
-def link_batch_progress(*, link: MagicLink, batch_id) -> dict:
-    """Progress of a batch uploaded through `link` (404 for any other batch)."""
-    from conversion.models import Batch
-    from conversion.services import batch_progress
-
-    if not LinkUpload.objects.filter(link=link, batch_id=batch_id).exists():
-        raise LinkUnavailable(404, "unknown batch")
-    batch = Batch.objects.filter(pk=batch_id, core_user_id=link.core_user_id).first()
-    if batch is None:
-        raise LinkUnavailable(404, "unknown batch")
-    return batch_progress(batch)

@@ -1,0 +1,71 @@
+"""The magic links service's business rules, one module per concern; import them from here.
+
+- `links`: creating, revoking, resolving and opening links; uploads through a file-upload link.
+- `connections`: the OAuth 2.0 flow a provider link starts, the credentials it stores, refreshes, disconnecting.
+"""
+
+from .connections import (
+    AuthorizationRefused,
+    browser_hash,
+    credential_refresh,
+    credential_refresh_due,
+    credentials_refresh_sweep,
+    credentials_unauthenticated,
+    link_connections,
+    link_disconnect,
+    oauth_authorization_complete,
+    oauth_authorization_start,
+    oauth_redirect_uri,
+    provider_url_check,
+    scopes_missing,
+)
+from .links import (
+    DEFAULT_SETTINGS,
+    EXPIRES_IN_DEFAULT,
+    EXPIRES_IN_MAX,
+    EXPIRES_IN_MIN,
+    UNAVAILABLE_MESSAGE,
+    LinkUnavailable,
+    ProviderAppNotConfigured,
+    link_batch_progress,
+    link_upload,
+    link_url,
+    magic_link_create,
+    magic_link_create_with_user,
+    magic_link_delete,
+    magic_link_open,
+    magic_link_resolve,
+    token_hash,
+)
+
+__all__ = [
+    "DEFAULT_SETTINGS",
+    "EXPIRES_IN_DEFAULT",
+    "EXPIRES_IN_MAX",
+    "EXPIRES_IN_MIN",
+    "UNAVAILABLE_MESSAGE",
+    "AuthorizationRefused",
+    "LinkUnavailable",
+    "ProviderAppNotConfigured",
+    "browser_hash",
+    "credential_refresh",
+    "credential_refresh_due",
+    "credentials_refresh_sweep",
+    "credentials_unauthenticated",
+    "link_batch_progress",
+    "link_connections",
+    "link_disconnect",
+    "link_upload",
+    "link_url",
+    "magic_link_create",
+    "magic_link_create_with_user",
+    "magic_link_delete",
+    "magic_link_open",
+    "magic_link_resolve",
+    "oauth_authorization_complete",
+    "oauth_authorization_start",
+    "oauth_redirect_uri",
+    "provider_url_check",
+    "scopes_missing",
+    "token_hash",
+]
