@@ -142,8 +142,8 @@ def file_merge_process(file_id) -> None:
 def derived_file_process(file_id, build: Callable[[File], PointTable]) -> File | None:
     """Complete a file derived from other files' points (a merge, a crop) with `build(file)`, as
     `file_derive_complete` does. While a source is being rebuilt (an operation's automerged file a new file joined)
-    it waits: the operation's build sends it again when it ends (`operations.services._waiting_resend`), where it
-    failed for good ("a source file is no longer available"). A source that changed while its points were read
+    it waits: the operation's build sends it again when it ends (`operations.services.grouping._waiting_resend`),
+    where it failed for good ("a source file is no longer available"). A source that changed while its points were read
     leaves it to that resend too. None when nothing was done."""
     file = File.objects.filter(pk=file_id).only("core_user_id").first()
     if file is None:

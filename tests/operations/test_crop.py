@@ -166,18 +166,19 @@ def test_a_file_joining_while_a_crop_runs_has_the_crop_done_again_with_its_point
     """The crop's task read the operation's points, a file joined (its rebuild queued) and the crop completed with
     the points of before: the build then found it processed and never sent it again."""
     from operations import services, tasks
+    from operations.services import crop as crop_module
 
-    real_crop, queued = services.table_crop, []
+    real_crop, queued = crop_module.table_crop, []
 
     def crop_while_a_file_joins(table, geometry):
-        monkeypatch.setattr(services, "table_crop", real_crop)
+        monkeypatch.setattr(crop_module, "table_crop", real_crop)
         with monkeypatch.context() as patch:  # the file joins and commits; its build waits in the queue
             patch.setattr(tasks.operation_build, "delay", lambda *args: queued.append(args))
             processed_file(core_user, grid_table(start="2024-09-03T10:00:00", seed=3))
         return real_crop(table, geometry)
 
     # Given a crop whose task runs while a third file joins the operation
-    monkeypatch.setattr(services, "table_crop", crop_while_a_file_joins)
+    monkeypatch.setattr(crop_module, "table_crop", crop_while_a_file_joins)
     crop = operation_crop(operation=operation)
     assert File.objects.get(pk=crop.file_id).status == FileStatus.PROCESSING  # left for the rebuild
     # When the rebuild runs

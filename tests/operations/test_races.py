@@ -5,9 +5,9 @@ import pytest
 from conversion import outputs
 from conversion.models import File, FileStatus
 from fields.services import field_create
-from operations import services, tasks
+from operations import tasks
 from operations.models import Operation, OperationField
-from operations.services import operation_build
+from operations.services import grouping, operation_build
 from tests.concurrency import needs_postgresql, request_later, run_meanwhile
 
 from .helpers import grid_box, grid_table, processed_file
@@ -30,13 +30,13 @@ def test_a_field_deleted_while_its_operation_records_coverage_waits_for_the_buil
     operation = Operation.objects.get()
     url = f"/services/fields/api/users/{core_user.pk}/fields/{field.pk}"
     deletion = {}
-    overlaps = services.overlaps
+    overlaps = grouping.overlaps
 
     def overlaps_while_deleting(*args):
         deletion["answer"] = run_meanwhile(request_later(make_client, owner, "delete", url))
         return overlaps(*args)
 
-    monkeypatch.setattr(services, "overlaps", overlaps_while_deleting)
+    monkeypatch.setattr(grouping, "overlaps", overlaps_while_deleting)
     built = operation_build(str(operation.pk), operation.version)
 
     assert deletion["answer"]().status_code == 204
@@ -57,7 +57,7 @@ def test_an_outdated_build_never_overwrites_a_newer_one(core_user, monkeypatch):
     processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
     processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=2))
     operation = Operation.objects.get()
-    merged_points = services._merged_points
+    merged_points = grouping._merged_points
     newer = {}
 
     def join_and_build():
@@ -71,7 +71,7 @@ def test_an_outdated_build_never_overwrites_a_newer_one(core_user, monkeypatch):
             newer["built"] = run_meanwhile(join_and_build, grace=5.0)
         return table
 
-    monkeypatch.setattr(services, "_merged_points", read_then_let_a_file_join)
+    monkeypatch.setattr(grouping, "_merged_points", read_then_let_a_file_join)
     assert operation_build(str(operation.pk), operation.version) is None  # N: outdated once it had written
 
     assert newer["built"]().status == Operation.Status.PROCESSED
