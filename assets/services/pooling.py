@@ -1,5 +1,5 @@
-"""Business rules of the assets: user-created machines and their events, and the pooling services
-that the conversion pipeline calls for every machine, implement and operator it finds in a file.
+"""Pooling: the services the conversion pipeline calls for every machine, implement and operator it finds in a
+file.
 
 Pooling is find-or-create by identity (serial number, then VIN, then name/make/model). It never
 makes duplicates: the calls of one core user are serialised on a lock of the core user's row, and
@@ -7,8 +7,6 @@ partial unique constraints on the normalised keys back that up in the database (
 an IntegrityError that is retried as a lookup).
 """
 
-import re
-import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,47 +18,20 @@ from django.db.models import Model
 from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_keep, core_user_lock
-from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError, ProviderResourceReadOnly
-from platform_site.db import row_locked, rows_kept
-from platform_site.text import fit
+from platform_site.accounts.services import core_user_lock
+from platform_site.api.errors import DomainError
+from platform_site.db import rows_kept
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from .models import Implement, ImplementFile, Machine, MachineFile, Operator, OperatorFile, OriginType, Provider
+from ..models import Implement, ImplementFile, Machine, MachineFile, Operator, OperatorFile, OriginType
+from .keys import OPERATOR_NAME_KEY_LENGTH, machine_keys_set, name_key, serial_key, text_clean, vin_key
 
 M = TypeVar("M", bound=Model)
-
-MACHINE_ATTRIBUTES = ("name", "serial_number", "vin", "model", "make", "category", "model_year")
 
 
 class AssetIdentityMissing(DomainError):
     error_key = "assetIdentityMissing"
-
-
-NAME_KEY_LENGTH = 800  # the columns of the keys (Operator.name_key: OPERATOR_NAME_KEY_LENGTH)
-OPERATOR_NAME_KEY_LENGTH = 255
-SERIAL_KEY_LENGTH = 255
-VIN_KEY_LENGTH = 64
-
-
-def name_key(*parts: str | None, length: int = NAME_KEY_LENGTH) -> str:
-    """Case-, accent-, punctuation- and whitespace-insensitive key of a name ("John Deere  8R!" and
-    "john deere 8r" are one), at most `length` characters (normalising can lengthen a text that fits its own
-    column: 'ß' upper-cases to 'SS', one Arabic ligature decomposes into 18 letters)."""
-    text = " ".join(p for p in parts if p)
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
-    return fit(" ".join(re.sub(r"[\W_]+", " ", text).split()), length)
-
-
-def serial_key(value: str | None, length: int = SERIAL_KEY_LENGTH) -> str:
-    """Serial numbers and VINs compare upper-case without spaces, dashes or dots (at most `length` characters)."""
-    return fit(re.sub(r"[\s\-._/]+", "", value or "").upper(), length)
-
-
-def vin_key(value: str | None) -> str:
-    return serial_key(value, VIN_KEY_LENGTH)
 
 
 def _columns_fit(model: type[Model], values: dict) -> dict:
@@ -70,114 +41,6 @@ def _columns_fit(model: type[Model], values: dict) -> dict:
         name: value[: model._meta.get_field(name).max_length] if isinstance(value, str) else value
         for name, value in values.items()
     }
-
-
-def _clean(value: str | None) -> str | None:
-    """Strip text; an empty string is stored as null (not known)."""
-    if value is None:
-        return None
-    value = value.strip()
-    return value or None
-
-
-def _machine_keys(machine: Machine) -> None:
-    machine.serial_key = serial_key(machine.serial_number)
-    machine.vin_key = vin_key(machine.vin)
-    machine.name_key = name_key(machine.make, machine.model, machine.name)
-
-
-# -- user-created machines -------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def machine_create(
-    *,
-    core_user: CoreUser,
-    name: str = "",
-    serial_number: str | None = None,
-    vin: str | None = None,
-    model: str | None = None,
-    make: str | None = None,
-    category: str | None = None,
-    model_year: int | None = None,
-) -> Machine:
-    """A USER_CREATED machine of `core_user`; the service is its provider (`ServiceOwn`) and its
-    own id is the provider machine id. Emits machineCreated."""
-    core_user_keep(core_user.pk)
-    machine_id = uuid.uuid4()
-    machine = Machine(
-        id=machine_id,
-        core_user=core_user,
-        name=(name or "").strip(),
-        provider=Provider.SERVICE_OWN,
-        provider_machine_id=str(machine_id),
-        origin_type=OriginType.USER_CREATED,
-        serial_number=_clean(serial_number),
-        vin=_clean(vin),
-        model=_clean(model),
-        make=_clean(make),
-        category=_clean(category),
-        model_year=model_year,
-    )
-    _machine_keys(machine)
-    machine.save()
-    event_emit(type=EventType.MACHINE_CREATED, core_user=core_user, payload={"machineId": str(machine.id)})
-    return machine
-
-
-def _ensure_user_created(machine: Machine) -> None:
-    if machine.origin_type != OriginType.USER_CREATED:
-        raise ProviderResourceReadOnly(
-            f"Machine {machine.id} is {machine.origin_type}: only USER_CREATED machines can be changed or deleted."
-        )
-
-
-@transaction.atomic
-def machine_update(*, machine: Machine, **changes) -> Machine:
-    """Change the given attributes of a USER_CREATED machine (403 `providerResourceReadOnly`
-    otherwise). Emits machineUpdated."""
-    _ensure_user_created(machine)
-    unknown = set(changes) - set(MACHINE_ATTRIBUTES)
-    if unknown:
-        raise ValueError(f"not machine attributes: {sorted(unknown)}")
-    # Changed as it is now, locked: from the copy read before, a concurrent change was lost (every column was saved
-    # back) and a machine deleted meanwhile was inserted again.
-    machine = Machine.objects.select_for_update(of=("self",)).select_related("core_user").filter(pk=machine.pk).first()
-    if machine is None:
-        raise NotFoundError(NOT_FOUND)
-    for attribute, value in changes.items():
-        if attribute == "name":
-            value = (value or "").strip()
-        elif attribute != "model_year":
-            value = _clean(value)
-        setattr(machine, attribute, value)
-    _machine_keys(machine)
-    machine.save()
-    event_emit(type=EventType.MACHINE_UPDATED, core_user=machine.core_user, payload={"machineId": str(machine.id)})
-    return machine
-
-
-@transaction.atomic
-def machine_delete(*, machine: Machine) -> None:
-    """Delete a USER_CREATED machine and its machine files. Emits machineDeleted."""
-    _ensure_user_created(machine)
-    machine_id, core_user = str(machine.id), machine.core_user
-    if not row_locked(Machine, machine.pk):
-        return  # deleted meanwhile, and announced by that deletion
-    machine.delete()
-    event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})
-
-
-def machines_existing(ids) -> set[str]:
-    """Those of `ids` (machine ids as text) whose machine still exists: a user-created machine a file was pooled
-    into may have been deleted since. No query for no ids."""
-    ids = set(ids)
-    if not ids:
-        return set()
-    return {str(pk) for pk in Machine.objects.filter(pk__in=ids).values_list("pk", flat=True)}
-
-
-# -- pooling from converted files ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -265,11 +128,11 @@ def machine_pool_from_file(
     emit machineUpdated. Machines of other origins are matched but never changed."""
     values = {
         "name": (identity.name or "").strip(),
-        "serial_number": _clean(identity.serial_number),
-        "vin": _clean(identity.vin),
-        "model": _clean(identity.model),
-        "make": _clean(identity.make),
-        "category": _clean(identity.category),
+        "serial_number": text_clean(identity.serial_number),
+        "vin": text_clean(identity.vin),
+        "model": text_clean(identity.model),
+        "make": text_clean(identity.make),
+        "category": text_clean(identity.category),
         "model_year": identity.model_year,
     }
     values = _columns_fit(Machine, values)
@@ -288,7 +151,7 @@ def machine_pool_from_file(
             origin_type=OriginType.FILE_POOLED,
             **{**values, "name": values["name"] or values["serial_number"] or values["vin"] or ""},
         )
-        _machine_keys(machine)
+        machine_keys_set(machine)
         machine.save()
         return machine
 
@@ -355,10 +218,10 @@ def implement_pool_from_file(
     when the file fills details a pooled implement lacked."""
     values = {
         "name": (name or "").strip(),
-        "serial_number": _clean(serial_number),
-        "make": _clean(make),
-        "model": _clean(model),
-        "category": _clean(category),
+        "serial_number": text_clean(serial_number),
+        "make": text_clean(make),
+        "model": text_clean(model),
+        "category": text_clean(category),
     }
     values = _columns_fit(Implement, values)
     serial, key = serial_key(values["serial_number"]), name_key(values["make"], values["model"], values["name"])
@@ -406,7 +269,7 @@ def operator_pool_from_file(
 ) -> Operator:
     """Find the core user's operator of that name (case, accents, punctuation and spacing aside) or
     create it as FILE_POOLED and ACTIVE, and record that the file saw it."""
-    fitted = _columns_fit(Operator, {"name": name.strip(), "license": _clean(license)})
+    fitted = _columns_fit(Operator, {"name": name.strip(), "license": text_clean(license)})
     name, license = fitted["name"], fitted["license"]
     key = name_key(name, length=OPERATOR_NAME_KEY_LENGTH)
     if not key:
@@ -420,13 +283,13 @@ def operator_pool_from_file(
             core_user=core_user,
             name=name.strip(),
             name_key=key,
-            license=_clean(license),
+            license=text_clean(license),
             provider=provider,
             origin_type=OriginType.FILE_POOLED,
         )
 
     operator, _ = _find_or_create(lambda: operators.filter(name_key=key).first(), create)
-    if operator.origin_type == OriginType.FILE_POOLED and _fill_blanks(operator, {"license": _clean(license)}):
+    if operator.origin_type == OriginType.FILE_POOLED and _fill_blanks(operator, {"license": text_clean(license)}):
         operator.updated_time = timezone.now()
         operator.save()
     OperatorFile.objects.get_or_create(operator=operator, core_file_id=core_file_id)

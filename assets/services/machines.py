@@ -1,0 +1,105 @@
+"""User-created machines (`ServiceOwn`): created, changed and deleted through the API, with their events."""
+
+import uuid
+
+from django.db import transaction
+
+from platform_site.accounts.models import CoreUser
+from platform_site.accounts.services import core_user_keep
+from platform_site.api.errors import NOT_FOUND, NotFoundError, ProviderResourceReadOnly
+from platform_site.db import row_locked
+from webhooks.models import EventType
+from webhooks.services import event_emit
+
+from ..models import Machine, OriginType, Provider
+from .keys import machine_keys_set, text_clean
+
+MACHINE_ATTRIBUTES = ("name", "serial_number", "vin", "model", "make", "category", "model_year")
+
+
+@transaction.atomic
+def machine_create(
+    *,
+    core_user: CoreUser,
+    name: str = "",
+    serial_number: str | None = None,
+    vin: str | None = None,
+    model: str | None = None,
+    make: str | None = None,
+    category: str | None = None,
+    model_year: int | None = None,
+) -> Machine:
+    """A USER_CREATED machine of `core_user`; the service is its provider (`ServiceOwn`) and its
+    own id is the provider machine id. Emits machineCreated."""
+    core_user_keep(core_user.pk)
+    machine_id = uuid.uuid4()
+    machine = Machine(
+        id=machine_id,
+        core_user=core_user,
+        name=(name or "").strip(),
+        provider=Provider.SERVICE_OWN,
+        provider_machine_id=str(machine_id),
+        origin_type=OriginType.USER_CREATED,
+        serial_number=text_clean(serial_number),
+        vin=text_clean(vin),
+        model=text_clean(model),
+        make=text_clean(make),
+        category=text_clean(category),
+        model_year=model_year,
+    )
+    machine_keys_set(machine)
+    machine.save()
+    event_emit(type=EventType.MACHINE_CREATED, core_user=core_user, payload={"machineId": str(machine.id)})
+    return machine
+
+
+def _ensure_user_created(machine: Machine) -> None:
+    if machine.origin_type != OriginType.USER_CREATED:
+        raise ProviderResourceReadOnly(
+            f"Machine {machine.id} is {machine.origin_type}: only USER_CREATED machines can be changed or deleted."
+        )
+
+
+@transaction.atomic
+def machine_update(*, machine: Machine, **changes) -> Machine:
+    """Change the given attributes of a USER_CREATED machine (403 `providerResourceReadOnly`
+    otherwise). Emits machineUpdated."""
+    _ensure_user_created(machine)
+    unknown = set(changes) - set(MACHINE_ATTRIBUTES)
+    if unknown:
+        raise ValueError(f"not machine attributes: {sorted(unknown)}")
+    # Changed as it is now, locked: from the copy read before, a concurrent change was lost (every column was saved
+    # back) and a machine deleted meanwhile was inserted again.
+    machine = Machine.objects.select_for_update(of=("self",)).select_related("core_user").filter(pk=machine.pk).first()
+    if machine is None:
+        raise NotFoundError(NOT_FOUND)
+    for attribute, value in changes.items():
+        if attribute == "name":
+            value = (value or "").strip()
+        elif attribute != "model_year":
+            value = text_clean(value)
+        setattr(machine, attribute, value)
+    machine_keys_set(machine)
+    machine.save()
+    event_emit(type=EventType.MACHINE_UPDATED, core_user=machine.core_user, payload={"machineId": str(machine.id)})
+    return machine
+
+
+@transaction.atomic
+def machine_delete(*, machine: Machine) -> None:
+    """Delete a USER_CREATED machine and its machine files. Emits machineDeleted."""
+    _ensure_user_created(machine)
+    machine_id, core_user = str(machine.id), machine.core_user
+    if not row_locked(Machine, machine.pk):
+        return  # deleted meanwhile, and announced by that deletion
+    machine.delete()
+    event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})
+
+
+def machines_existing(ids) -> set[str]:
+    """Those of `ids` (machine ids as text) whose machine still exists: a user-created machine a file was pooled
+    into may have been deleted since. No query for no ids."""
+    ids = set(ids)
+    if not ids:
+        return set()
+    return {str(pk) for pk in Machine.objects.filter(pk__in=ids).values_list("pk", flat=True)}
