@@ -1,7 +1,7 @@
 """At most one ACTIVE boundary per field, as a database constraint.
 
 Concurrent boundary changes could leave several ACTIVE boundaries of one field before the field row was locked
-(services.writes._field_lock). Before the constraint is added, the ACTIVE boundaries of such a field that are not
+(services.history.field_lock). Before the constraint is added, the ACTIVE boundaries of such a field that are not
 its current one (`Field.boundary`, set by the last change) become INACTIVE, as that change would have made them."""
 
 from django.db import migrations, models

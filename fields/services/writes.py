@@ -1,5 +1,6 @@
-"""Business rules of fields: immutable boundary history, provider boundary statuses, auto-merge and the files
-attached to fields. Every write is atomic and announces itself through `event_emit` inside its transaction."""
+"""Business rules of fields: created, changed (a new boundary each time), deleted, provider boundary statuses, and
+the files attached to fields; the locks and the boundary history are `history`'s, auto-merge is `merge`'s. Every
+write is atomic and announces itself through `event_emit` inside its transaction."""
 
 import re
 import uuid
@@ -9,20 +10,17 @@ from django.db import IntegrityError, transaction
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 from shapely.geometry import MultiPolygon
-from shapely.ops import unary_union
 
-from configs.services import config_resolve
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_keep, core_user_lock
+from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError, ProviderResourceReadOnly
-from platform_site.db import row_locked
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from ..geodesy import as_multipolygon, geodesic_area_m2
-from ..geometry import from_geos, to_geos
+from ..geometry import from_geos
 from ..models import Boundary, Farm, Field, FieldFile
-from .queries import DEFAULT_INTERSECTION_THRESHOLD, fields_overlapping
+from .history import boundary_add, field_lock, user_lock
+from .merge import after_boundary_change, merged_refresh
 
 FIELD_ID_PATTERN = re.compile(r"[A-Za-z0-9._~:-]{1,255}")
 # Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`, and the
@@ -47,70 +45,6 @@ def field_queryset(queryset: QuerySet | None = None) -> QuerySet:
 
 def _field_reload(field: Field) -> Field:
     return field_queryset().get(pk=field.pk)
-
-
-def _user_lock(core_user_id, *, merge_may_follow: bool) -> bool:
-    """The first lock of a field change, its core user's (a field's deletion takes it first too); whether the user
-    is still there. FOR UPDATE when the change may end in an auto-merge (a new boundary while `fieldsAutoMerge` is
-    on), as the merge locks it so, then the partner fields: upgraded from a lock several changes shared, each
-    waited for the others, a deadlock. Otherwise it is only kept from deletion (`core_user_keep`). By id: the user
-    may have been deleted since the field was read."""
-    if merge_may_follow:
-        core_user = CoreUser.objects.select_related("owner").filter(pk=core_user_id).first()
-        if core_user is not None and config_resolve(core_user=core_user).get("fieldsAutoMerge"):
-            return core_user_lock(core_user_id)
-    return core_user_keep(core_user_id, missing_ok=True)
-
-
-def _merge_lock_held(core_user_id) -> bool:
-    """The core user's FOR UPDATE lock a merge needs, taken when the change began (`_user_lock`: auto-merge was on
-    then) or free to take now. Switched on during the change, while another change of the user kept it and waited
-    for this one, the merge would have upgraded its lock and waited for that change: a deadlock. Then no merge: the
-    configuration of when the change began decides."""
-    return row_locked(CoreUser, core_user_id, skip_locked=True)
-
-
-def _field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:
-    """Lock the field's row until the transaction ends, serialising the changes of one field: without it two
-    concurrent changes each deactivate the boundary they saw and both leave theirs ACTIVE (PostgreSQL's READ
-    COMMITTED does not show one the other's new row). A field deleted meanwhile is 404 `notFound`, or False
-    with `missing_ok`.
-
-    Locks are taken in one order: core user (`_user_lock`), field, merged field. The core user even when no merge
-    follows: a change that writes the field's row twice has it checked against the user at commit, which waited
-    for a deletion that was waiting for the field, a deadlock. `FOR NO KEY UPDATE`: rows that merely reference the
-    field (a file link, an operation's field) can still be inserted meanwhile."""
-    if _user_lock(field.core_user_id, merge_may_follow=merge_may_follow) and row_locked(Field, field.pk, no_key=True):
-        return True
-    if missing_ok:
-        return False
-    raise NotFoundError(NOT_FOUND)
-
-
-def _boundary_add(
-    *,
-    field: Field,
-    geometry: MultiPolygon,
-    status: str = Boundary.Status.ACTIVE,
-    provider_status: str | None = None,
-    provider_boundary_id: str | None = None,
-    area_ha: float | None = None,
-) -> Boundary:
-    """A new immutable boundary that becomes the field's current one; the previous current one, if still
-    ACTIVE, becomes INACTIVE (kept as history). The caller holds the field's lock (`_field_lock`) or has just
-    created the field."""
-    Boundary.objects.filter(field=field, status=Boundary.Status.ACTIVE).update(status=Boundary.Status.INACTIVE)
-    boundary = Boundary.objects.create(
-        field=field,
-        geometry=to_geos(geometry),
-        area_ha=area_ha if area_ha is not None else geodesic_area_m2(geometry) / 10_000.0,
-        status=status,
-        provider_status=provider_status,
-        provider_boundary_id=provider_boundary_id,
-    )
-    field.boundary = boundary
-    field.save(update_fields=["boundary", "updated_at"])
-    return boundary
 
 
 def _check_writable(field: Field) -> None:
@@ -152,7 +86,7 @@ def field_create(
             field_errors=[{"field": "id", "message": "Invalid field id."}],
         )
     _check_farm(core_user, farm)
-    if not _user_lock(core_user.pk, merge_may_follow=True):
+    if not user_lock(core_user.pk, merge_may_follow=True):
         raise NotFoundError(NOT_FOUND)
     key = str(uuid.uuid4())
     field_id = id or key
@@ -176,7 +110,7 @@ def field_create(
             )
     except IntegrityError:
         raise ConflictError(f"A field with id {field_id} already exists.", error_key="fieldAlreadyExists") from None
-    boundary = _boundary_add(
+    boundary = boundary_add(
         field=field, geometry=geometry, provider_status=provider_status, provider_boundary_id=provider_boundary_id
     )
     event_emit(type=EventType.FIELD_CREATED, core_user=core_user, payload={"fieldId": field.public_id})
@@ -185,7 +119,7 @@ def field_create(
         core_user=core_user,
         payload={"fieldId": field.public_id, "boundaryId": str(boundary.pk)},
     )
-    _after_boundary_change(field)
+    after_boundary_change(field)
     return _field_reload(field)
 
 
@@ -194,7 +128,7 @@ def field_update(*, field: Field, changes: dict) -> Field:
     """PATCH: any of `name`, `farm` (None detaches), `geometry` (a new boundary). Provider fields are
     read-only (403 `providerResourceReadOnly`). Event fieldUpdated (and the boundary's events)."""
     _check_writable(field)
-    _field_lock(field, merge_may_follow="geometry" in changes)
+    field_lock(field, merge_may_follow="geometry" in changes)
     update_fields = []
     if "name" in changes:
         field.name = changes["name"] or ""
@@ -218,7 +152,7 @@ def field_boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
     MERGED field is the union of its sources and cannot be set. Events fieldBoundaryUpdated, fieldUpdated;
     a merged field containing this one is updated (mergedFieldUpdated)."""
     _check_writable(field)
-    _field_lock(field, merge_may_follow=True)
+    field_lock(field, merge_may_follow=True)
     _boundary_set(field=field, geometry=geometry)
     return _field_reload(field)
 
@@ -242,14 +176,14 @@ def _boundary_set(*, field: Field, geometry: MultiPolygon) -> bool:
         and from_geos(current.geometry).equals(geometry)
     ):
         return False
-    boundary = _boundary_add(field=field, geometry=geometry)
+    boundary = boundary_add(field=field, geometry=geometry)
     event_emit(
         type=EventType.FIELD_BOUNDARY_UPDATED,
         core_user=field.core_user,
         payload={"fieldId": field.public_id, "boundaryId": str(boundary.pk)},
     )
     event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.public_id})
-    _after_boundary_change(field)
+    after_boundary_change(field)
     return True
 
 
@@ -267,7 +201,7 @@ def field_delete(*, field: Field) -> None:
     core_user_lock(field.core_user_id)
     if field.type == Field.Type.MERGED:
         list(Field.objects.select_for_update(no_key=True).filter(merged_field=field).order_by("pk").values_list("pk"))
-    if not _field_lock(field, missing_ok=True):
+    if not field_lock(field, missing_ok=True):
         return
     field.refresh_from_db(fields=["merged_field"])
     merged = field.merged_field
@@ -276,14 +210,14 @@ def field_delete(*, field: Field) -> None:
     field.delete()
     if merged is not None:
         # Counted once the merged field is locked: a concurrent deletion of another source is then visible.
-        if not _field_lock(merged, missing_ok=True):
+        if not field_lock(merged, missing_ok=True):
             return  # a concurrent deletion of another source removed it
         remaining = list(merged.sources.all())
         if len(remaining) < 2:
             _sources_free(merged)
             merged.delete()
         else:
-            _merged_refresh(merged=merged, sources_changed=True)
+            merged_refresh(merged=merged, sources_changed=True)
 
 
 def _sources_free(merged: Field) -> None:
@@ -313,7 +247,7 @@ def boundary_provider_sync(
     Returns the new boundary (None when nothing changed or on deletion). Event fieldBoundaryUpdated."""
     if provider_status is not None and provider_status not in Boundary.ProviderStatus.values:
         raise ValueError(f"unknown provider status {provider_status!r}")
-    _field_lock(field, merge_may_follow=True)
+    field_lock(field, merge_may_follow=True)
     # As it is now that the field is locked: the caller's copy may predate a merge, or a merged field's deletion.
     field.refresh_from_db(fields=["boundary", "merged_field", "provider_boundary_id"])
     current = (
@@ -358,7 +292,7 @@ def boundary_provider_sync(
                 current.status = Boundary.Status.OUTDATED_ON_PROVIDER
         if current is not None:
             current.save(update_fields=["status"])
-        new = _boundary_add(
+        new = boundary_add(
             field=field,
             geometry=geometry,
             status=Boundary.Status.ACTIVE if status == Boundary.ProviderStatus.ACTIVE else Boundary.Status.INACTIVE,
@@ -371,105 +305,10 @@ def boundary_provider_sync(
     payload = {"fieldId": field.public_id, "boundaryId": str((new or current).pk)}
     event_emit(type=EventType.FIELD_BOUNDARY_UPDATED, core_user=field.core_user, payload=payload)
     if new is not None and new.status == Boundary.Status.ACTIVE:
-        _after_boundary_change(field)
+        after_boundary_change(field)
     elif field.merged_field_id:
-        _merged_refresh(merged=field.merged_field)
+        merged_refresh(merged=field.merged_field)
     return new
-
-
-# --- auto-merge -----------------------------------------------------------------------------------
-
-
-def _after_boundary_change(field: Field) -> None:
-    """Auto-merge (inherited `fieldsAutoMerge`, `fieldsMergeIntersection`) after an ORIGINAL field got a new
-    active boundary; otherwise keep an existing merged field in step with its source."""
-    if field.type != Field.Type.ORIGINAL:
-        return
-    config = config_resolve(core_user=field.core_user)
-    if (
-        config.get("fieldsAutoMerge")
-        and field.boundary_id
-        and field.boundary.status == Boundary.Status.ACTIVE
-        and _merge_lock_held(field.core_user_id)
-    ):
-        partners = [
-            other
-            for other, _ in fields_overlapping(
-                core_users=[field.core_user],
-                geometry=from_geos(field.boundary.geometry),
-                threshold=float(config.get("fieldsMergeIntersection") or DEFAULT_INTERSECTION_THRESHOLD),
-                types=[Field.Type.ORIGINAL],
-            )
-            if other.pk != field.pk
-        ]
-        if partners:
-            _merge(field=field, partners=partners)
-            return
-    if field.merged_field_id:
-        _merged_refresh(merged=field.merged_field)
-
-
-def _merge(*, field: Field, partners: list[Field]) -> None:
-    group = {f.pk: f for f in [field, *partners]}
-    merged_ids = {f.merged_field_id for f in group.values() if f.merged_field_id}
-    merged_fields = list(Field.objects.filter(pk__in=merged_ids).order_by("created_at", "pk"))
-    created = not merged_fields
-    now = timezone.now()  # `update()` leaves `updated_at` alone: a field that joins a merged field has changed
-    if created:
-        key = str(uuid.uuid4())
-        target = Field.objects.create(id=key, public_id=key, core_user=field.core_user, type=Field.Type.MERGED)
-        joined = True
-    else:
-        target = merged_fields[0]
-        joined = len(merged_fields) > 1 or any(f.merged_field_id != target.pk for f in group.values())
-        for absorbed in merged_fields[1:]:
-            # Two merged fields now overlap through this field: one merged field keeps them all.
-            Field.objects.filter(merged_field=absorbed).update(merged_field=target, updated_at=now)
-            absorbed.delete()
-    Field.objects.filter(pk__in=list(group)).exclude(merged_field=target).update(merged_field=target, updated_at=now)
-    field.merged_field = target
-    _merged_refresh(merged=target, created=created, sources_changed=joined)
-
-
-def _merged_refresh(*, merged: Field, created: bool = False, sources_changed: bool = False) -> None:
-    """Give a MERGED field a new boundary: the union of its sources' ACTIVE boundaries. When the union is
-    unchanged but `sources_changed` (a field joined or left), it is updated all the same (`updatedTime`, event
-    mergedFieldUpdated with its current boundary): its `sources` changed. When no source has an ACTIVE boundary,
-    neither has the merged field: its last one becomes INACTIVE (named by the event). The merged field is locked
-    before the sources are read: a concurrent change of another source then waits, and reads this one's boundary
-    once this transaction commits (reading first, each would union the other's old boundary)."""
-    if not _field_lock(merged, missing_ok=True):
-        return
-    merged.refresh_from_db(fields=["boundary"])
-    sources = list(
-        Field.objects.filter(merged_field=merged, boundary__status=Boundary.Status.ACTIVE).select_related("boundary")
-    )
-    if not sources:
-        # No source has an outline now (the provider deleted or deactivated them all): neither has the merged
-        # field, until one has again. Its last outline becomes INACTIVE; kept, it still answered intersects.
-        boundary = merged.boundary
-        if boundary is None and not sources_changed:
-            return
-        if boundary is not None:
-            Boundary.objects.filter(pk=boundary.pk).update(status=Boundary.Status.INACTIVE)
-        merged.boundary = None
-        merged.save(update_fields=["boundary", "updated_at"])
-    else:
-        union = as_multipolygon(unary_union([from_geos(s.boundary.geometry) for s in sources]))
-        if merged.boundary_id and not created and from_geos(merged.boundary.geometry).equals(union):
-            if not sources_changed:
-                return
-            merged.save(update_fields=["updated_at"])
-            boundary = merged.boundary
-        else:
-            boundary = _boundary_add(field=merged, geometry=union)
-    source_ids = sorted(Field.objects.filter(merged_field=merged).values_list("public_id", flat=True))
-    payload = {"fieldId": merged.public_id, "boundaryId": str(boundary.pk) if boundary else None, "sources": source_ids}
-    event_emit(
-        type=EventType.MERGED_FIELD_CREATED if created else EventType.MERGED_FIELD_UPDATED,
-        core_user=merged.core_user,
-        payload=payload,
-    )
 
 
 # --- files attached to fields (called by the conversion app) --------------------------------------

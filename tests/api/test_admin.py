@@ -358,13 +358,13 @@ def test_deleting_two_webhooks_while_a_change_announces_to_both_waits_for_it(own
     admin = Client(raise_request_exception=False)
     admin.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "root-password"))
     data = {"action": "delete_selected", "_selected_action": [str(low.pk), str(high.pk)], "post": "yes"}
-    deletion, merge = {}, writes._after_boundary_change
+    deletion, merge = {}, writes.after_boundary_change
 
     def delete_before_the_merge(field):  # fieldCreated announced; mergedFieldCreated to come
         deletion["answer"] = run_meanwhile(lambda: admin.post("/admin/webhooks/webhook/", data))
         return merge(field)
 
-    monkeypatch.setattr(writes, "_after_boundary_change", delete_before_the_merge)
+    monkeypatch.setattr(writes, "after_boundary_change", delete_before_the_merge)
     with transaction.atomic():
         writes.field_create(core_user=core_user, geometry=parse_multipolygon(square(10.005, 50)))
     assert deletion["answer"]().status_code == 302

@@ -372,14 +372,14 @@ def test_auto_merge_switched_on_during_a_boundary_change_while_the_field_is_rena
 
     needs_postgresql()
     field_id = create_field(make_client(owner), core_user, square(10, 50))["id"]
-    url, rename, merge = field_url(core_user, field_id), {}, writes._after_boundary_change
+    url, rename, merge = field_url(core_user, field_id), {}, writes.after_boundary_change
 
     def meanwhile(field):  # a rename of the field comes, and the owner switches auto-merge on
         rename["answer"] = run_meanwhile(request_later(make_client, owner, "patch", url, {"name": "Renamed"}))
         run_meanwhile(lambda: config_owner_update(owner=owner, entries={"fieldsAutoMerge": True}))()
         return merge(field)
 
-    monkeypatch.setattr(writes, "_after_boundary_change", meanwhile)
+    monkeypatch.setattr(writes, "after_boundary_change", meanwhile)
     with transaction.atomic():
         writes.field_boundary_set(
             field=Field.objects.get(public_id=field_id), geometry=parse_multipolygon(square(11, 50))
