@@ -1,16 +1,14 @@
-"""Safe extraction of uploaded zips and detection of the data sets inside.
+"""Safe extraction of uploaded zips.
 
 Uploads are untrusted: extraction refuses path traversal, absolute paths and symlinks, and stops a zip bomb
 before it fills the disk (entry count, total size and compression ratio are checked on the declared sizes first
 and again on the bytes actually written while streaming). Nested zips are extracted in place, recursively, under
-the same budget. `detect` then finds every data set at any depth, case-insensitively, including proprietary
-formats we recognise but cannot read.
+the same budget.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import shutil
@@ -20,16 +18,12 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from conversion.readers.base import Dataset
-
 GIB = 1024**3
 CHUNK = 1024 * 1024
 # Ratios are only meaningful for entries large enough to hurt; tiny highly-compressible files are common.
 RATIO_MIN_BYTES = 1024 * 1024
 JUNK_DIRS = frozenset({"__macosx"})
 JUNK_FILES = frozenset({".ds_store", "thumbs.db", "desktop.ini"})
-# A shapefile's parts and sidecars: the files next to the .shp whose names start with its stem.
-SHAPEFILE_SIDECARS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".xml", ".json")
 
 
 class ArchiveError(Exception):
@@ -269,195 +263,6 @@ def _free_folder(path: Path) -> Path:
         candidate = path.with_name(f"{path.name}_{n}")
         n += 1
     return candidate
-
-
-# -- detection ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UnsupportedFound:
-    """A proprietary data set we recognise but cannot read (no open specification)."""
-
-    format_name: str
-    path: Path
-
-
-@dataclass
-class Detection:
-    """Data sets found under a folder: convertible ones and recognised-but-unsupported ones."""
-
-    datasets: list[Dataset] = field(default_factory=list)
-    unsupported: list[UnsupportedFound] = field(default_factory=list)
-
-
-JD_GS = "John Deere GS2/GS3"
-JD_GEN4 = "John Deere Gen4"
-CNH_CN1 = "CNH CN1"
-AG_LEADER = "Ag Leader"
-PRECISION_PLANTING = "Precision Planting 2020"
-CLIMATE = "Climate FieldView"
-TRIMBLE_AGDATA = "Trimble AgData"
-TRIMBLE_AGGPS = "Trimble AgGPS"
-
-_FILE_FORMATS = {
-    ".yld": AG_LEADER,
-    ".ilf": AG_LEADER,
-    ".agdata": AG_LEADER,
-    ".2020": PRECISION_PLANTING,
-    ".dat": CLIMATE,
-}
-_SNIFF_BYTES = 1024 * 1024
-_FC_RE = re.compile(rb'"type"\s*:\s*"FeatureCollection"')
-_POINT_RE = re.compile(rb'"type"\s*:\s*"(Multi)?Point"')
-_OTHER_GEOM_RE = re.compile(rb'"type"\s*:\s*"(Multi)?(Polygon|LineString)"')
-
-
-def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
-    """Find data sets anywhere under `root` (case-insensitive names; symlinks are not followed). A task data set at
-    the top of `root` is named after the archive `name` (the uploaded file's name without `.zip`; TASKDATA when
-    that leaves nothing), or after the `root` folder when no `name` is given."""
-    root_path = Path(root)
-    top_name = root_path.name if name is None else (_archive_stem(name) or "TASKDATA")
-    found = Detection()
-    for dirpath, dirnames, filenames in os.walk(root_path, followlinks=False):
-        here = Path(dirpath)
-        lower_files = {f.lower(): f for f in filenames}
-        dir_format = _proprietary_folder(here, dirnames, lower_files)
-        if dir_format is not None:
-            found.unsupported.append(UnsupportedFound(dir_format, here))
-            dirnames[:] = []
-            continue
-        if "taskdata.xml" in lower_files:
-            path = here / lower_files["taskdata.xml"]
-            found.datasets.append(Dataset("ISOXML", path, here, _display_name(here, root_path, top_name)))
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = here / name
-            suffix = Path(name.lower()).suffix
-            file_format = _file_dataset_format(path, lower_files)
-            if file_format is not None:
-                found.datasets.append(Dataset(file_format, path, here, Path(name).stem))
-            elif suffix in _FILE_FORMATS and "taskdata.xml" not in lower_files:
-                fmt = _FILE_FORMATS[suffix]
-                if not any(u.format_name == fmt and u.path == here for u in found.unsupported):
-                    found.unsupported.append(UnsupportedFound(fmt, here))
-    return found
-
-
-def _proprietary_folder(here: Path, dirnames: list[str], lower_files: dict[str, str]) -> str | None:
-    """The proprietary format a folder holds as a whole (its subfolders are not searched further)."""
-    name = here.name.lower()
-    if name == "rcd" and _tree_has(here, (".fdd", ".fdl", ".fdr"), ("global.ver",)):
-        return JD_GS
-    if name == "jd-data" and _tree_has(here / _child(here, "log"), (".jdl",), ()):
-        return JD_GEN4
-    if name.endswith(".cn1") or "index.vy1" in lower_files:
-        return CNH_CN1
-    if name == "agdata":
-        return TRIMBLE_AGDATA
-    if name == "aggps":
-        return TRIMBLE_AGGPS
-    return None
-
-
-def _child(folder: Path, lower_name: str) -> str:
-    try:
-        for entry in folder.iterdir():
-            if entry.name.lower() == lower_name:
-                return entry.name
-    except OSError:
-        pass
-    return lower_name
-
-
-def _tree_has(folder: Path, suffixes: tuple[str, ...], names: tuple[str, ...]) -> bool:
-    if not folder.is_dir():
-        return False
-    for _dirpath, _dirs, files in os.walk(folder, followlinks=False):
-        for f in files:
-            lower = f.lower()
-            if lower in names or Path(lower).suffix in suffixes:
-                return True
-    return False
-
-
-def _display_name(folder: Path, root: Path, top_name: str) -> str:
-    try:
-        rel = folder.relative_to(root)
-    except ValueError:
-        return folder.name
-    return str(rel) if str(rel) != "." else top_name
-
-
-def _archive_stem(name: str | None) -> str:
-    base = PurePosixPath((name or "").replace("\\", "/")).name
-    return base[:-4] if base.lower().endswith(".zip") else base
-
-
-def dataset_files(dataset: Dataset) -> list[Path]:
-    """The data set's own files (what its `originalFile` holds), sorted.
-
-    ISOXML: the files directly in its folder (ISO 11783-10 keeps TASKDATA.XML and the files it references flat in
-    one folder), without subfolders and without the files of other data sets `detect` finds next to it (a
-    shapefile's parts, a GeoJSON point collection), so a task data set at the top of an upload does not carry the
-    rest of the upload. Shapefile: its parts and sidecars. GeoJSON: the file.
-    """
-    if dataset.format == "GEOJSON":
-        return [dataset.path]
-    files = sorted(p for p in dataset.root.iterdir() if p.is_file() and not p.is_symlink())
-    if dataset.format == "SHAPEFILE":
-        return _shapefile_parts(dataset.path, files)
-    lower_names = {p.name.lower() for p in files}
-    others: set[Path] = set()
-    for path in files:
-        file_format = _file_dataset_format(path, lower_names)
-        if file_format == "SHAPEFILE":
-            others.update(_shapefile_parts(path, files))
-        elif file_format == "GEOJSON":
-            others.add(path)
-    return [p for p in files if p not in others]
-
-
-def _file_dataset_format(path: Path, lower_names) -> str | None:
-    """The format of the data set a single file starts, by `detect`'s rule: a `.shp` with its `.dbf` beside it
-    (`lower_names`: the lower-case names of its folder), or a GeoJSON point collection (not a John Deere metadata
-    sidecar); None otherwise."""
-    lower = path.name.lower()
-    suffix = Path(lower).suffix
-    if suffix == ".shp":
-        return "SHAPEFILE" if f"{lower[:-4]}.dbf" in lower_names else None
-    if suffix in (".geojson", ".json") and not lower.endswith("-deere-metadata.json") and _is_point_collection(path):
-        return "GEOJSON"
-    return None
-
-
-def _shapefile_parts(shp: Path, files: list[Path]) -> list[Path]:
-    stem = shp.stem.lower()
-    return [p for p in files if p.name.lower().startswith(stem) and p.suffix.lower() in SHAPEFILE_SIDECARS]
-
-
-def _is_point_collection(path: Path) -> bool:
-    """Cheap check on the first MiB: a FeatureCollection whose first geometries are points."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
-        return False
-    if not _FC_RE.search(head):
-        return False
-    point = _POINT_RE.search(head)
-    other = _OTHER_GEOM_RE.search(head)
-    if point is None:
-        return False
-    if other is not None and other.start() < point.start():
-        return False
-    if len(head) < _SNIFF_BYTES:
-        try:
-            doc = json.loads(head.decode("utf-8-sig"))
-        except (ValueError, UnicodeDecodeError):
-            return False
-        return isinstance(doc, dict) and doc.get("type") == "FeatureCollection"
-    return True
 
 
 def cleanup(folder: str | os.PathLike) -> None:
