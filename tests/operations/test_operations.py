@@ -68,6 +68,18 @@ def test_a_harvest_may_last_twenty_one_days(core_user, field):
     assert Operation.objects.get().files.count() == 3
 
 
+@pytest.mark.parametrize(("operation_type", "days"), [("applied", 5), ("planted", 5), ("harvested", 21)])
+def test_the_window_holds_starts_exactly_its_length_apart_and_no_more(core_user, field, operation_type, days):
+    start = np.datetime64("2024-09-01T10:00:00", "s")
+    window = np.timedelta64(days, "D")
+    first = processed_file(core_user, grid_table(start=str(start), operation_type=operation_type, seed=1))
+    last = processed_file(core_user, grid_table(start=str(start + window), operation_type=operation_type, seed=2))
+    late = np.timedelta64(1, "s") + window
+    beyond = processed_file(core_user, grid_table(start=str(start + late), operation_type=operation_type, seed=3))
+    operations = {frozenset(str(pk) for pk in op.files.values_list("pk", flat=True)) for op in Operation.objects.all()}
+    assert operations == {frozenset({str(first.pk), str(last.pk)}), frozenset({str(beyond.pk)})}
+
+
 def test_other_types_fields_and_users_form_their_own_operations(core_user, owner, field):
     processed_file(core_user, grid_table(start=_day(0), operation_type="applied"))
     processed_file(core_user, grid_table(start=_day(0), operation_type="planted"))
