@@ -268,6 +268,23 @@ def test_a_delivery_is_posted_once_even_if_its_task_runs_twice(owner, core_user,
     assert len(webhook_receiver.wait_for(2, timeout=0.3)) == 1
 
 
+def test_a_delivery_another_worker_is_posting_is_not_posted_again(
+    owner, core_user, subscribe, webhook_receiver, monkeypatch
+):
+    """Two tasks of one delivery (a retry queued while the first still posts): the second finds it held."""
+    from webhooks import tasks
+    from webhooks.services import delivery_claim
+
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: None)  # sent below, by hand
+    emit(core_user)
+    delivery = Delivery.objects.get()
+    assert delivery_claim(delivery.pk) is not None  # a worker holds it, its post under way
+    assert delivery_attempt(delivery.pk) is None
+    assert webhook_receiver.wait_for(1, timeout=0.3) == []
+    assert Delivery.objects.get().status == Delivery.Status.PENDING
+
+
 def test_a_delivery_held_by_a_dead_worker_is_picked_up_by_the_sweep(owner, core_user, subscribe, webhook_receiver):
     from datetime import timedelta
 
