@@ -106,6 +106,20 @@ def test_a_boundary_of_another_field_is_404(api_client, core_user):
     assert_problem(api_client.get(url), 404, "notFound")
 
 
+def test_a_field_of_another_core_user_of_the_owner_has_no_boundaries_here(api_client, owner, core_user):
+    """The owner's other core user's field, named under this user's URL: the URL names nothing."""
+    from tests.factories import CoreUserFactory
+
+    other_user = CoreUserFactory(owner=owner)
+    theirs = create_field(api_client, other_user, square(20, 20))
+    url = field_url(core_user, theirs["id"])
+    assert_problem(api_client.get(f"{url}/boundaries"), 404, "notFound")
+    assert_problem(api_client.get(f"{url}/boundary"), 404, "notFound")
+    assert_problem(api_client.get(f"{url}/boundaries/{theirs['boundaries'][0]}"), 404, "notFound")
+    assert_problem(api_client.put(f"{url}/boundary", {"geometry": square(5, 5)}, format="json"), 404, "notFound")
+    assert Boundary.objects.count() == 1
+
+
 def test_boundaries_are_invisible_to_another_owner(api_client, other_client, core_user):
     field = create_field(api_client, core_user)
     url = field_url(core_user, field["id"])

@@ -150,6 +150,13 @@ def test_366_days_are_allowed(api_client, core_user, open_meteo):
     assert len(response.json()["properties"]["rainSum"]["values"]) == 366
 
 
+def test_one_day_is_a_range_starting_and_ending_on_it(api_client, core_user, open_meteo):
+    field = create_field(api_client, core_user, FIELD)
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-02-29", "endTime": "2024-02-29"})
+    assert response.status_code == 200
+    assert [v["time"] for v in response.json()["properties"]["rainSum"]["values"]] == ["2024-02-29T00:00:00"]
+
+
 @pytest.mark.parametrize(
     "params",
     [
