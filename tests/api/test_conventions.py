@@ -37,7 +37,11 @@ def test_pages_partition_the_list_without_overlap(api_client, users):
     last = api_client.get(URL, {"page": 2, "size": 10})
     assert len(last.json()) == 5
     assert 'rel="next"' not in last["Link"] and 'rel="prev"' in last["Link"]
-    assert api_client.get(URL, {"page": 9, "size": 10}).json() == []
+    past = api_client.get(URL, {"page": 9, "size": 10})
+    assert past.json() == []
+    links = dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', past["Link"]))
+    # From past the end, "prev" leads back to the last page there is, not to the empty page 8
+    assert set(links) == {"first", "prev", "last"} and "page=2" in links["prev"] and "page=2" in links["last"]
 
 
 def test_a_page_far_past_the_end_is_empty_with_the_total(api_client, users):

@@ -174,6 +174,21 @@ def test_lists_and_their_filters(api_client, core_user, owner):
         assert_problem(api_client.get(url, params), 400)
 
 
+def test_farms_without_a_grower_come_last_whichever_the_direction(api_client, core_user):
+    """NULLs last both ways, on PostgreSQL (which puts them first in descending order) and SQLite (first in
+    ascending order) alike."""
+    first, second = (api_client.post(growers_url(core_user), {}, format="json").json()["id"] for _ in range(2))
+    plain = api_client.post(farms_url(core_user), {}, format="json").json()["id"]
+    of_first = api_client.post(farms_url(core_user), {"growerId": first}, format="json").json()["id"]
+    of_second = api_client.post(farms_url(core_user), {"growerId": second}, format="json").json()["id"]
+
+    def ids(sort):
+        return [farm["id"] for farm in api_client.get(f"{BASE}/farms", {"sort": sort}).json()]
+
+    assert ids("growerId") == [of_first, of_second, plain]
+    assert ids("growerId,desc") == [of_second, of_first, plain]
+
+
 def test_farms_and_growers_are_invisible_to_another_owner(api_client, other_client, core_user):
     grower = api_client.post(growers_url(core_user), {"name": "G"}, format="json").json()
     farm = api_client.post(farms_url(core_user), {"name": "F", "growerId": grower["id"]}, format="json").json()
