@@ -95,6 +95,17 @@ def test_ipv6_forms_of_a_private_address_are_refused(api_client, dns, monkeypatc
     assert not Webhook.objects.exists()
 
 
+@pytest.mark.parametrize("address", ["224.0.1.1", "233.252.0.1", "ff0e::1", "::ffff:224.0.1.1"])
+def test_multicast_addresses_are_refused(api_client, dns, monkeypatch, address):
+    """Global-scope multicast is "global" to Python, yet no webhook receiver: refused as literals and as a host
+    name's DNS answer."""
+    literal = f"[{address}]" if ":" in address else address
+    assert_problem(register(api_client, f"http://{literal}/hook"), 400, "webhookUrlNotAllowed")
+    FakeDns({"group.example.com": [address]}).install(monkeypatch)
+    assert_problem(register(api_client, "http://group.example.com/hook"), 400, "webhookUrlNotAllowed")
+    assert not Webhook.objects.exists()
+
+
 def test_ipv6_forms_of_a_public_address_are_accepted(api_client, dns):
     # NAT64 of 93.184.216.34 (a public address) and a global IPv6 address
     for url in ("http://[64:ff9b::5db8:d822]/hook", "http://[2606:2800:220:1:248:1893:25c8:1946]/hook"):
