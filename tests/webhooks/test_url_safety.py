@@ -158,6 +158,19 @@ def test_a_delivery_connects_only_to_the_address_that_was_checked(owner, dns, se
     assert attempt.status_code is None and PUBLIC_ADDRESS in attempt.error, attempt.error
 
 
+def test_a_delivery_to_a_checked_url_never_goes_through_a_proxy(owner, dns, monkeypatch, webhook_receiver):
+    """A proxy from the environment would look the host up itself, after our check (and reach what it likes)."""
+    for name in ("http", "https", "all", "no"):
+        monkeypatch.delenv(f"{name}_proxy", raising=False)
+        monkeypatch.delenv(f"{name.upper()}_PROXY", raising=False)
+    monkeypatch.setenv("HTTP_PROXY", webhook_receiver.url.removesuffix("/hook"))
+    delivery = _pending_delivery(owner, "http://hooks.example.com/hook")
+    delivery_attempt(delivery.pk)
+    assert webhook_receiver.wait_for(1, timeout=0.3) == []  # the proxy heard nothing
+    [attempt] = DeliveryAttempt.objects.all()
+    assert attempt.status_code is None and "do not go through proxies" in attempt.error, attempt.error
+
+
 def test_the_pinned_transport_keeps_the_host_name_and_refuses_other_hosts(monkeypatch, webhook_receiver):
     # A name that would resolve elsewhere: the pinned transport must not look it up at all.
     dns = FakeDns({"receiver.test": ["10.255.255.1"], "other.test": ["127.0.0.1"]}).install(monkeypatch)
