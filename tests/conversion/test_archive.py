@@ -163,17 +163,28 @@ def test_nested_zips_are_extracted_within_the_budget(samples_dir, tmp_path):
         safe_extract(outer, tmp_path / "out2", max_total_bytes=len(inner) + 1000)
 
 
-def test_nesting_depth_is_bounded(tmp_path):
+def _nested(tmp_path, levels: int):
+    """An upload holding a zip in a zip... `levels` deep, the innermost holding a.txt."""
     data = _zip(tmp_path / "level0.zip", {"a.txt": b"a"}).read_bytes()
-    for level in range(1, 6):
+    for level in range(1, levels + 1):
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as zf:
             zf.writestr(f"level{level - 1}.zip", data)
         data = buf.getvalue()
     path = tmp_path / "deep.zip"
     path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("levels", [4, 5])
+def test_nesting_depth_is_bounded(tmp_path, levels):
     with pytest.raises(ArchiveError, match="nested more than 3 levels"):
-        safe_extract(path, tmp_path / "out")
+        safe_extract(_nested(tmp_path, levels), tmp_path / "out")
+
+
+def test_zips_nested_three_levels_deep_are_extracted(tmp_path):
+    safe_extract(_nested(tmp_path, 3), tmp_path / "out")
+    assert [p.name for p in (tmp_path / "out").rglob("*") if p.is_file()] == ["a.txt"]
 
 
 @pytest.mark.parametrize(
