@@ -75,6 +75,15 @@ class TestMachinePooling:
         third, _ = pool(core_user, name="Combine 1", make="Case", model="9250")
         assert first == second != third
 
+    def test_a_serial_number_no_machine_has_makes_a_new_machine_whatever_its_name(self, core_user):
+        """The name identifies only files that carry neither serial number nor VIN."""
+        named, _ = pool(core_user, name="Combine 1", make="Case")
+        by_serial, _ = pool(core_user, name="Combine 1", make="Case", serial_number="S2")
+        by_vin, _ = pool(core_user, name="Combine 1", make="Case", vin="V2")
+        assert len({named, by_serial, by_vin}) == 3
+        named.refresh_from_db()
+        assert (named.serial_number, named.vin) == (None, None)
+
     def test_a_user_created_machine_with_that_serial_is_matched_and_left_unchanged(self, api_client, core_user):
         created = api_client.post(
             f"{BASE}/{core_user.id}/machines", {"name": "Mine", "serialNumber": "ABC1"}, format="json"
