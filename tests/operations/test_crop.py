@@ -71,17 +71,28 @@ def test_crop_keeps_exactly_the_points_inside_and_its_totals_are_theirs(
 
 
 def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):
-    # "big" is the grid; "corner" covers only a corner of it.
+    # "corner" lies inside the grid (covered whole); "a-wide" reaches as far again past it (about half covered);
+    # their ids sort the other way round.
+    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3))
+    field_create(core_user=core_user, id="a-wide", geometry=grid_box(columns=40))
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
+    operation = Operation.objects.get()
+    coverage = {link.field.public_id: link.coverage for link in operation.field_links.all()}
+    assert coverage["corner"] > 90 and coverage["a-wide"] < 60
+    body = api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json").json()
+    assert operation.crops.get().field.public_id == "corner"
+    assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
+
+
+def test_fields_of_equal_coverage_are_taken_in_id_order(api_client, core_user):
     field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3))
     field_create(core_user=core_user, id="big", geometry=grid_box())
     processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
     operation = Operation.objects.get()
     coverage = {link.field.public_id: link.coverage for link in operation.field_links.all()}
-    assert coverage["big"] > coverage["corner"] or coverage["big"] >= 99
-    body = api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json").json()
-    crop = operation.crops.get()
-    assert crop.field.public_id == min(coverage, key=lambda field_id: (-coverage[field_id], field_id))  # ties: by id
-    assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
+    assert coverage["big"] == coverage["corner"]  # both covered whole
+    api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json")
+    assert operation.crops.get().field.public_id == "big"
 
 
 def test_without_a_field_id_a_field_that_lost_its_boundary_gives_way_to_the_next(api_client, core_user):
