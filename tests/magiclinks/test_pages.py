@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from django.db import connection
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
@@ -185,6 +186,22 @@ def test_a_callback_is_refused_for_unknown_reused_or_foreign_state(
     assert stranger.status_code == 400 and "another browser" in stranger.content.decode()
     assert not ProviderCredential.objects.exists()
     assert oauth_server.token_requests == []
+
+
+def test_a_sign_in_that_took_longer_than_its_ten_minutes_connects_nothing(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    from magiclinks.models import LinkAuthorization
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+
+    def eleven_minutes_at_the_provider():
+        LinkAuthorization.objects.update(expires_at=F("expires_at") - timedelta(minutes=11))
+
+    response, _ = connect(client, url, meanwhile=eleven_minutes_at_the_provider)
+    assert response.status_code == 400 and "This sign-in attempt took too long." in response.content.decode()
+    assert oauth_server.token_requests == [] and not ProviderCredential.objects.exists()
 
 
 @pytest.mark.parametrize(
