@@ -184,8 +184,28 @@ def test_a_callback_is_refused_for_unknown_reused_or_foreign_state(
 
     stranger = Client().get("/links/oauth/callback", {"state": state, "code": "x"})
     assert stranger.status_code == 400 and "another browser" in stranger.content.decode()
+    # Nor can one with a sign-in of its own under way (its own browser cookie)
+    other_browser = Client()
+    assert other_browser.get(f"{url}/connect/ProviderA").status_code == 302
+    foreign = other_browser.get("/links/oauth/callback", {"state": state, "code": "x"})
+    assert foreign.status_code == 400 and "another browser" in foreign.content.decode()
     assert not ProviderCredential.objects.exists()
     assert oauth_server.token_requests == []
+
+
+def test_a_callback_answered_again_is_refused_and_exchanges_nothing(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    """The provider's redirect replayed (the browser's back button, a leaked URL): the state is single-use."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    started = client.get(f"{url}/connect/ProviderA")
+    consent = requests.get(started["Location"], timeout=5)
+    back = urlsplit(consent.text.split("id='allow' href='")[1].split("'")[0].replace("&amp;", "&"))
+    assert client.get(back.path, parse_qs(back.query)).status_code == 200
+    again = client.get(back.path, parse_qs(back.query))
+    assert again.status_code == 400 and "already used" in again.content.decode()
+    assert len(oauth_server.token_requests) == 1 and ProviderCredential.objects.count() == 1
 
 
 def test_a_sign_in_that_took_longer_than_its_ten_minutes_connects_nothing(
