@@ -369,3 +369,73 @@ def test_time_logs_one_after_another_are_not_joined(tmp_path):
     [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
     assert len(table) == 7
     assert np.allclose(table.columns["wetMassPerArea"], [5000.0] * 4 + [6000.0] * 3)
+
+
+@pytest.mark.parametrize(
+    ("ddi", "raw", "prop", "value", "unit"),
+    [
+        # ISO 11783-11 resolutions: 200 L/ha is 20,000 mm3/m2, logged in steps of 0.01 mm3/m2
+        (0x0002, 2_000_000, "appliedRate", 200.0, "L/ha"),
+        # 150 kg/ha is 15,000 mg/m2, in steps of 1 mg/m2
+        (0x0007, 15_000, "appliedRate", 150.0, "kg/ha"),
+        # 80,000 seeds/ha is 8 seeds/m2, in steps of 0.001 /m2
+        (0x000C, 8_000, "seedRate", 80_000.0, "seeds/ha"),
+        # 10 km/h is 2778 mm/s
+        (0x018D, 2_778, "speed", 2.778, "m/s"),
+    ],
+)
+def test_rates_are_read_in_the_resolution_of_their_ddi(tmp_path, ddi, raw, prop, value, unit):
+    _hand_log(tmp_path, "TLG00001", [ddi], [(t * 1000, 48 + t * 1e-5, 11, {0: raw}) for t in range(3)])
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert table.units[prop] == unit
+    assert np.allclose(table.columns[prop], value)
+
+
+def test_a_record_without_a_position_fix_is_no_point(tmp_path):
+    # Given a log whose third record has latitude and longitude 0 (no fix yet: the terminal writes zeros)
+    records = [(0, 48, 11, {0: 8_000}), (1000, 48.00001, 11, {0: 8_000}), (2000, 0, 0, {0: 8_000})]
+    _hand_log(tmp_path, "TLG00001", [0x000C], records)
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert len(table) == 2 and not ((table.columns["lat"] == 0) & (table.columns["lon"] == 0)).any()
+
+
+def test_a_planter_logging_only_its_setpoint_has_the_setpoint_as_seed_rate_and_says_so(tmp_path):
+    _hand_log(tmp_path, "TLG00001", [0x000B], [(t * 1000, 48 + t * 1e-5, 11, {0: 8_000}) for t in range(3)])
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert table.operation_type == "planted"
+    assert np.allclose(table.columns["seedRate"], 80_000.0) and table.units["seedRate"] == "seeds/ha"
+    assert any("seedRate is the setpoint" in warning for warning in table.warnings)
+
+
+def test_speed_is_what_the_positions_and_their_times_give(extracted):
+    """Independent of the DDI's resolution: the distance between consecutive fixes over the seconds between them."""
+    from pyproj import Geod
+
+    folder = extracted("isoxml-js/data/2021-04-09T15_33_26_taskdata.zip") / "TASKDATA"
+    [table] = _read(folder / "TASKDATA.XML")
+    lon, lat, speed = table.columns["lon"], table.columns["lat"], table.columns["speed"]
+    seconds = table.columns["timestamp"].astype("datetime64[ms]").astype(np.int64) / 1000
+    _, _, metres = Geod(ellps="WGS84").inv(lon[:-1], lat[:-1], lon[1:], lat[1:])
+    step = np.diff(seconds)
+    moving = (step > 0) & (step < 5) & (metres / np.where(step > 0, step, 1) > 0.5) & (speed[1:] > 0.5)
+    assert moving.sum() > 50
+    assert np.median(metres[moving] / step[moving] / speed[1:][moving]) == pytest.approx(1.0, abs=0.1)
+
+
+def test_the_actual_seed_rate_follows_its_setpoint(extracted):
+    folder = extracted(f"{LOAD}/Another-single-ACP.zip")
+    planter = {t.name: t for t in _read(folder / "TASKDATA.XML")}["20220919 Aussaat 25.77ha with..."]
+    actual, target = planter.columns["seedRate"], planter.columns["seedRateTarget"]
+    sowing = (actual > 0) & (target > 0)
+    assert sowing.sum() > 100
+    assert np.median(actual[sowing] / target[sowing]) == pytest.approx(1.0, abs=0.05)
+    assert 50_000 <= np.median(target[sowing]) <= 150_000  # maize, seeds per hectare
+
+
+def test_elevation_is_the_positions_altitude_in_metres(extracted):
+    """ISO 11783-10: PTN C, the altitude, is in millimetres."""
+    folder = extracted("isoxml-js/data/2021-04-09T15_33_26_taskdata.zip") / "TASKDATA"
+    [table] = _read(folder / "TASKDATA.XML")
+    walk = walk_tlg(*_files(folder, "TLG00001"))
+    assert np.allclose(table.columns["elevation"], [r["ptn"]["C"] / 1000 for r in walk["records"]])
+    assert table.units["elevation"] == "m"
