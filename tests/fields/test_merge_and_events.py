@@ -56,6 +56,18 @@ def test_overlapping_fields_merge_when_the_owner_turns_it_on(api_client, core_us
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("change", [{"provider_status": "INACTIVE"}, {"deleted": True}])
+def test_a_field_without_an_active_outline_merges_with_nothing(api_client, core_user, owner, change):
+    """Made inactive on its provider, its current boundary is INACTIVE; deleted there, it has none."""
+    gone = provider_field(core_user, A)
+    boundary_provider_sync(field=gone, provider_boundary_id="pb", **change)
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    b = create_field(api_client, core_user, B)
+    assert "mergedFieldId" not in b and merged_of(api_client, core_user, gone.public_id) is None
+    assert not Field.objects.filter(type="MERGED").exists()
+
+
+@pytest.mark.django_db
 def test_the_core_users_own_configuration_wins(api_client, core_user, owner):
     config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
     config_user_set(core_user=core_user, entries={"fieldsAutoMerge": False}, replace=True)
