@@ -53,6 +53,16 @@ def test_default_threshold_and_touching_fields(api_client, core_user):
     assert intersects(api_client, core_user, rect(5, 5, 5.01, 5.01)) == []
 
 
+def test_the_answer_is_in_field_id_order(api_client, core_user, owner):
+    for field_id in ("b-north", "a-south", "c-east"):
+        create_field(api_client, core_user, square(0, 0), id=field_id)
+    assert intersects(api_client, core_user, square(0, 0)) == ["a-south", "b-north", "c-east"]
+    # Owner-wide, another core user's field of one id comes beside it
+    create_field(api_client, CoreUserFactory(owner=owner), square(0, 0), id="a-south")
+    response = api_client.post(f"{BASE}/fields/query/intersects", {"geometry": square(0, 0)}, format="json")
+    assert [f["id"] for f in response.json()] == ["a-south", "a-south", "b-north", "c-east"]
+
+
 def test_only_the_users_fields_are_answered(api_client, core_user, owner):
     other_user = CoreUserFactory(owner=owner)
     mine = create_field(api_client, core_user, square(0, 0))["id"]
