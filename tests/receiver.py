@@ -17,11 +17,12 @@ class ReceivedRequest:
 class Receiver:
     """`statuses`: the status codes to answer, one per request (the last repeats); `hang`: seconds to
     sleep before answering (longer than the client timeout = a receiver that never answers); `answer`: the body
-    of every answer (default `answered <status>`)."""
+    of every answer (default `answered <status>`); `headers`: more headers of every answer."""
 
     statuses: list[int] = field(default_factory=lambda: [200])
     hang: float = 0.0
     answer: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
     received: list[ReceivedRequest] = field(default_factory=list)
     url: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -62,6 +63,8 @@ def start_receiver(receiver: Receiver) -> ThreadingHTTPServer:
             status = receiver.next_status()
             self.send_response(status)
             self.send_header("Content-Type", "text/plain")
+            for name, value in receiver.headers.items():
+                self.send_header(name, value)
             self.end_headers()
             try:
                 self.wfile.write(receiver.answer if receiver.answer is not None else f"answered {status}".encode())

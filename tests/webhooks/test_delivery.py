@@ -239,12 +239,24 @@ def test_a_chunked_answer_is_kept_whole_with_the_failed_call(owner, core_user, s
 
 
 def test_redirects_are_not_followed(owner, core_user, subscribe, webhook_receiver, settings):
-    settings.WEBHOOK_RETRY_SCHEDULE = []
-    webhook_receiver.statuses = [302]
-    subscribe(owner, webhook_receiver, ["fieldCreated"])
-    emit(core_user)
-    assert len(webhook_receiver.wait_for(1)) == 1
-    assert Delivery.objects.get().status == Delivery.Status.FAILED
+    from tests.receiver import Receiver, start_receiver
+
+    elsewhere = Receiver()
+    server = start_receiver(elsewhere)
+    try:
+        settings.WEBHOOK_RETRY_SCHEDULE = []
+        webhook_receiver.statuses = [307]  # (a 307 would repeat the POST, body and signature, at the new place)
+        webhook_receiver.headers = {"Location": elsewhere.url}
+        subscribe(owner, webhook_receiver, ["fieldCreated"])
+        emit(core_user)
+        assert len(webhook_receiver.wait_for(1)) == 1
+        assert elsewhere.wait_for(1, timeout=0.3) == []
+    finally:
+        server.shutdown()
+        server.server_close()
+    delivery = Delivery.objects.get()
+    assert delivery.status == Delivery.Status.FAILED
+    assert [a.status_code for a in delivery.attempt_log.all()] == [307]
 
 
 def test_a_deleted_webhook_receives_nothing_more(owner, core_user, subscribe, webhook_receiver, settings, api_client):
