@@ -68,6 +68,14 @@ def test_a_field_without_an_active_outline_merges_with_nothing(api_client, core_
 
 
 @pytest.mark.django_db
+def test_fields_sharing_only_an_edge_never_merge_however_small_the_threshold(api_client, core_user, owner):
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True, "fieldsMergeIntersection": 1e-9})
+    create_field(api_client, core_user, rect(0, 0, 0.01, 0.01))
+    beside = create_field(api_client, core_user, rect(0.01, 0, 0.02, 0.01))
+    assert "mergedFieldId" not in beside and not Field.objects.filter(type="MERGED").exists()
+
+
+@pytest.mark.django_db
 def test_the_core_users_own_configuration_wins(api_client, core_user, owner):
     config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
     config_user_set(core_user=core_user, entries={"fieldsAutoMerge": False}, replace=True)
