@@ -222,6 +222,9 @@ def test_intersect_needs_two_fields_of_the_user(api_client, core_user, owner):
     # A field error names the place in the body as sent, a repeated id counted (it named [1] here)
     body = assert_problem(api_client.post(url, [a, a, "missing"], format="json"), 400, "validation")
     assert body["fieldErrors"] == [{"field": "[2]", "message": "Unknown field."}]
+    # An unknown id given twice is named once, at its first place
+    body = assert_problem(api_client.post(url, [a, "missing", a, "missing"], format="json"), 400, "validation")
+    assert body["fieldErrors"] == [{"field": "[1]", "message": "Unknown field."}]
 
 
 def test_intersect_leaves_out_fields_whose_current_boundary_is_inactive(api_client, core_user):
