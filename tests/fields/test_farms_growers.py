@@ -30,6 +30,9 @@ def test_grower_create_get_put(api_client, core_user):
     # PUT replaces: without a name the grower has none, and `name` is then absent.
     nameless = api_client.put(f"{growers_url(core_user)}/{grower['id']}", {}, format="json").json()
     assert "name" not in nameless
+    # An empty name is a name given, kept as it was given
+    blank = api_client.put(f"{growers_url(core_user)}/{grower['id']}", {"name": ""}, format="json").json()
+    assert blank["name"] == "" and api_client.get(f"{growers_url(core_user)}/{grower['id']}").json()["name"] == ""
 
 
 def test_farm_create_get_put_and_field_ids(api_client, core_user):
