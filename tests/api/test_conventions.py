@@ -84,6 +84,19 @@ def test_sort_is_multi_valued_and_directional(api_client, owner):
     assert names({"sort": "email,desc"}) == [("a", "3@x.io"), ("b", "2@x.io"), ("b", "1@x.io")]
 
 
+def test_equal_sort_keys_are_ordered_by_id_so_pages_neither_repeat_nor_skip(api_client, owner):
+    import uuid
+
+    ids = [uuid.UUID(int=n) for n in (9, 7, 5, 3, 1)]
+    for made in ids:  # stored in descending id order
+        CoreUserFactory(owner=owner, id=made, name="Same name")
+    for sort in ("name", "name,desc"):
+        answered = [
+            u["id"] for page in range(3) for u in api_client.get(URL, {"sort": sort, "page": page, "size": 2}).json()
+        ]
+        assert answered == [str(i) for i in sorted(ids)]
+
+
 def test_unknown_sort_property_is_400(api_client):
     body = assert_problem(api_client.get(URL, {"sort": "password,desc"}), 400, "validation")
     assert "password" in body["detail"]
