@@ -102,6 +102,9 @@ def test_missing_columns_fill_and_lists_unite_in_first_seen_order():
     assert merged.columns["crop"].tolist() == ["soybeans", "soybeans", "corn", "corn", "corn"]
     # Only totals every table records are summed
     assert merged.recorded_totals == {"totalWetMass": (14.0, "kg")}
+    # And only in one unit: kilograms and pounds are not added up
+    b.recorded_totals["totalWetMass"] = (4.0, "lb")
+    assert tables_merge([a, b], name="m").recorded_totals == {}
     assert merged.units == {"wetMassPerArea": "kg/ha", "harvestMoisture": "percentage"}
 
 
