@@ -9,8 +9,6 @@ parses: `timestamp`, then JD's `IsoTime` (UTC), then a `Time` text.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import numpy as np
 
 from conversion.readers.base import HARVEST_COLUMNS, recording_status
@@ -21,6 +19,7 @@ from conversion.readers.shapefile.columns import (
     TIME_ISO_NAMES,
     TIME_TEXT_NAMES,
     column_match,
+    iso_utc,
     normalized_name,
     parse_text_times,
     rate_operation,
@@ -188,14 +187,9 @@ def _times(values: list) -> np.ndarray:
     for i, v in enumerate(values):
         if not isinstance(v, str):
             continue
-        try:
-            stamp = datetime.fromisoformat(v.strip().replace("Z", "+00:00"))
-        except ValueError:
+        out[i] = iso_utc(v)
+        if np.isnat(out[i]):
             other.append(i)
-            continue
-        if stamp.tzinfo is not None:
-            stamp = (stamp - stamp.utcoffset()).replace(tzinfo=None)
-        out[i] = np.datetime64(stamp, "ms")
     if other:
         out[other] = parse_text_times(_object_array([values[i] for i in other]))
     return out

@@ -169,6 +169,21 @@ def test_overflowed_numbers_are_null(tmp_path):
     assert np.isnan(table.columns["dryMassPerArea"][1])
 
 
+def test_iso_times_with_an_offset_are_taken_to_utc(tmp_path):
+    with shapefile.Writer(str(tmp_path / "t.shp"), shapeType=shapefile.POINT) as writer:
+        writer.field("Yld_Mass_D", "N", 8, 2)
+        writer.field("IsoTime", "C", 40)
+        for i, stamp in enumerate(["2016-09-19T16:45:10+02:00", "2016-09-19T09:45:11-05:00", "2016-09-19T14:45:12Z"]):
+            writer.point(-93.0 - i * 1e-4, 41.0)
+            writer.record(100.0, stamp)
+    table = _read(Dataset("SHAPEFILE", tmp_path / "t.shp", tmp_path, "t"))
+    assert table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist() == [
+        "2016-09-19T14:45:10",
+        "2016-09-19T14:45:11",
+        "2016-09-19T14:45:12",
+    ]
+
+
 def test_polygon_export_gives_centroids_and_areas(tmp_path):
     path = tmp_path / "poly.shp"
     with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
