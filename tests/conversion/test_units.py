@@ -1,0 +1,39 @@
+"""Source units (ADAPT codes of John Deere metadata, plain spellings) to the canonical ones, against the exact
+definitions of the units (NIST Handbook 44): an acre is 4046.8564224 m2, a US gallon 3.785411784 L, a US bushel
+35.23907016688 L, a pound 0.45359237 kg; an ounce is a sixteenth of a pound, a fluid ounce 1/128 gallon."""
+
+import pytest
+
+from conversion.readers.units import to_canonical
+
+ACRE_HA = 4046.8564224 / 10_000
+GALLON_L = 3.785411784
+BUSHEL_L = 35.23907016688
+POUND_KG = 0.45359237
+
+
+@pytest.mark.parametrize(
+    ("code", "unit", "factor"),
+    [
+        ("bu1ac-1", "L/ha", BUSHEL_L / ACRE_HA),
+        ("lb1ac-1", "kg/ha", POUND_KG / ACRE_HA),
+        ("ozm1ac-1", "kg/ha", POUND_KG / 16 / ACRE_HA),
+        ("gal1ac-1", "L/ha", GALLON_L / ACRE_HA),
+        ("floz1ac-1", "L/ha", GALLON_L / 128 / ACRE_HA),
+        ("seeds1ac-1", "seeds/ha", 1 / ACRE_HA),
+        ("ksds1ac-1", "seeds/ha", 1000 / ACRE_HA),  # thousands of seeds per acre
+        ("seeds1ha-1", "seeds/ha", 1.0),
+        ("t1ha-1", "kg/ha", 1000.0),
+        ("lb1sec-1", "kg/s", POUND_KG),
+        ("mi1hr-1", "m/s", 1609.344 / 3600),
+        ("km1hr-1", "m/s", 1000 / 3600),
+        ("ft1sec-1", "m/s", 0.3048),
+    ],
+)
+def test_an_adapt_rate_code_converts_by_the_units_definitions(code, unit, factor):
+    canonical, got = to_canonical(code)
+    assert canonical == unit and got == pytest.approx(factor, rel=1e-12)
+
+
+def test_an_unknown_unit_converts_to_nothing():
+    assert to_canonical("furlongs1fortnight-1") is None
