@@ -189,6 +189,55 @@ def test_derive_area_dry_values_and_point_totals():
     assert standardize.units(derived)["dryMass"] == "kg"
 
 
+def test_derived_distance_heading_and_speed_start_again_after_a_pause():
+    """Between points a second apart the distance covered; after more than 30 s without a point, a new pass: no
+    distance or speed to that point (the machine did not drive the gap at the speed its points tell)."""
+    from pyproj import Geod
+
+    table = _table(
+        3, timestamp=np.array(["2024-09-01T10:00:00", "2024-09-01T10:00:01", "2024-09-01T10:00:32"], "M8[ms]")
+    )
+    derived = standardize.derive(table)
+    _, _, metres = Geod(ellps="WGS84").inv(10.0, 54.0, 10.00002, 54.0)
+    assert derived.columns["distance"][1] == pytest.approx(metres, rel=5e-3)
+    assert derived.columns["speed"][1] == pytest.approx(metres, rel=5e-3)  # in one second
+    assert np.isnan(derived.columns["distance"][[0, 2]]).all() and np.isnan(derived.columns["speed"][[0, 2]]).all()
+
+
+@pytest.mark.parametrize(
+    ("dlon", "dlat", "heading"), [(0, 1e-4, 0.0), (1e-4, 0, 90.0), (0, -1e-4, 180.0), (-1e-4, 0, 270.0)]
+)
+def test_derived_heading_is_the_compass_bearing_of_travel(dlon, dlat, heading):
+    table = _table(3, lon=10.0 + np.arange(3) * dlon, lat=54.0 + np.arange(3) * dlat)
+    assert standardize.derive(table).columns["heading"][1:] == pytest.approx([heading, heading], abs=1e-3)
+
+
+def test_a_point_without_moisture_takes_the_mean_of_the_usable_ones():
+    """A moisture of 0 is no reading (cleaning drops that point): it does not pull the mean down."""
+    table = _table(
+        3,
+        distance=np.array([2.0, 2.0, 2.0]),
+        equipmentWidth=np.full(3, 10.0),
+        wetMassPerArea=np.full(3, 10_000.0),
+        harvestMoisture=np.array([25.0, 0.0, np.nan]),
+    )
+    dry = standardize.derive(table).columns["dryMassPerArea"]
+    assert dry[2] == pytest.approx(10_000 * (100 - 25) / (100 - 15.5))  # corn's standard moisture is 15.5 %
+
+
+def test_a_harvested_point_of_no_mass_is_cleaned_away():
+    """A yield rate over no area (the machine stood still) is no harvest at that point."""
+    table = _table(
+        3,
+        distance=np.array([1.0, 0.0, 1.0]),
+        equipmentWidth=np.full(3, 10.0),
+        wetMassPerArea=np.full(3, 5000.0),
+        harvestMoisture=np.full(3, 20.0),
+    )
+    result = standardize.clean(standardize.derive(table))
+    assert result.reasons == {"wetMass <= 0": 1} and len(result.table) == 2
+
+
 def test_cleaning_counts_each_rule():
     table = _table(
         8,
