@@ -7,7 +7,6 @@ metric units. They never touch Django or the database, so they can run in a work
 from __future__ import annotations
 
 import abc
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,10 +14,10 @@ from typing import Literal
 
 import numpy as np
 
-from platform_site.text import needs_storable, storable
+from platform_site.text import storable
 
 from .units import convert, to_canonical
-from .values import text_value
+from .values import table_values_clean
 
 DatasetFormat = Literal["ISOXML", "SHAPEFILE", "GEOJSON"]
 OperationType = Literal["harvested", "planted", "applied", "tillage", "other"]
@@ -232,86 +231,6 @@ def get_reader(fmt: str) -> Reader:
 def registered_formats() -> list[str]:
     """Formats that have a reader."""
     return sorted(_REGISTRY)
-
-
-_NUMBER_TYPES = (int, float, bool, type(None))
-
-
-def table_values_clean(table: PointTable) -> PointTable:
-    """The table with the one rule for values from files applied (`readers.values`), in place: text without NUL,
-    other C0 controls and lone surrogates, wherever it stands (its name, crops, varieties, products, operators,
-    machines, warnings, unit names, column names and text values, raw ones included); values of the standard
-    numeric columns that are not finite are missing (NaN), like a value the file does not give. Raw numeric columns
-    keep what the file wrote: the raw GeoJSON leaves non-finite values out anyway."""
-    table.name = storable(table.name)
-    for attribute in ("crops", "varieties", "products", "operators"):
-        setattr(table, attribute, _texts(getattr(table, attribute)))
-    table.machines = [
-        replace(m, **{k: text_value(v) for k, v in vars(m).items() if k != "kind" and v is not None})
-        for m in table.machines
-    ]
-    table.warnings = [storable(w) for w in table.warnings]
-    for attribute in ("units", "source_units", "raw_units"):
-        units = {storable(k): text_value(v) or "" for k, v in getattr(table, attribute).items()}
-        setattr(table, attribute, units)
-    table.recorded_totals = {k: (v, u) for k, (v, u) in table.recorded_totals.items() if math.isfinite(v)}
-    table.columns = _clean_columns(table.columns, standard=True)
-    table.raw_columns = _clean_columns(table.raw_columns, standard=False)
-    return table
-
-
-def _texts(values: list) -> list[str]:
-    out: list[str] = []
-    for value in values:
-        text = text_value(value)
-        if text and text not in out:
-            out.append(text)
-    return out
-
-
-def _clean_columns(columns: dict[str, np.ndarray], *, standard: bool) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for name, values in columns.items():
-        key = storable(name)
-        while key in out or (key != name and key in columns):
-            key += "_"
-        if values.dtype.kind == "f" and standard:
-            infinite = np.isinf(values)
-            if infinite.any():
-                values = np.where(infinite, np.nan, values)
-        elif values.dtype.kind == "O":
-            values = _clean_objects(values, standard=standard)
-        out[key] = values
-    return out
-
-
-def _clean_objects(values: np.ndarray, *, standard: bool) -> np.ndarray:
-    """An object column with its text cleaned (each distinct value once). In a standard column (crop, variety...)
-    text is stripped, and None when nothing is left; a value that is neither text nor a number is None. In a raw
-    column such a value (an object or a list in a GeoJSON property) becomes its text, cleaned: what the raw GeoJSON
-    writes of it. The column itself when nothing changes."""
-    items = values.tolist()
-    try:
-        unchanged = not needs_storable("".join(items))  # a column of text only, the usual one
-    except TypeError:
-        texts = [v for v in items if type(v) is str]
-        odd = any(type(v) is not str and not isinstance(v, _NUMBER_TYPES) for v in items)
-        unchanged = not odd and not needs_storable("".join(texts))
-    if unchanged:
-        return values
-    cache: dict[str, str | None] = {}
-    out = np.empty(len(items), dtype=object)
-    for i, value in enumerate(items):
-        if isinstance(value, _NUMBER_TYPES):
-            out[i] = value
-        elif type(value) is not str and standard:
-            out[i] = None
-        else:
-            text = value if type(value) is str else str(value)
-            if text not in cache:
-                cache[text] = text_value(text) if standard else storable(text)
-            out[i] = cache[text]
-    return out
 
 
 def concat_tables(tables: list[PointTable], *, name: str | None = None) -> PointTable:

@@ -6,16 +6,23 @@ fails any encoding, so a name holding one would fail the whole data set. Numbers
 (NaN, infinities, `1e999`) are missing values; JSON, and so every summary, has no such numbers.
 
 The text rule is `platform_site.text.storable`, the one rule for text from outside. `Reader.read` applies
-`table_values_clean` to every table a reader returns, and the conversion services clean every failure message with
-`storable` before storing it (a reason may quote a file). Readers use `text_value` where a file gives a value that
-should be text (a name in JSON metadata may be a number, an object...).
+`table_values_clean` (below) to every table a reader returns, and the conversion services clean every failure
+message with `storable` before storing it (a reason may quote a file). Readers use `text_value` where a file gives
+a value that should be text (a name in JSON metadata may be a number, an object...).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from platform_site.text import storable
+import numpy as np
+
+from platform_site.text import needs_storable, storable
+
+if TYPE_CHECKING:
+    from .base import PointTable
 
 
 def text_value(value) -> str | None:
@@ -32,3 +39,83 @@ def text_value(value) -> str | None:
         if value.is_integer():
             value = int(value)
     return str(value)
+
+
+_NUMBER_TYPES = (int, float, bool, type(None))
+
+
+def table_values_clean(table: PointTable) -> PointTable:
+    """The table with the one rule for values from files applied (`readers.values`), in place: text without NUL,
+    other C0 controls and lone surrogates, wherever it stands (its name, crops, varieties, products, operators,
+    machines, warnings, unit names, column names and text values, raw ones included); values of the standard
+    numeric columns that are not finite are missing (NaN), like a value the file does not give. Raw numeric columns
+    keep what the file wrote: the raw GeoJSON leaves non-finite values out anyway."""
+    table.name = storable(table.name)
+    for attribute in ("crops", "varieties", "products", "operators"):
+        setattr(table, attribute, _texts(getattr(table, attribute)))
+    table.machines = [
+        replace(m, **{k: text_value(v) for k, v in vars(m).items() if k != "kind" and v is not None})
+        for m in table.machines
+    ]
+    table.warnings = [storable(w) for w in table.warnings]
+    for attribute in ("units", "source_units", "raw_units"):
+        units = {storable(k): text_value(v) or "" for k, v in getattr(table, attribute).items()}
+        setattr(table, attribute, units)
+    table.recorded_totals = {k: (v, u) for k, (v, u) in table.recorded_totals.items() if math.isfinite(v)}
+    table.columns = _clean_columns(table.columns, standard=True)
+    table.raw_columns = _clean_columns(table.raw_columns, standard=False)
+    return table
+
+
+def _texts(values: list) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        text = text_value(value)
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
+def _clean_columns(columns: dict[str, np.ndarray], *, standard: bool) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for name, values in columns.items():
+        key = storable(name)
+        while key in out or (key != name and key in columns):
+            key += "_"
+        if values.dtype.kind == "f" and standard:
+            infinite = np.isinf(values)
+            if infinite.any():
+                values = np.where(infinite, np.nan, values)
+        elif values.dtype.kind == "O":
+            values = _clean_objects(values, standard=standard)
+        out[key] = values
+    return out
+
+
+def _clean_objects(values: np.ndarray, *, standard: bool) -> np.ndarray:
+    """An object column with its text cleaned (each distinct value once). In a standard column (crop, variety...)
+    text is stripped, and None when nothing is left; a value that is neither text nor a number is None. In a raw
+    column such a value (an object or a list in a GeoJSON property) becomes its text, cleaned: what the raw GeoJSON
+    writes of it. The column itself when nothing changes."""
+    items = values.tolist()
+    try:
+        unchanged = not needs_storable("".join(items))  # a column of text only, the usual one
+    except TypeError:
+        texts = [v for v in items if type(v) is str]
+        odd = any(type(v) is not str and not isinstance(v, _NUMBER_TYPES) for v in items)
+        unchanged = not odd and not needs_storable("".join(texts))
+    if unchanged:
+        return values
+    cache: dict[str, str | None] = {}
+    out = np.empty(len(items), dtype=object)
+    for i, value in enumerate(items):
+        if isinstance(value, _NUMBER_TYPES):
+            out[i] = value
+        elif type(value) is not str and standard:
+            out[i] = None
+        else:
+            text = value if type(value) is str else str(value)
+            if text not in cache:
+                cache[text] = text_value(text) if standard else storable(text)
+            out[i] = cache[text]
+    return out

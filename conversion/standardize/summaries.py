@@ -125,7 +125,7 @@ def _camel_case(name: str) -> str:
 
 def _sum(values: np.ndarray) -> float | None:
     """The sum of the values a point has (NaN: missing); None when it is beyond the float range. Values from files
-    are finite (`readers.base.table_values_clean`); an infinite one is a product that overflowed."""
+    are finite (`readers.values.table_values_clean`); an infinite one is a product that overflowed."""
     with np.errstate(over="ignore", invalid="ignore"):
         total = float(np.nansum(np.asarray(values, dtype=float)))
     return total if math.isfinite(total) else None

@@ -1,4 +1,4 @@
-"""The one rule for values leaving a reader (`readers.values`, `readers.base.table_values_clean`): text without the
+"""The one rule for values leaving a reader (`readers.values`, `readers.values.table_values_clean`): text without the
 characters no database stores, non-finite numbers as missing values. The API tests (api/test_file_content.py) show
 it on uploads; here every place of a table that holds text from a file."""
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from conversion.readers.base import MachineIdentity, PointTable, table_values_clean
-from conversion.readers.values import text_value
+from conversion.readers.base import MachineIdentity, PointTable
+from conversion.readers.values import table_values_clean, text_value
 from platform_site.text import storable
 
 pytestmark = pytest.mark.embedded
