@@ -9,14 +9,10 @@ A log with a condensed work state gets each point's working width from the secti
 from __future__ import annotations
 
 import logging
-import math
-import re
-from collections import defaultdict
 from xml.etree.ElementTree import Element
 
 import numpy as np
 
-from conversion.crops import normalize_crop_name
 from conversion.readers import ddi as ddis
 from conversion.readers.base import (
     YIELD_IGNORED_COLUMN,
@@ -33,12 +29,11 @@ from conversion.readers.base import (
 from . import ignore_times
 from .parallel import AnyTimeLog, join_parallel
 from .sections import section_working_width
+from .task import task_crops_and_products, task_operators, task_recorded_totals, task_timezone
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
 from .tlg import TimeLog, TimeLogError, read_time_log
 
 log = logging.getLogger(__name__)
-
-_TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
 
 
 def _task_name(task: Element) -> str:
@@ -141,15 +136,17 @@ class IsoxmlReader(Reader):
         devices_used = self._devices_used(td, task, logs)
         implement = self._implement(devices_used)
         operation = self._operation_type(implement, logs)
-        tz_offset = _task_timezone(task)
+        tz_offset = task_timezone(task)
         parts = [self._log_table(td, log, implement, operation, tz_offset, task_name) for log in logs]
         table = concat_tables(parts, name=task_name)
         table.warnings[:0] = warnings
         table.machines = _dedupe([d.identity() for d in devices_used])
-        crops, varieties, products = _crops_and_products(td, task)
+        crops, varieties, products = task_crops_and_products(td, task)
         table.crops, table.varieties, table.products = crops, varieties, products
-        table.operators = _operators(td, task)
-        table.recorded_totals = self._recorded_totals(td, task, implement, logs)
+        table.operators = task_operators(td, task)
+        table.recorded_totals = task_recorded_totals(
+            task, logs, lambda det, index: self._rank(td, det, implement, index)
+        )
         table.refresh_time_range()
         return table
 
@@ -330,52 +327,6 @@ class IsoxmlReader(Reader):
                 "(DDI 0104/0103) and is not used"
             )
 
-    # -- totals -------------------------------------------------------------------------------------------------
-
-    def _recorded_totals(
-        self, td: TaskData, task: Element, implement: Device | None, logs: list[AnyTimeLog]
-    ) -> dict[str, tuple[float, str]]:
-        totals: dict[str, tuple[float, str]] = {}
-        best: dict[str, tuple[tuple[int, int, int], float, str]] = {}
-        tims = [t for t in task.findall("TIM") if t.findall("DLV")]
-        if tims:
-            for i, dlv in enumerate(tims[-1].findall("DLV")):
-                try:
-                    ddi, value = int(dlv.get("A", ""), 16), float(dlv.get("B", ""))
-                except ValueError:
-                    continue
-                mapping = ddis.TOTALS.get(ddi)
-                # float() takes "NaN" and "1e999": such a total is none, and a counter logged may stand in for it.
-                if mapping is None or not math.isfinite(value * mapping.factor):
-                    continue
-                rank = self._rank(td, dlv.get("C", ""), implement, i)
-                if mapping.prop not in best or rank < best[mapping.prop][0]:
-                    best[mapping.prop] = (rank, value * mapping.factor, mapping.unit)
-        # Counters logged in the time logs: each log's share is what the counter grew by, last - first; a counter
-        # that drops (reset, or CNH's boom area 8231 -> 3936 mid-log) restarts there, so its increases are summed.
-        logged: dict[str, list] = defaultdict(list)
-        for log in logs:
-            per_log: dict[str, tuple[tuple[int, int, int], float, str]] = {}
-            for spec in log.header.dlvs:
-                mapping = ddis.TOTALS.get(spec.ddi)
-                if mapping is None or mapping.prop in best:
-                    continue
-                values = log.raw_values(spec.index)
-                values = values[~np.isnan(values)]
-                if len(values) < 2:
-                    continue
-                rank = self._rank(td, spec.det, implement, spec.index)
-                if mapping.prop not in per_log or rank < per_log[mapping.prop][0]:
-                    grew = float(np.clip(np.diff(values), 0, None).sum())
-                    per_log[mapping.prop] = (rank, grew * mapping.factor, mapping.unit)
-            for prop, (_rank, value, unit) in per_log.items():
-                logged[prop].append((value, unit))
-        for prop, (_rank, value, unit) in best.items():
-            totals[prop] = (value, unit)
-        for prop, items in logged.items():
-            totals[prop] = (sum(v for v, _ in items), items[0][1])
-        return totals
-
 
 def _binary_note(log: TimeLog, file_name: str) -> str | None:
     """What the user must be told about a time log binary that is empty or ends inside a record (an upload cut
@@ -395,71 +346,6 @@ def _binary_note(log: TimeLog, file_name: str) -> str | None:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _task_timezone(task: Element) -> np.timedelta64 | None:
-    """The UTC offset written on the task's TIM/ASP times, if any: the TC clock's zone."""
-    for node in task.iter():
-        if node.tag not in ("TIM", "ASP"):
-            continue
-        match = _TZ_RE.search(node.get("A") or "")
-        if not match:
-            continue
-        tz = match.group(1)
-        if tz == "Z":
-            return np.timedelta64(0, "ms")
-        sign = -1 if tz[0] == "-" else 1
-        hours, minutes = int(tz[1:3]), int(tz[4:6])
-        return np.timedelta64(sign * (hours * 60 + minutes) * 60_000, "ms")
-    return None
-
-
-def _crops_and_products(td: TaskData, task: Element) -> tuple[list[str], list[str], list[str]]:
-    crops: list[str] = []
-    varieties: list[str] = []
-    products: list[str] = []
-
-    def add(items: list[str], value: str | None) -> None:
-        if value and value not in items:
-            items.append(value)
-
-    variety_of_product: dict[str, tuple[Element, Element]] = {}
-    for el in td.elements:
-        if el.tag == "CTP":
-            for cvt in el.findall("CVT"):
-                if cvt.get("C"):
-                    variety_of_product[cvt.get("C", "")] = (el, cvt)
-    field_el = td.by_id.get(task.get("E", ""))
-    if field_el is not None and field_el.tag == "PFD":
-        ctp = td.by_id.get(field_el.get("G", ""))
-        if ctp is not None:
-            add(crops, normalize_crop_name(ctp.get("B")))
-        cvt = td.by_id.get(field_el.get("H", ""))
-        if cvt is not None:
-            add(varieties, _clean(cvt.get("B")))
-    for pan in task.findall("PAN"):
-        pdt = td.by_id.get(pan.get("A", ""))
-        if pdt is None or pdt.tag != "PDT":
-            continue
-        add(products, _clean(pdt.get("B")))
-        if pdt.get("A") in variety_of_product:
-            ctp, cvt = variety_of_product[pdt.get("A", "")]
-            add(crops, normalize_crop_name(ctp.get("B")))
-            add(varieties, _clean(cvt.get("B")))
-    return crops, varieties, products
-
-
-def _operators(td: TaskData, task: Element) -> list[str]:
-    refs = [task.get("F")] + [wan.get("A") for wan in task.findall("WAN")]
-    names: list[str] = []
-    for ref in refs:
-        worker = td.by_id.get(ref or "")
-        if worker is None or worker.tag != "WKR":
-            continue
-        name = " ".join(p for p in (_clean(worker.get("C")), _clean(worker.get("B"))) if p)
-        if name and name not in names:
-            names.append(name)
-    return names
 
 
 def _dedupe(machines: list[MachineIdentity]) -> list[MachineIdentity]:
