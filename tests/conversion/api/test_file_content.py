@@ -324,20 +324,20 @@ def test_an_internal_error_reading_one_task_fails_only_its_file(
     # Given a task data set of 19 tasks, one of which meets an unexpected error while the reader reads it
     root = ET.parse(valid_timelogs / "TASKDATA.XML").getroot()
     task = root.findall("TSK")[5]
-    real_operators = isoxml_reader._operators
+    real_operators = isoxml_reader.task_operators
 
     def operators(td, element):
         if element.get("A") == task.get("A"):
             raise KeyError("a bug met by this task's data")
         return real_operators(td, element)
 
-    monkeypatch.setattr(isoxml_reader, "_operators", operators)
+    monkeypatch.setattr(isoxml_reader, "task_operators", operators)
 
     # When it is uploaded, then the other 18 tasks convert and that one fails with the internal-error text
     batch = _upload_with_one_task_broken(api_client, core_user, valid_timelogs, caplog, task.get("B").strip())
 
     # and a retry converts it
-    monkeypatch.setattr(isoxml_reader, "_operators", real_operators)
+    monkeypatch.setattr(isoxml_reader, "task_operators", real_operators)
     _retry_converts_all(api_client, batch)
 
 
