@@ -78,6 +78,29 @@ def test_delete_returns_the_user_to_full_inheritance(api_client, core_user):
     assert body["operationsImageCreation"] is True and body["geoimagesShape"] == "HEXAGON"
 
 
+def test_a_core_users_configuration_stays_theirs(api_client, owner, core_user):
+    """Neither the owner's configuration nor another core user's reads it; deleting it deletes only it."""
+    from tests.factories import CoreUserFactory
+
+    other = CoreUserFactory(owner=owner)
+    assert api_client.post(f"{URL}/{core_user.id}", {"geoimagesShape": "HEXAGON"}, format="json").status_code == 201
+    assert api_client.get(URL).json()["geoimagesShape"] == "SQUARE"
+    assert api_client.get(f"{URL}/{other.id}").json()["geoimagesShape"] == "SQUARE"
+    api_client.patch(URL, {"fieldsAutoSync": False}, format="json")
+    api_client.post(f"{URL}/{other.id}", {"operationsImageCreation": False}, format="json")
+    assert api_client.delete(f"{URL}/{core_user.id}").status_code == 204
+    assert api_client.get(URL).json()["fieldsAutoSync"] is False
+    assert api_client.get(f"{URL}/{other.id}").json()["operationsImageCreation"] is False
+    assert api_client.get(f"{URL}/{core_user.id}").json()["geoimagesShape"] == "SQUARE"
+
+
+def test_owner_patches_add_up(api_client):
+    api_client.patch(URL, {"fieldsAutoSync": False}, format="json")
+    api_client.patch(URL, {"geoimagesShape": "HEXAGON"}, format="json")
+    body = api_client.get(URL).json()
+    assert body["fieldsAutoSync"] is False and body["geoimagesShape"] == "HEXAGON"
+
+
 def test_echoed_identity_keys_are_accepted(api_client, core_user):
     echoed = api_client.get(f"{URL}/{core_user.id}").json() | {"fieldsAutoSync": False}
     assert api_client.post(f"{URL}/{core_user.id}", echoed, format="json").json()["fieldsAutoSync"] is False
@@ -92,6 +115,8 @@ def test_echoed_identity_keys_are_accepted(api_client, core_user):
         ({"fieldsAttachIntersection": 100.5}, "fieldsAttachIntersection"),
         ({"fieldsAttachIntersection": "50"}, "fieldsAttachIntersection"),
         ({"geoimagesResolution": -1}, "geoimagesResolution"),
+        ({"geoimagesResolution": 0}, "geoimagesResolution"),
+        ({"geoimagesResolution": 2}, "geoimagesResolution"),
         ({"geoimagesShape": "TRIANGLE"}, "geoimagesShape"),
         ({"geoimagesProjection": "EPSG:999999"}, "geoimagesProjection"),
         ({"geoimagesProjection": "WGS84"}, "geoimagesProjection"),
