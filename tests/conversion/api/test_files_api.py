@@ -4,7 +4,7 @@ import io
 import zipfile
 
 import pytest
-from shapely.geometry import MultiPoint, MultiPolygon
+from shapely.geometry import MultiPoint, MultiPolygon, box
 
 from conversion.readers.base import MachineIdentity
 from fields.services import field_create
@@ -132,6 +132,32 @@ def test_field_file_and_file_list_filters(api_client, core_user, converted):
     for query, expected in FILE_CASES:
         found = _ids(api_client.get(f"{FILES_URL}?{query}&origin=uploaded"))
         assert sorted(found) == sorted(files[n]["id"] for n in expected), query
+
+
+def test_time_and_area_filters_hold_their_bounds(api_client, core_user, converted):
+    """startTime: started then or later; endTime: ended then or earlier; minArea: that area or more."""
+    field, _, _, files = converted
+    seeding, harvest = files["seeding"], files["harvest"]
+    field_url = FIELDS.format(user=core_user.pk, field=field.pk) + "/files"
+    for url in (field_url, FILES_URL):
+
+        def listed(url=url, **params):
+            return sorted(_ids(api_client.get(url, {**params, "origin": "uploaded"})))
+
+        assert listed(startTime=harvest["startTime"]) == [harvest["id"]]
+        assert listed(endTime=seeding["endTime"]) == [seeding["id"]]
+        assert listed(endTime=seeding["startTime"]) == []  # started by then, not ended
+    from conversion.models import File
+
+    area = File.objects.get(pk=harvest["id"]).area  # square metres, as minArea
+    assert harvest["id"] in _ids(api_client.get(FILES_URL, {"minArea": repr(area)}))
+    assert harvest["id"] not in _ids(api_client.get(FILES_URL, {"minArea": repr(area * (1 + 1e-9))}))
+
+
+def test_a_field_lists_only_the_files_attached_to_it(api_client, core_user, converted):
+    elsewhere = field_create(core_user=core_user, name="Far", geometry=MultiPolygon([box(10, 50, 10.01, 50.01)]))
+    url = FIELDS.format(user=core_user.pk, field=elsewhere.pk)
+    assert _ids(api_client.get(f"{url}/files")) == [] and _ids(api_client.get(url)) == []
 
 
 def test_file_list_batch_and_user_filters_paging_and_sort(api_client, core_user, converted):
