@@ -168,6 +168,7 @@ def test_proprietary_display_cards_fail_with_the_spec_text(api_client, core_user
     assert status["converted"] == [] and status["processing"] == []
     assert [f["id"] for f in status["failed"]] == batch["files"]
     assert all(f["message"].startswith(UNABLE_TO_READ) for f in status["failed"])
+    assert all(f["step"] == "read" for f in status["failed"])  # they fail being read
 
 
 @pytest.mark.embedded
@@ -372,6 +373,7 @@ def test_events_per_file_and_one_per_batch(
     finished, failed = by_type["uploadedFileProcessingFinished"], by_type["uploadedFileProcessingFailed"]
     assert len(finished) == 1 and len(failed) == 1
     assert {finished[0]["fileId"], failed[0]["fileId"]} == set(batch["files"])
+    assert finished[0]["batchId"] == failed[0]["batchId"] == batch["id"]
     assert failed[0]["message"].startswith(UNABLE_TO_READ)
     assert "message" not in by_type["batchUploadProcessingFinished"][0]
 
