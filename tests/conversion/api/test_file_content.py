@@ -358,10 +358,16 @@ def _upload_with_one_task_broken(api_client, core_user, valid_timelogs, caplog, 
 
 
 def _retry_converts_all(api_client, batch: dict) -> None:
+    """Retry: the failed task converts; the 18 converted before are left as they were (not converted again)."""
+    before = {
+        f: _get(api_client, f"{FILES_URL}/{f}")
+        for f in _get(api_client, f"{BATCH_URL}/{batch['id']}/status")["converted"]
+    }
     response = api_client.put(f"{BATCH_URL}/{batch['id']}/retry")
     assert response.status_code == 200, response.content
     status = _get(api_client, f"{BATCH_URL}/{batch['id']}/status")
     assert len(status["converted"]) == 19 and status["failed"] == []
+    assert len(before) == 18 and {f: _get(api_client, f"{FILES_URL}/{f}") for f in before} == before
 
 
 # --- numbers written in other digits (5) -----------------------------------------------------------------------------

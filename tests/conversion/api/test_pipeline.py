@@ -12,8 +12,9 @@ import shapefile
 
 from conversion.models import INTERNAL_ERROR, NO_VALID_FILES, UNABLE_TO_READ
 from conversion.readers.units import US_BUSHEL_L
+from tests.tenancy import assert_problem
 
-from .conftest import BATCH_URL, FILES_URL, upload, zip_entries, zip_folder
+from .conftest import BATCH_URL, FILES_URL, opened_batch, upload, upload_lost, zip_entries, zip_folder
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -342,6 +343,31 @@ def test_retry_of_a_batch_that_failed_to_open_opens_it_again(api_client, core_us
     response = api_client.put(f"{BATCH_URL}/{batch['id']}/retry")
     assert response.status_code == 200
     assert _batch(api_client, batch["id"])["status"] == "FAILED"
+
+
+@pytest.mark.embedded
+def test_a_batch_still_being_processed_cannot_be_retried(api_client, core_user, valid_timelogs, monkeypatch):
+    for batch_id in (
+        upload_lost(api_client, core_user, valid_timelogs, monkeypatch),  # not opened yet
+        opened_batch(api_client, core_user, valid_timelogs, monkeypatch)[0],  # its data set not converted yet
+    ):
+        assert_problem(api_client.put(f"{BATCH_URL}/{batch_id}/retry"), 409, "batchProcessing")
+        assert _batch(api_client, batch_id)["status"] == "RECEIVED"
+
+
+def test_retrying_a_batch_of_what_cannot_be_read_changes_nothing(
+    api_client, owner, core_user, samples_dir, webhook_receiver, subscribe
+):
+    """A display card stays unreadable: the retry sends nothing round again, and announces nothing."""
+    subscribe(owner, webhook_receiver, ["uploadedFileProcessingFailed", "batchUploadProcessingFinished"])
+    card = (samples_dir / "johndeere-sampledata/Display data/Gen4 - 4600 Harvest Data.zip").read_bytes()
+    batch = _upload_ok(api_client, core_user, card)
+    assert batch["status"] == "FAILED" and len(webhook_receiver.wait_for(2)) == 2
+    files = _get(api_client, f"{FILES_URL}?batchId={batch['id']}").json()
+    assert api_client.put(f"{BATCH_URL}/{batch['id']}/retry").status_code == 200
+    assert _batch(api_client, batch["id"]) == batch
+    assert _get(api_client, f"{FILES_URL}?batchId={batch['id']}").json() == files
+    assert len(webhook_receiver.wait_for(3, timeout=0.5)) == 2
 
 
 # --- events ---------------------------------------------------------------------------------------------------------
