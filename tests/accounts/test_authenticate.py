@@ -137,9 +137,11 @@ def test_createapiowner_sets_only_passwords_the_login_takes(db):
     long_password = "correct horse battery staple " * 35  # 1015 characters
     call_command("createapiowner", "acme", "--password", long_password)
     assert authenticate(APIClient(), username="acme", password=long_password).status_code == 200
-    for password in ("short", "x" * 1025):
+    for password in ("short", "x" * 7, "x" * 1025):
         with pytest.raises(CommandError, match="8 to 1024 characters"):
             call_command("createapiowner", "acme", "--password", password)
+    call_command("createapiowner", "bolt", "--password", "x" * 8)  # the shortest there is
+    call_command("createapiowner", "bolt", "--password", "x" * 1024)  # and the longest
     with pytest.raises(CommandError, match="1 to 150 characters"):
         call_command("createapiowner", "a" * 151, "--password", "long-enough")
     assert authenticate(APIClient(), username="acme", password=long_password).status_code == 200  # unchanged

@@ -635,6 +635,54 @@ def test_a_refresh_claimed_by_a_task_that_died_is_taken_over_once_the_claim_expi
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_refresh_of_a_credential_connected_again_since_it_was_read_leaves_it_alone(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    """The task read the credential; the user connected again before it ran: the fresh tokens need no refresh, and
+    the old refresh token (rotated away) must not be spent, nor the new credential claimed."""
+    from magiclinks.services import credential_refresh
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _rotating(oauth_server)
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    read = ProviderCredential.objects.get(core_user=core_user)
+    connect(client, url)  # connected again
+    fresh = ProviderCredential.objects.get(core_user=core_user)
+    assert credential_refresh(credential=read) is None
+    after = ProviderCredential.objects.get(pk=fresh.pk)
+    assert _refresh_requests(oauth_server) == 0 and after.refresh_claimed_until is None
+    assert (after.access_token, after.status) == (fresh.access_token, "AUTHENTICATED")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refresh_answer_without_a_refresh_token_keeps_the_one_there_was(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    """RFC 6749 section 6: the provider may leave the refresh token out of a refresh's answer; it stays valid."""
+    from magiclinks.services import credential_refresh
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    real_answer = oauth_server.token_answer
+
+    def without_refresh_token(form, authorization):
+        status, body = real_answer(form, authorization)
+        if form.get("grant_type") == "refresh_token":
+            body.pop("refresh_token", None)
+        return status, body
+
+    oauth_server.token_answer = without_refresh_token
+    refreshed = credential_refresh(credential=credential)
+    assert refreshed is not None and refreshed.access_token != credential.access_token
+    assert refreshed.refresh_token == credential.refresh_token
+    assert credential_refresh(credential=refreshed) is not None  # and it still refreshes
+    assert _refresh_requests(oauth_server) == 2
+
+
+@pytest.mark.django_db(transaction=True)
 def test_disconnecting_while_a_refresh_is_in_flight_stays_disconnected(
     client, core_user, oauth_server, oauth_app, settings, monkeypatch
 ):
