@@ -54,6 +54,17 @@ def test_merge_returns_the_new_file_at_once_and_a_task_completes_it(api_client, 
     assert not Operation.objects.filter(files__pk=merged.pk).exists()
 
 
+def test_a_merge_has_its_sources_format_and_provider_when_they_share_them(api_client, core_user):
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1), provider="ProviderA")
+    second = processed_file(core_user, grid_table(start="2024-09-03T10:00:00", seed=2), provider="ProviderA")
+    File.objects.filter(pk__in=[first.pk, second.pk]).update(file_format="ISOXML")
+    same = _merge(api_client, [first.pk, second.pk]).json()
+    assert (same["fileFormat"], same["provider"]) == ("ISOXML", "ProviderA")
+    File.objects.filter(pk=second.pk).update(file_format="SHAPEFILE", provider="ProviderB")
+    mixed = _merge(api_client, [first.pk, second.pk]).json()
+    assert (mixed["fileFormat"], mixed["provider"]) == ("MERGED", "ProviderA")  # the first source's
+
+
 def test_merging_files_that_log_the_same_seconds_keeps_each_files_distance_and_width(api_client, core_user):
     # Given two per-section logs of the same seconds, the second a hair (about 0.1 mm) to the east: every row of the
     # second file shares its timestamp with the first's (the same log twice is counted once: test below)
