@@ -154,6 +154,19 @@ def test_time_and_area_filters_hold_their_bounds(api_client, core_user, converte
     assert harvest["id"] not in _ids(api_client.get(FILES_URL, {"minArea": repr(area * (1 + 1e-9))}))
 
 
+@pytest.mark.parametrize(("threshold", "attached"), [(None, True), (40.0, True), (60.0, False)])
+def test_a_file_is_attached_to_a_field_it_overlaps_by_the_configured_share(core_user, threshold, attached):
+    """The field lies half over the file's coverage: about 50 % of either, whichever the configuration asks."""
+    from configs.services import config_user_set
+    from tests.operations.helpers import LON0, STEP
+
+    if threshold is not None:
+        config_user_set(core_user=core_user, entries={"fieldsAttachIntersection": threshold}, replace=True)
+    field = field_create(core_user=core_user, geometry=grid_box(lon0=LON0 + 10 * STEP))
+    file = processed_file(core_user, grid_table())
+    assert field.file_links.filter(file_id=str(file.pk)).exists() is attached
+
+
 def test_a_field_lists_only_the_files_attached_to_it(api_client, core_user, converted):
     elsewhere = field_create(core_user=core_user, name="Far", geometry=MultiPolygon([box(10, 50, 10.01, 50.01)]))
     url = FIELDS.format(user=core_user.pk, field=elsewhere.pk)
