@@ -37,3 +37,22 @@ def test_an_adapt_rate_code_converts_by_the_units_definitions(code, unit, factor
 
 def test_an_unknown_unit_converts_to_nothing():
     assert to_canonical("furlongs1fortnight-1") is None
+
+
+def test_an_applied_total_answers_in_gallons_when_its_rate_does():
+    """The applied and planted totals have no per-point property of their own: they follow the rate's system."""
+    from conversion.standardize.summaries import summary_in_units
+
+    stored = {
+        "properties": {
+            "appliedRate": {"avg": 187.0, "min": 150.0, "max": 200.0, "unit": "L/ha"},
+            "totalApplied": {"value": 378.5411784, "unit": "L"},
+        }
+    }
+    imperial = summary_in_units(stored, {"appliedRate": "L/ha"}, {"appliedRate": "gal/ac"})["properties"]
+    assert imperial["totalApplied"]["unit"] == "gal"
+    assert imperial["totalApplied"]["value"] == pytest.approx(378.5411784 / GALLON_L)
+    assert imperial["appliedRate"]["unit"] == "gal/ac"
+    assert imperial["appliedRate"]["avg"] == pytest.approx(187.0 / GALLON_L * ACRE_HA)
+    # The same summary asked for in its own units is unchanged
+    assert summary_in_units(stored, {"appliedRate": "L/ha"}, {"appliedRate": "L/ha"}) == stored
