@@ -336,6 +336,31 @@ def test_an_internal_error_fails_with_the_spec_text_and_retry_converts_only_what
     assert _get(api_client, f"{FILES_URL}/{converted['id']}").json() == converted
 
 
+@pytest.mark.parametrize("with_card", [False, True])
+def test_a_batch_fails_with_the_internal_error_text_only_when_every_failure_was_ours(
+    api_client, core_user, valid_timelogs, samples_dir, monkeypatch, with_card
+):
+    """A card we cannot read beside a crash of ours: the batch could not be read (the card), not only our error."""
+    from conversion.services import datasets
+
+    entries = {f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()}
+    if with_card:
+        entries["card.zip"] = (
+            samples_dir / "johndeere-sampledata/Display data/Gen4 - 4600 Harvest Data.zip"
+        ).read_bytes()
+    real_reader = datasets.get_reader
+
+    def crashing_for_isoxml(fmt):
+        if fmt == "ISOXML":
+            raise RuntimeError("worker crashed")
+        return real_reader(fmt)
+
+    monkeypatch.setattr(datasets, "get_reader", crashing_for_isoxml)
+    batch = _upload_ok(api_client, core_user, zip_entries(entries))
+    assert batch["status"] == "FAILED"
+    assert batch["statusDetails"] == (UNABLE_TO_READ if with_card else INTERNAL_ERROR)
+
+
 @pytest.mark.embedded
 def test_retry_of_a_batch_that_failed_to_open_opens_it_again(api_client, core_user, load_from_stream):
     batch = _upload_ok(api_client, core_user, (load_from_stream / "InvalidArchive.zip").read_bytes())
