@@ -6,6 +6,7 @@ import zipfile
 import pytest
 from shapely.geometry import MultiPoint, MultiPolygon, box
 
+from assets.models import Machine
 from conversion.readers.base import MachineIdentity
 from fields.services import field_create
 from tests.operations.helpers import grid_box, grid_table, processed_file
@@ -165,6 +166,27 @@ def test_a_file_is_attached_to_a_field_it_overlaps_by_the_configured_share(core_
     field = field_create(core_user=core_user, geometry=grid_box(lon0=LON0 + 10 * STEP))
     file = processed_file(core_user, grid_table())
     assert field.file_links.filter(file_id=str(file.pk)).exists() is attached
+
+
+def test_a_file_naming_one_machine_twice_lists_it_once(api_client, core_user):
+    """Two spellings of one serial number (say, the tractor's and a section's description) are one machine."""
+    table = grid_table()
+    table.machines = [
+        MachineIdentity(kind="machine", name="Combine", serial_number="1H0S680-123"),
+        MachineIdentity(kind="machine", name="Combine 1", serial_number="1h0s680 123"),
+    ]
+    file = processed_file(core_user, table)
+    [machine] = api_client.get(f"{FILES_URL}/{file.pk}").json()["machines"]
+    assert Machine.objects.get(pk=machine).serial_number == "1H0S680-123"
+
+
+def test_the_varieties_of_a_file_of_several_crops_are_of_no_crop_known(api_client, core_user):
+    """Which of the file's crops a variety is of, the file does not say: none is guessed."""
+    table = grid_table()
+    table.crops, table.varieties = ["corn", "soybeans"], ["AG36X6"]
+    processed_file(core_user, table)
+    [variety] = api_client.get(f"/services/beta/api/users/{core_user.pk}/varieties").json()
+    assert variety["name"] == "AG36X6" and variety["crops"] == []
 
 
 def test_a_field_lists_only_the_files_attached_to_it(api_client, core_user, converted):
