@@ -251,3 +251,14 @@ def test_points_at_the_same_time_elsewhere_or_repeated_in_one_file_are_kept():
     # Then every point is kept
     assert len(merged) == 14
     assert not any("repeat" in w for w in merged.warnings)
+
+
+def test_points_of_one_time_keep_their_files_order():
+    """Two machines logging the same seconds (a combine's sections, say): among equal times each file's own order
+    stays, first file first. An unstable sort shuffled them."""
+    times = np.repeat(np.datetime64("2024-07-01T10:00:00", "ms"), 200)
+    a = _table("a", "2024-07-01T10:00:00", 200, columns={"timestamp": times, "sectionId": np.arange(200)})
+    b = _table("b", "2024-07-01T10:00:00", 200, columns={"timestamp": times, "sectionId": np.arange(200, 400)})
+    b.columns["lat"] = np.full(200, 54.001)  # elsewhere: not a repeat of a's points
+    merged = tables_merge([a, b], name="m")
+    assert merged.columns["sectionId"].tolist() == list(range(400))
