@@ -198,3 +198,17 @@ def test_another_owner_gets_404_for_implements_and_operators(api_client, other_c
         delete=False,
     )
     assert Operator.objects.count() == 1
+
+
+def test_another_core_users_implements_and_operators_are_not_under_this_users_urls(
+    api_client, owner, core_user, implements
+):
+    """The owner's other core user: its URLs neither list nor answer this user's implements and operators."""
+    from tests.factories import CoreUserFactory
+
+    other = CoreUserFactory(owner=owner)
+    operator = operator_make(core_user, name="Pat", origin_type=OriginType.FILE_POOLED)
+    assert_problem(api_client.get(implements_url(other, implements[0].id)), 404, "notFound")
+    assert_problem(api_client.get(operators_url(other, operator.id)), 404, "notFound")
+    assert api_client.get(implements_url(other)).json() == []
+    assert api_client.get(operators_url(other)).json() == []

@@ -192,6 +192,16 @@ def test_farms_without_a_grower_come_last_whichever_the_direction(api_client, co
     assert ids("growerId,desc") == [of_second, of_first, plain]
 
 
+def test_another_core_users_farms_and_growers_are_not_under_this_users_urls(api_client, owner, core_user):
+    other = CoreUserFactory(owner=owner)
+    grower = api_client.post(growers_url(core_user), {"name": "G"}, format="json").json()
+    farm = api_client.post(farms_url(core_user), {"name": "F", "growerId": grower["id"]}, format="json").json()
+    for url, item in ((farms_url(other), farm), (growers_url(other), grower)):
+        assert_problem(api_client.get(f"{url}/{item['id']}"), 404, "notFound")
+        assert_problem(api_client.put(f"{url}/{item['id']}", {"name": "stolen"}, format="json"), 404, "notFound")
+    assert Farm.objects.get(pk=farm["id"]).name == "F" and Grower.objects.get(pk=grower["id"]).name == "G"
+
+
 def test_farms_and_growers_are_invisible_to_another_owner(api_client, other_client, core_user):
     grower = api_client.post(growers_url(core_user), {"name": "G"}, format="json").json()
     farm = api_client.post(farms_url(core_user), {"name": "F", "growerId": grower["id"]}, format="json").json()
