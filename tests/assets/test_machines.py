@@ -52,6 +52,9 @@ def test_create_returns_a_user_created_service_own_machine_with_created_at(api_c
         ({"name": "x", "serialNumber": 12}, "serialNumber"),
         ({"name": "x", "originType": "FILE_POOLED"}, "originType"),
         ({"name": "x", "provider": "ProviderA"}, "provider"),
+        ({"name": "x", "modelYear": 1899}, "modelYear"),
+        ({"name": "x", "modelYear": 2101}, "modelYear"),
+        ({"name": "x", "vin": "V" * 65}, "vin"),
     ],
 )
 def test_create_rejects_bad_bodies(api_client, core_user, body, field):
@@ -68,6 +71,9 @@ def test_patch_changes_a_user_created_machine_and_answers_created_at(api_client,
     assert body["name"] == "Renamed" and body["modelYear"] is None
     assert body["serialNumber"] == BODY["serialNumber"] and "createdAt" in body
     assert_problem(api_client.patch(url(core_user, machine_id), {"vin": 7}, format="json"), 400, "validation")
+    # A PATCH of one key leaves the others as they are
+    patched = api_client.patch(url(core_user, machine_id), {"vin": "1HGCM82633A004352"}, format="json").json()
+    assert (patched["name"], patched["vin"]) == ("Renamed", "1HGCM82633A004352")
 
 
 def test_delete_removes_a_user_created_machine(api_client, core_user):
