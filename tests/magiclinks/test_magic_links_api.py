@@ -206,6 +206,11 @@ def test_the_longest_external_id_is_also_the_users_email(api_client, apps, kind)
     assert response.status_code == 201, response.content
     user = CoreUser.objects.get(pk=response.json()["coreUserId"])
     assert user.external_id == user.email == user.name == external_id
+    # One more is a 400 that names it, and makes no user
+    problem = assert_problem(
+        api_client.post(f"{API}/magic-link/{kind}", body | {"externalId": "x" * 256}, format="json"), 400
+    )
+    assert "externalId" in [e["field"] for e in problem["fieldErrors"]] and CoreUser.objects.count() == 1
 
 
 def test_user_creation_uses_name_and_email_and_is_per_owner(api_client, other_client, owner, other_owner, apps):

@@ -29,6 +29,21 @@ def test_register_read_list_and_delete(api_client):
     assert_problem(api_client.get(f"{URL}/{webhook['id']}"), 404, "notFound")
 
 
+def test_a_single_event_name_is_a_list_of_one(api_client):
+    """The spec writes `events` as an enum: one name, not in a list, is taken as the list of it."""
+    response = register(api_client, events="fieldCreated")
+    assert response.status_code == 201, response.content
+    assert response.json()["events"] == ["fieldCreated"]
+
+
+def test_the_list_is_oldest_first(api_client):
+    ids = [
+        register(api_client, name=n, events=[e]).json()["id"]
+        for n, e in (("b", "fieldCreated"), ("a", "machineCreated"))
+    ]
+    assert [w["id"] for w in api_client.get(URL).json()] == ids
+
+
 def test_two_webhooks_cannot_listen_to_the_same_event(api_client):
     assert register(api_client, events=["fieldCreated"]).status_code == 201
     body = assert_problem(register(api_client, events=["machineCreated", "fieldCreated"]), 400, "eventRegisteredTwice")
