@@ -63,6 +63,13 @@ def test_the_answer_is_in_field_id_order(api_client, core_user, owner):
     assert [f["id"] for f in response.json()] == ["a-south", "a-south", "b-north", "c-east"]
 
 
+def test_without_a_threshold_an_overlap_of_one_percent_is_answered(api_client, core_user):
+    """The default threshold is 0.01 %: a geometry 1 % inside a field (0.01 % of the field) finds it."""
+    field = create_field(api_client, core_user, rect(0, 0, 0.1, 0.1))["id"]
+    assert intersects(api_client, core_user, rect(0.0999, 0.05, 0.1099, 0.06)) == [field]
+    assert intersects(api_client, core_user, rect(0.0999, 0.05, 0.1099, 0.06), 2) == []
+
+
 def test_only_the_users_fields_are_answered(api_client, core_user, owner):
     other_user = CoreUserFactory(owner=owner)
     mine = create_field(api_client, core_user, square(0, 0))["id"]
