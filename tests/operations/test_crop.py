@@ -79,7 +79,13 @@ def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):
     operation = Operation.objects.get()
     coverage = {link.field.public_id: link.coverage for link in operation.field_links.all()}
     assert coverage["corner"] > 90 and coverage["a-wide"] < 60
-    body = api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json").json()
+    # The operation lists its fields largest coverage first
+    answered = api_client.get(f"/services/operations/api/operations/{operation.pk}").json()["fields"]
+    assert [f["id"] for f in answered] == ["corner", "a-wide"]
+    # A fieldId of null is no fieldId
+    response = api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": None}, format="json")
+    assert response.status_code == 202, response.content
+    body = response.json()
     assert operation.crops.get().field.public_id == "corner"
     assert File.objects.get(pk=body["coreFileId"]).status == FileStatus.PROCESSED
 

@@ -208,6 +208,7 @@ def test_list_filters_paging_and_sort(api_client, core_user, owner, field):
         sort="startTime,asc"
     ) == [ops["planted", 1], ops["applied", 1], ops["applied", 11]]
     assert ids(operationType="planted") == [ops["planted", 1]]
+    assert ids()[0] == ops["applied", 11]  # newest first unless asked otherwise
     assert set(ids(fieldId=field.pk)) == set(ops.values())
     assert ids(fieldId="elsewhere") == []
     assert ids(startTime="2024-09-05T00:00:00Z") == [ops["applied", 11]]
