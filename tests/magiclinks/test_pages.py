@@ -447,6 +447,30 @@ def test_batch_pages_show_only_batches_uploaded_through_the_link(client, core_us
     assert client.get(f"{other_url}/batches/{batch_id}/status").status_code == 404
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_uploaded_through_a_link_still_shows_its_progress_once_the_link_expired(client, core_user, samples_dir):
+    """The user who uploaded waits on the progress page; the link expiring meanwhile must not hide it."""
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    data = (samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip").read_bytes()
+    location = client.post(f"{url}/upload", {"file": _zip_file(data)})["Location"]
+    MagicLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert client.get(url).status_code == 410  # the link itself is gone
+    assert client.get(location).status_code == 200
+    assert client.get(f"{location}/status").json()["status"] == "PROCESSED"
+
+
+@pytest.mark.parametrize("widget", [MagicLink.Widget.PROVIDER, MagicLink.Widget.AUTHENTICATION])
+def test_a_link_that_is_not_for_uploads_takes_none(client, core_user, oauth_app, widget):
+    from conversion.models import Batch
+
+    if widget == MagicLink.Widget.PROVIDER:
+        _link, url = make_link(core_user, widget, allowed_providers=["ProviderA"])
+    else:
+        _link, url = make_link(core_user, widget, provider="ProviderA")
+    response = client.post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))})
+    assert response.status_code == 404 and not Batch.objects.exists()
+
+
 @pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
 def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, core_user):
