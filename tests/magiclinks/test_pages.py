@@ -193,6 +193,20 @@ def test_a_callback_is_refused_for_unknown_reused_or_foreign_state(
     assert oauth_server.token_requests == []
 
 
+def test_a_callback_leads_back_only_to_its_own_link(client, core_user, oauth_server, oauth_app, settings):
+    """Two links open in one browser: the way back after the first one's sign-in is not the second link's page."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _first, first_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    _second, second_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    started = client.get(f"{first_url}/connect/ProviderA")
+    consent = requests.get(started["Location"], timeout=5)
+    assert client.get(f"{second_url}/connect/ProviderA").status_code == 302  # the browser's cookie is now the second's
+    back = urlsplit(consent.text.split("id='allow' href='")[1].split("'")[0].replace("&amp;", "&"))
+    page = client.get(back.path, parse_qs(back.query))
+    assert page.status_code == 200 and "You are connected to ProviderA." in page.content.decode()
+    assert second_url not in page.content.decode() and "Back to your providers" not in page.content.decode()
+
+
 def test_a_callback_answered_again_is_refused_and_exchanges_nothing(
     client, core_user, oauth_server, oauth_app, settings
 ):
