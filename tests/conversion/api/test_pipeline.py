@@ -33,6 +33,24 @@ def _upload_ok(client, core_user, data: bytes, **kwargs) -> dict:
     return _batch(client, response.json()["id"])
 
 
+@pytest.fixture
+def isoxml_reader_crashes():
+    """The ISOXML reader meets an unexpected error (a bug of ours, "worker crashed") until `.undo()`."""
+    from conversion.services import datasets
+
+    real_reader = datasets.get_reader
+
+    def crashing_for_isoxml(fmt):
+        if fmt == "ISOXML":
+            raise RuntimeError("worker crashed")
+        return real_reader(fmt)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(datasets, "get_reader", crashing_for_isoxml)
+    yield patch
+    patch.undo()
+
+
 def _get(client, url):
     response = client.get(url)
     assert response.status_code == 200, (url, response.content[:300])
@@ -301,21 +319,11 @@ def test_xml_external_entities_are_not_resolved(api_client, core_user, tmp_path)
 
 @pytest.mark.embedded
 def test_an_internal_error_fails_with_the_spec_text_and_retry_converts_only_what_failed(
-    api_client, core_user, valid_timelogs, jd_shapefiles, monkeypatch
+    api_client, core_user, valid_timelogs, jd_shapefiles, isoxml_reader_crashes
 ):
-    from conversion.services import datasets
-
     shp_zip = zipfile.ZipFile(jd_shapefiles / "Export From MyJohnDeere - Seeding.zip")
     entries = {f"shp/{n}": shp_zip.read(n) for n in shp_zip.namelist()}
     entries.update({f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()})
-    real_reader = datasets.get_reader
-
-    def crashing_for_isoxml(fmt):
-        if fmt == "ISOXML":
-            raise RuntimeError("worker crashed")
-        return real_reader(fmt)
-
-    monkeypatch.setattr(datasets, "get_reader", crashing_for_isoxml)
     batch = _upload_ok(api_client, core_user, zip_entries(entries))
     assert batch["status"] == "PROCESSED"  # the shapefile converted
     status = _get(api_client, f"{BATCH_URL}/{batch['id']}/status").json()
@@ -323,7 +331,7 @@ def test_an_internal_error_fails_with_the_spec_text_and_retry_converts_only_what
     assert status["failed"][0]["message"] == INTERNAL_ERROR
     converted = _get(api_client, f"{FILES_URL}/{status['converted'][0]}").json()
 
-    monkeypatch.setattr(datasets, "get_reader", real_reader)
+    isoxml_reader_crashes.undo()
     response = api_client.put(f"{BATCH_URL}/{batch['id']}/retry")
     assert response.status_code == 200, response.content
     assert response.json()["id"] == batch["id"]
@@ -338,24 +346,14 @@ def test_an_internal_error_fails_with_the_spec_text_and_retry_converts_only_what
 
 @pytest.mark.parametrize("with_card", [False, True])
 def test_a_batch_fails_with_the_internal_error_text_only_when_every_failure_was_ours(
-    api_client, core_user, valid_timelogs, samples_dir, monkeypatch, with_card
+    api_client, core_user, valid_timelogs, samples_dir, isoxml_reader_crashes, with_card
 ):
     """A card we cannot read beside a crash of ours: the batch could not be read (the card), not only our error."""
-    from conversion.services import datasets
-
     entries = {f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()}
     if with_card:
         entries["card.zip"] = (
             samples_dir / "johndeere-sampledata/Display data/Gen4 - 4600 Harvest Data.zip"
         ).read_bytes()
-    real_reader = datasets.get_reader
-
-    def crashing_for_isoxml(fmt):
-        if fmt == "ISOXML":
-            raise RuntimeError("worker crashed")
-        return real_reader(fmt)
-
-    monkeypatch.setattr(datasets, "get_reader", crashing_for_isoxml)
     batch = _upload_ok(api_client, core_user, zip_entries(entries))
     assert batch["status"] == "FAILED"
     assert batch["statusDetails"] == (UNABLE_TO_READ if with_card else INTERNAL_ERROR)
