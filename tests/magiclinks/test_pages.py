@@ -36,19 +36,25 @@ def make_link(core_user, widget, **values):
     return link, f"/links/{token}"
 
 
-def connect(client, url, provider="ProviderA", allow=True, meanwhile=None):
-    """Click "Connect", let the loopback provider answer, and follow its redirect back to our callback
-    (`meanwhile()` is called while the user is at the provider)."""
+def provider_answer(client, url, provider="ProviderA", allow=True):
+    """Click "Connect" and let the loopback provider answer: (path, query) of its redirect back to our callback, not
+    followed yet, and the Connect click's response."""
     started = client.get(f"{url}/connect/{provider}")
     assert started.status_code == 302, started.content[:300]
     consent = requests.get(started["Location"], timeout=5)
     assert consent.status_code == 200
+    choice = "allow" if allow else "deny"
+    back = urlsplit(consent.text.split(f"id='{choice}' href='")[1].split("'")[0].replace("&amp;", "&"))
+    return (back.path, parse_qs(back.query)), started
+
+
+def connect(client, url, provider="ProviderA", allow=True, meanwhile=None):
+    """Click "Connect", let the loopback provider answer, and follow its redirect back to our callback
+    (`meanwhile()` is called while the user is at the provider)."""
+    (path, query), started = provider_answer(client, url, provider, allow)
     if meanwhile is not None:
         meanwhile()
-    choice = "allow" if allow else "deny"
-    back = consent.text.split(f"id='{choice}' href='")[1].split("'")[0].replace("&amp;", "&")
-    parts = urlsplit(back)
-    return client.get(parts.path, parse_qs(parts.query) | {}), started
+    return client.get(path, query), started
 
 
 @pytest.mark.embedded
@@ -198,11 +204,9 @@ def test_a_callback_leads_back_only_to_its_own_link(client, core_user, oauth_ser
     settings.PUBLIC_BASE_URL = "http://testserver"
     _first, first_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
     _second, second_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    started = client.get(f"{first_url}/connect/ProviderA")
-    consent = requests.get(started["Location"], timeout=5)
+    (path, query), _ = provider_answer(client, first_url)
     assert client.get(f"{second_url}/connect/ProviderA").status_code == 302  # the browser's cookie is now the second's
-    back = urlsplit(consent.text.split("id='allow' href='")[1].split("'")[0].replace("&amp;", "&"))
-    page = client.get(back.path, parse_qs(back.query))
+    page = client.get(path, query)
     assert page.status_code == 200 and "You are connected to ProviderA." in page.content.decode()
     assert second_url not in page.content.decode() and "Back to your providers" not in page.content.decode()
 
@@ -213,11 +217,9 @@ def test_a_callback_answered_again_is_refused_and_exchanges_nothing(
     """The provider's redirect replayed (the browser's back button, a leaked URL): the state is single-use."""
     settings.PUBLIC_BASE_URL = "http://testserver"
     _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    started = client.get(f"{url}/connect/ProviderA")
-    consent = requests.get(started["Location"], timeout=5)
-    back = urlsplit(consent.text.split("id='allow' href='")[1].split("'")[0].replace("&amp;", "&"))
-    assert client.get(back.path, parse_qs(back.query)).status_code == 200
-    again = client.get(back.path, parse_qs(back.query))
+    (path, query), _ = provider_answer(client, url)
+    assert client.get(path, query).status_code == 200
+    again = client.get(path, query)
     assert again.status_code == 400 and "already used" in again.content.decode()
     assert len(oauth_server.token_requests) == 1 and ProviderCredential.objects.count() == 1
 
