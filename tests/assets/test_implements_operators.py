@@ -188,6 +188,7 @@ def test_another_owner_gets_404_for_implements_and_operators(api_client, other_c
         resource_id=implements[0].id,
         list_urls=[implements_url(core_user)],
         delete=False,
+        core_user=core_user,
     )
     assert_cross_tenant_404(
         owner_client=api_client,
@@ -196,6 +197,7 @@ def test_another_owner_gets_404_for_implements_and_operators(api_client, other_c
         resource_id=operator.id,
         list_urls=[operators_url(core_user)],
         delete=False,
+        core_user=core_user,
     )
     assert Operator.objects.count() == 1
 

@@ -203,4 +203,5 @@ def test_machine_files_of_a_missing_or_foreign_machine_are_404(api_client, other
         detail_url=url(core_user, machine),
         resource_id=files[0].id,
         delete=False,
+        core_user=core_user,
     )

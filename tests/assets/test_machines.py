@@ -115,6 +115,7 @@ def test_another_owner_sees_none_of_it(api_client, other_client, core_user):
         list_urls=[url(core_user)],
         updates=[("patch", {"name": "stolen"})],
         extra_urls=[("get", url(core_user, machine_id, "files"), None), ("post", url(core_user), BODY)],
+        core_user=core_user,
     )
     # A machine of another core user of the same owner is not reachable under this core user either.
     sibling = CoreUserFactory(owner=core_user.owner)

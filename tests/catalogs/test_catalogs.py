@@ -203,7 +203,12 @@ class TestProductEndpoints:
             f"{BASE}/users/{core_user.id}/varieties",
         ):
             assert_cross_tenant_404(
-                owner_client=api_client, other_client=other_client, detail_url=url, resource_id=product_id, delete=False
+                owner_client=api_client,
+                other_client=other_client,
+                detail_url=url,
+                resource_id=product_id,
+                delete=False,
+                core_user=core_user,
             )
         assert_problem(other_client.get(f"{BASE}/products/search", {"coreUserId": str(core_user.id)}), 404, "notFound")
 

@@ -134,6 +134,7 @@ def test_boundaries_are_invisible_to_another_owner(api_client, other_client, cor
             ("get", f"{url}/boundary", None),
             ("put", f"{url}/boundary", {"geometry": square(5, 5)}),
         ],
+        core_user=core_user,
     )
     assert Boundary.objects.count() == 1
 

@@ -214,6 +214,7 @@ def test_farms_and_growers_are_invisible_to_another_owner(api_client, other_clie
         updates=[("put", {"name": "stolen"})],
         delete=False,
         extra_urls=[("post", farms_url(core_user), {"name": "x"})],
+        core_user=core_user,
     )
     assert_cross_tenant_404(
         owner_client=api_client,
@@ -224,5 +225,6 @@ def test_farms_and_growers_are_invisible_to_another_owner(api_client, other_clie
         updates=[("put", {"name": "stolen"})],
         delete=False,
         extra_urls=[("post", growers_url(core_user), {"name": "x"})],
+        core_user=core_user,
     )
     assert (Farm.objects.count(), Grower.objects.count()) == (1, 1)

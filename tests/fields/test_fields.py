@@ -320,6 +320,7 @@ def test_fields_are_invisible_to_another_owner(api_client, other_client, core_us
             ("post", f"{fields_url(core_user)}/intersects", {"geometry": square(10, 50)}),
             ("post", f"{fields_url(core_user)}/intersect", [field["id"], field["id"]]),
         ],
+        core_user=core_user,
     )
     assert Field.objects.count() == 1
 

@@ -242,6 +242,7 @@ def test_every_operation_endpoint_is_404_for_another_owner(api_client, other_cli
             ("get", f"{base}/standardGeojson", None),
             ("post", f"{OPS_URL}/cropOperationByField", {"id": str(operation.pk)}),
         ],
+        core_user=core_user,
     )
     assert_problem(api_client.get(f"{OPS_URL}/not-a-uuid"), 404, "notFound")
 

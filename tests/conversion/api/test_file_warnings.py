@@ -277,6 +277,7 @@ def test_another_owner_sees_no_file_record_nor_its_warnings(api_client, other_cl
         list_urls=[FILES_URL, f"{FILES_URL}?coreUserId={core_user.pk}", f"{FILES_URL}?batchId={record['batchId']}"],
         delete=False,
         extra_urls=[("get", f"{FILES_URL}/{record['id']}/status", None)],
+        core_user=core_user,
     )
     for url in (FILES_URL, BATCH_URL, f"{FILES_URL}?batchId={record['batchId']}"):
         response = other_client.get(url)

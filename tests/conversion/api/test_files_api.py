@@ -247,6 +247,7 @@ def test_another_owner_sees_nothing(api_client, other_client, core_user, convert
             for output in ("summary", "units", "status", "standardGeojson", "rawGeojson", "originalFile")
         ]
         + [("get", f"{FIELDS.format(user=core_user.pk, field=field.pk)}/files", None)],
+        core_user=core_user,
     )
     assert_cross_tenant_404(
         owner_client=api_client,
