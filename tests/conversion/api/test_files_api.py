@@ -246,7 +246,10 @@ def test_another_owner_sees_nothing(api_client, other_client, core_user, convert
             ("get", f"{FILES_URL}/{file_id}/{output}", None)
             for output in ("summary", "units", "status", "standardGeojson", "rawGeojson", "originalFile")
         ]
-        + [("get", f"{FIELDS.format(user=core_user.pk, field=field.pk)}/files", None)],
+        + [
+            ("get", f"{FIELDS.format(user=core_user.pk, field=field.pk)}{path}", None)
+            for path in ("/files", f"/files/{file_id}", "", f"/{file_id}")  # (and the deprecated paths)
+        ],
         core_user=core_user,
     )
     assert_cross_tenant_404(
