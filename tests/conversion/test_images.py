@@ -115,16 +115,20 @@ def test_extents_are_in_the_target_projection_units():
     assert mercator.projection == "EPSG:3857"
 
 
-def test_image_long_side_is_capped_by_coarsening_cells():
-    # 0.2 degrees at 1e-5 would be 20,000 cells across.
-    lon = np.array([LON0, LON0 + 0.2, LON0 + 0.1])
-    lat = np.array([LAT0, LAT0 - 0.05, LAT0 - 0.02])
+@pytest.mark.parametrize("wide", [True, False], ids=["wide", "tall"])
+def test_image_long_side_is_capped_by_coarsening_cells(wide):
+    # 0.2 degrees at 1e-5 would be 20,000 cells across (or down).
+    long, short = 0.2, 0.05
+    east, south = (long, short) if wide else (short, long)
+    lon = np.array([LON0, LON0 + east, LON0 + 0.02])
+    lat = np.array([LAT0, LAT0 - south, LAT0 - 0.02])
     image = render_one(lon, lat, np.array([1.0, 2.0, 3.0]), resolution=0.00001)
 
     assert max(image.width, image.height) <= MAX_IMAGE_SIDE
-    assert image.width > MAX_IMAGE_SIDE - 2
+    side = image.width if wide else image.height
+    assert side > MAX_IMAGE_SIDE - 2
     assert image.cell_size == pytest.approx(pixel_size(image))
-    assert image.cell_size == pytest.approx(0.2 / (image.width - 1), rel=1e-3)
+    assert image.cell_size == pytest.approx(long / (side - 1), rel=1e-3)
     assert decode(image).shape[:2] == (image.height, image.width)
 
 
@@ -362,6 +366,21 @@ def test_cells_outside_the_coverage_are_transparent(shape):
     assert tuple(pixels[pixel_at(image, LON0 + 0.03, LAT0 + 0.03)]) == (9, 9, 9, 99)
 
 
+@pytest.mark.parametrize("shape", ["SQUARE", "HEXAGON"])
+def test_a_hole_in_the_coverage_is_transparent(shape):
+    rng = np.random.default_rng(3)
+    lon = LON0 + rng.random(20_000) * 0.04
+    lat = LAT0 + rng.random(20_000) * 0.04
+    hole = shapely.box(LON0 + 0.015, LAT0 + 0.015, LON0 + 0.025, LAT0 + 0.025)
+    coverage = shapely.box(LON0, LAT0, LON0 + 0.04, LAT0 + 0.04).difference(hole)
+    image = render_one(lon, lat, rng.random(20_000), shape=shape, coverage=coverage)
+
+    pixels = decode(image)
+    assert tuple(pixels[pixel_at(image, LON0 + 0.02, LAT0 + 0.02)]) == (0, 0, 0, 0)
+    assert pixels[pixel_at(image, LON0 + 0.01, LAT0 + 0.02)][3] == 255
+    assert pixels[pixel_at(image, LON0 + 0.03, LAT0 + 0.02)][3] == 255
+
+
 def test_points_without_usable_coordinates_are_ignored():
     lon = np.array([LON0, np.nan, LON0 + 0.5 * RES])
     lat = np.array([LAT0, 10.0, LAT0 - 0.5 * RES])
@@ -377,6 +396,15 @@ def test_points_off_the_globe_are_ignored_even_in_geographic_output():
     image = render_one(lon, lat, np.array([1.0, 50.0, 2.0]), projection="EPSG:4326")
 
     assert image.extent["xmax"] == pytest.approx(LON0 + RES)
+
+
+def test_points_past_a_pole_are_ignored_even_in_geographic_output():
+    lon = np.array([LON0, LON0, LON0 + 0.5 * RES])
+    lat = np.array([LAT0, 95.0, LAT0 - 0.5 * RES])
+    image = render_one(lon, lat, np.array([1.0, 50.0, 2.0]), projection="EPSG:4326")
+
+    assert image.extent["ymax"] == pytest.approx(LAT0)
+    assert image.legend["ranges"][-1]["max"] == 2.0
 
 
 def test_no_located_points_or_no_properties_give_no_images():

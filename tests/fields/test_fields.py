@@ -48,6 +48,12 @@ def test_area_agrees_with_an_independent_equal_area_projection(api_client, core_
     assert body["area"]["value"] == pytest.approx(equal_area_hectares(geometry), rel=1e-4)
 
 
+def test_a_polygon_exactly_180_degrees_wide_is_taken(api_client, core_user):
+    """ "At most 180" degrees of longitude: exactly 180 is within."""
+    body = create_field(api_client, core_user, rect(0, 0, 180, 1))
+    assert body["geometry"] == rect(0, 0, 180, 1) and body["area"]["value"] > 0
+
+
 def test_area_of_a_known_square_at_the_equator(api_client, core_user):
     # 0.01 degree x 0.01 degree at the equator: 1113.19 m x 1105.74 m on WGS84.
     body = create_field(api_client, core_user, square(0, 0, 0.01))
@@ -101,8 +107,9 @@ BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
         ({"type": "MultiPolygon", "coordinates": []}, "non-empty list"),
         ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1]]]}, "not closed"),
         ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [0, 0]]]}, "at least 4"),
-        ({"type": "Polygon", "coordinates": [[[0, 0], [181, 0], [1, 1], [0, 0]]]}, "longitude"),
-        ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 91], [0, 0]]]}, "latitude"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [181, 0], [1, 1], [0, 0]]]}, "longitude 181.0 is outside"),
+        ({"type": "Polygon", "coordinates": [[[185, 0], [185.5, 0], [185.5, 1], [185, 0]]]}, "longitude 185.0 is out"),
+        ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 91], [0, 0]]]}, "latitude 91.0 is outside"),
         ({"type": "Polygon", "coordinates": [[[0, 0], ["1", 0], [1, 1], [0, 0]]]}, "position"),
         ({"type": "Polygon", "coordinates": [[[0, 0], [True, 0], [1, 1], [0, 0]]]}, "position"),
         ({"type": "Polygon", "coordinates": [BOWTIE]}, "Self-intersection"),

@@ -282,3 +282,11 @@ def test_another_owner_sees_no_file_record_nor_its_warnings(api_client, other_cl
     for url in (FILES_URL, BATCH_URL, f"{FILES_URL}?batchId={record['batchId']}"):
         response = other_client.get(url)
         assert response.status_code in (200, 400, 404) and NO_UNIT.encode() not in response.content, url
+
+
+def test_warnings_at_exactly_the_caps_are_kept_whole():
+    assert outputs.file_warnings(["y" * outputs.WARNING_MAX_CHARS]) == ["y" * outputs.WARNING_MAX_CHARS]
+    exactly = [f"log {i} is empty" for i in range(outputs.WARNINGS_MAX)]
+    assert outputs.file_warnings(exactly) == exactly
+    one_more = [*exactly, "one more"]
+    assert outputs.file_warnings(one_more) == [*exactly[:-1], "2 more warnings not shown"]

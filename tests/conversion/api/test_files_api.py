@@ -294,3 +294,27 @@ def test_a_deleted_machine_leaves_the_files_it_collected(api_client, core_user):
     [listed] = [f for f in api_client.get(FILES_URL).json()["operations"] if f["id"] == str(file.pk)]
     [listed_by_field] = [f for f in api_client.get(field_files).json() if f["id"] == str(file.pk)]
     assert listed["machines"] == listed_by_field["machines"] == [kept["id"]]
+
+
+def test_files_are_listed_newest_first_unless_sorted(api_client, core_user):
+    older = processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
+    newer = processed_file(core_user, grid_table(start="2024-08-01T10:00:00", seed=1))
+    assert _ids(api_client.get(f"{FILES_URL}?origin=uploaded")) == [str(newer.pk), str(older.pk)]
+    assert _ids(api_client.get(f"{FILES_URL}?origin=uploaded&sort=createdTime,asc")) == [str(older.pk), str(newer.pk)]
+
+
+def test_a_file_no_longer_processed_serves_none_of_its_outputs(api_client, core_user):
+    """An automerged file being rebuilt (or whose rebuild failed) kept its earlier outputs in storage: none of
+    them is served until it is processed again; its record and status still are."""
+    from conversion.models import File, FileStatus
+
+    file = processed_file(core_user, grid_table())
+    url = f"{FILES_URL}/{file.pk}"
+    outputs = ["summary", "units", "images", "images/harvestMoisture.png", "standardGeojson", "rawGeojson"]
+    assert all(api_client.get(f"{url}/{output}").status_code == 200 for output in outputs)
+    for status in (FileStatus.PROCESSING, FileStatus.FAILED):
+        File.objects.filter(pk=file.pk).update(status=status)
+        for output in outputs:
+            assert_problem(api_client.get(f"{url}/{output}"), 404, "notFound")
+        assert api_client.get(url).json()["status"] == status
+        assert api_client.get(f"{url}/status").status_code == 200

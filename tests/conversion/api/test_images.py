@@ -112,3 +112,46 @@ def test_images_are_404_for_another_owner(api_client, other_client, core_user):
     assert_problem(other_client.get(url), 404, "notFound")
     assert_problem(api_client.get(f"{FILES_URL}/{file.pk}/images/unknown.png"), 404, "notFound")
     assert api_client.get(url).status_code == 200
+
+
+def test_cells_outside_the_files_coverage_are_transparent_whatever_the_nv_colour(api_client, core_user):
+    """An L of points: the missing corner is inside the image's extent but outside the file's coverage, so it stays
+    transparent even with a visible no-value colour (cells without points inside the coverage take that colour)."""
+    config_user_set(
+        core_user=core_user,
+        entries={
+            "geoimagesProjection": "EPSG:4326",
+            "geoimagesResolution": RESOLUTION,
+            "geoimagesColorRamp": DEFAULT_COLOR_RAMP | {"nv": [9, 9, 9, 99]},
+        },
+        replace=False,
+    )
+    table = grid_table(operation_type="applied")
+    lon, lat = table.columns["lon"], table.columns["lat"]
+    corner = (lon > lon.min() + 9.5 * STEP) & (lat > lat.min() + 4.5 * STEP)
+    file = processed_file(core_user, table.select(~corner))
+    entry = next(i for i in api_client.get(f"{FILES_URL}/{file.pk}/images").json() if i["property"] == "appliedRate")
+    pixels = np.asarray(_png(api_client, entry["url"]))
+    extent = entry["extent"]
+    cell = (extent["xmax"] - extent["xmin"]) / entry["width"]
+
+    def pixel(x, y):
+        return tuple(pixels[int((extent["ymax"] - y) / cell), int((x - extent["xmin"]) / cell)])
+
+    assert extent["xmax"] >= lon.max() and extent["ymax"] >= lat.max()  # the corner is within the picture
+    assert pixel(lon.min() + 14.5 * STEP, lat.min() + 7.5 * STEP) == (0, 0, 0, 0)
+    # between two points of the L, inside its coverage: the no-value colour
+    assert pixel(lon.min() + 2.5 * STEP, lat.min() + 2.5 * STEP) == (9, 9, 9, 99)
+
+
+def test_a_file_processed_again_with_images_turned_off_keeps_no_old_images(core_user):
+    from conversion import outputs, storage
+    from conversion.file_images import images_prefix
+
+    table = grid_table()
+    file = processed_file(core_user, table)
+    assert storage.listdir(images_prefix(file.pk))[1]
+    config_user_set(core_user=core_user, entries={"operationsImageCreation": False}, replace=False)
+    produced = outputs.produce(file, table, clean=False)
+    assert produced.images == [] and produced.steps["propertiesPNGs"]["status"] == "skipped"
+    assert storage.listdir(images_prefix(file.pk)) == ([], [])

@@ -108,9 +108,20 @@ def test_two_zips_in_one_upload_are_refused(api_client, core_user):
     assert _leftovers() == []
 
 
-def test_an_empty_file_is_not_a_zip(api_client, core_user):
-    assert_problem(upload(api_client, core_user.pk, b""), 400, "invalidArchive")
+@pytest.mark.parametrize("data", [b"", b"P", b"PK", b"PK\x03"], ids=["empty", "1", "2", "3"])
+def test_an_empty_file_or_a_few_bytes_of_a_zip_signature_are_not_a_zip(api_client, core_user, data):
+    assert_problem(upload(api_client, core_user.pk, data), 400, "invalidArchive")
     assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
+def test_a_zip_of_exactly_the_cap_is_taken_and_one_byte_more_is_not(api_client, core_user, settings):
+    """The cap is the zip's own size: its multipart envelope does not count against it."""
+    settings.CONVERSION_UPLOAD_MAX_BYTES = len(SMALL_ZIP)
+    assert upload(api_client, core_user.pk, SMALL_ZIP).status_code == 201
+    settings.CONVERSION_UPLOAD_MAX_BYTES = len(SMALL_ZIP) - 1
+    assert_problem(upload(api_client, core_user.pk, SMALL_ZIP), 413, "fileTooLarge")
+    assert Batch.objects.count() == 1
 
 
 @pytest.mark.parametrize(
