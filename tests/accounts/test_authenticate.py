@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 import jwt
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
@@ -230,3 +231,48 @@ def test_on_core_user_routes_the_owner_and_the_core_user_are_read_together(owner
     assert "auth_user" in lookup  # one round trip for both
     assert_problem(api_client.get(MACHINES_URL.format(theirs.id)), 404, "notFound")
     assert_problem(api_client.get(MACHINES_URL.format("not-a-uuid")), 404, "notFound")
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer"])
+def test_the_scheme_name_is_case_insensitive(owner, scheme):
+    """RFC 9110: the authentication scheme is compared case-insensitively."""
+    token = authenticate(APIClient(), username=owner.username, password=PASSWORD).json()["id_token"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"{scheme} {token}")
+    assert client.get(USERS_URL).status_code == 200
+
+
+def test_a_token_without_an_expiry_is_401_even_signed_by_us(owner):
+    """A signed token that never expires would be a key for good: `exp` is required."""
+    from platform_site.api.authentication import _password_fingerprint
+
+    now = datetime.now(UTC)
+    claims = {"sub": str(owner.pk), "iat": now, "pwd": _password_fingerprint(owner)}
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {jwt.encode(claims, settings.SECRET_KEY, algorithm='HS256')}")
+    assert_problem(client.get(USERS_URL), 401, "unauthorized")
+    with_expiry = claims | {"exp": now + timedelta(hours=1)}
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {jwt.encode(with_expiry, settings.SECRET_KEY, algorithm='HS256')}")
+    assert client.get(USERS_URL).status_code == 200
+
+
+def test_without_remember_me_the_token_lasts_24_hours(owner):
+    token = authenticate(APIClient(), username=owner.username, password=PASSWORD).json()["id_token"]
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert claims["exp"] - claims["iat"] == 24 * 3600
+
+
+def test_createapiowner_refuses_an_empty_user_name(db):
+    with pytest.raises(CommandError, match="1 to 150 characters"):
+        call_command("createapiowner", "", "--password", "long-enough")
+    assert not get_user_model().objects.filter(username="").exists()
+
+
+def test_createapiowner_reactivates_a_deactivated_owner(owner):
+    owner.is_active = False
+    owner.save()
+    assert authenticate(APIClient(), username=owner.username, password=PASSWORD).status_code == 401
+    call_command("createapiowner", owner.username, "--password", PASSWORD)
+    owner.refresh_from_db()
+    assert owner.is_active
+    assert authenticate(APIClient(), username=owner.username, password=PASSWORD).status_code == 200

@@ -44,6 +44,21 @@ def test_pages_partition_the_list_without_overlap(api_client, users):
     assert set(links) == {"first", "prev", "last"} and "page=2" in links["prev"] and "page=2" in links["last"]
 
 
+def _links(response) -> dict[str, str]:
+    return dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', response["Link"]))
+
+
+def test_following_the_links_walks_the_list_in_pages_of_the_size_asked(api_client, users):
+    first = api_client.get(URL, {"size": 10, "sort": "name"})
+    links = _links(first)
+    assert all("size=10" in url for url in links.values()), links
+    following = api_client.get(links["next"])
+    assert [u["name"] for u in following.json()] == [f"user {i:03d}" for i in range(10, 20)]
+    assert "page=2" in _links(following)["next"]
+    clamped = _links(api_client.get(URL, {"size": 1000}))
+    assert all("size=100" in url and "size=1000" not in url for url in clamped.values()), clamped
+
+
 def test_a_page_far_past_the_end_is_empty_with_the_total(api_client, users):
     """An offset past what the database can count was a 500 ("bigint out of range") on PostgreSQL."""
     response = api_client.get(URL, {"page": "9" * 30, "size": 100})
@@ -82,6 +97,15 @@ def test_sort_is_multi_valued_and_directional(api_client, owner):
     names = lambda params: [(u["name"], u["email"]) for u in api_client.get(URL, params).json()]  # noqa: E731
     assert names({"sort": ["name,desc", "email"]}) == [("b", "1@x.io"), ("b", "2@x.io"), ("a", "3@x.io")]
     assert names({"sort": "email,desc"}) == [("a", "3@x.io"), ("b", "2@x.io"), ("b", "1@x.io")]
+
+
+@pytest.mark.parametrize("direction", ["DESC", "Desc", " desc "])
+def test_the_sort_direction_is_case_insensitive(api_client, owner, direction):
+    for name in ("b", "c", "a"):
+        CoreUserFactory(owner=owner, name=name)
+    response = api_client.get(URL, {"sort": f"name,{direction}"})
+    assert response.status_code == 200, response.content
+    assert [u["name"] for u in response.json()] == ["c", "b", "a"]
 
 
 def test_equal_sort_keys_are_ordered_by_id_so_pages_neither_repeat_nor_skip(api_client, owner):
@@ -123,7 +147,24 @@ def test_malformed_json_is_400_not_500(api_client):
 
 
 def test_a_json_array_where_an_object_is_expected_is_400(api_client):
-    assert_problem(api_client.post(URL, data="[1, 2]", content_type="application/json"), 400, "validation")
+    body = assert_problem(api_client.post(URL, data="[1, 2]", content_type="application/json"), 400, "validation")
+    # an error of the body as a whole names no field
+    assert [error["field"] for error in body["fieldErrors"]] == [""]
+    assert body["detail"] == body["fieldErrors"][0]["message"]
+
+
+def test_a_problem_is_titled_by_its_status_and_its_detail_is_the_first_error(api_client, core_user):
+    missing = assert_problem(api_client.get(f"{URL}/00000000-0000-0000-0000-000000000001"), 404, "notFound")
+    assert missing["title"] == "Not Found"
+    one = assert_problem(api_client.post(URL, {"email": "not-an-email"}, format="json"), 400, "validation")
+    assert one["title"] == "Bad Request"
+    assert [error["field"] for error in one["fieldErrors"]] == ["email"]
+    assert one["detail"] == f"email: {one['fieldErrors'][0]['message']}"  # and nothing about more
+    two = assert_problem(api_client.post(URL, {"email": "x", "name": "y" * 1000}, format="json"), 400)
+    assert len(two["fieldErrors"]) == 2 and two["detail"].endswith(" (and 1 more)")
+    taken = {"name": "Twin", "externalId": "same-id"}
+    assert api_client.post(URL, taken, format="json").status_code == 201
+    assert assert_problem(api_client.post(URL, taken, format="json"), 409)["title"] == "Conflict"
 
 
 def test_wrong_media_type_is_415(api_client):

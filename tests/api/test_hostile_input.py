@@ -223,6 +223,20 @@ def test_a_json_body_over_the_request_size_limit_is_413(api_client, core_user, s
     assert [u["name"] for u in api_client.get(url).json()] == [core_user.name, "small"]
 
 
+def test_a_json_body_of_exactly_the_request_size_limit_is_taken(api_client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    url = "/services/usermanagement/api/users"
+
+    def body(size: int) -> bytes:
+        head = b'{"name": "edge", "email": "edge@example.com"'
+        return head + b" " * (size - len(head) - 1) + b"}"
+
+    assert len(body(1000)) == 1000
+    assert api_client.post(url, body(1000), content_type="application/json").status_code == 201
+    assert_problem(api_client.post(url, body(1001), content_type="application/json"), 413, "requestTooLarge")
+    assert [u["name"] for u in api_client.get(url).json()] == ["edge"]
+
+
 def _body_routes(core_user) -> list[tuple[str, str]]:
     """(method, url) of every route that reads a JSON body, with an existing resource where it needs one."""
     out = []

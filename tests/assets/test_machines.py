@@ -195,6 +195,7 @@ def names(response) -> list[str]:
         ({"createdTime": "2024-02-01T10:00:00"}, ["Bravo tractor"]),
         ({"createdTime": "2024-02-01T10:00:00.000Z"}, ["Bravo tractor"]),
         ({"createdTime": "2024-01-01T10:00:00.250"}, ["Alpha combine"]),
+        ({"createdTime": "2024-01-01T10:00:00.249"}, []),  # the millisecond before, not up to and including it
         ({"createdTime": "2024-01-01T10:00:00"}, []),
         ({"beforeCreatedTime": "2024-02-01T10:00:00"}, ["Alpha combine"]),
         ({"afterCreatedTime": "2024-02-01T10:00:00"}, ["Charlie sprayer"]),

@@ -112,6 +112,7 @@ def test_echoed_identity_keys_are_accepted(api_client, core_user):
         ({"operationsImageCreation": "true"}, "operationsImageCreation"),
         ({"fieldsAutoMerge": 1}, "fieldsAutoMerge"),
         ({"fieldsMergeIntersection": 0}, "fieldsMergeIntersection"),
+        ({"fieldsMergeIntersection": True}, "fieldsMergeIntersection"),
         ({"fieldsAttachIntersection": 100.5}, "fieldsAttachIntersection"),
         ({"fieldsAttachIntersection": "50"}, "fieldsAttachIntersection"),
         ({"geoimagesResolution": -1}, "geoimagesResolution"),

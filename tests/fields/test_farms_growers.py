@@ -228,3 +228,16 @@ def test_farms_and_growers_are_invisible_to_another_owner(api_client, other_clie
         core_user=core_user,
     )
     assert (Farm.objects.count(), Grower.objects.count()) == (1, 1)
+
+
+def test_a_json_boolean_is_no_farm_or_grower_id(api_client, core_user):
+    """`true` is no id, even where a farm and a grower of id 1 exist (Python reads `True` as 1)."""
+    Farm.objects.create(id=1, core_user=core_user, name="Farm one")
+    Grower.objects.create(id=1, core_user=core_user, name="Grower one")
+    field = create_field(api_client, core_user)
+    body = assert_problem(api_client.patch(field_url(core_user, field["id"]), {"farmId": True}, format="json"), 400)
+    assert body["fieldErrors"][0]["field"] == "farmId"
+    assert api_client.get(field_url(core_user, field["id"])).json()["farmId"] is None
+    response = api_client.post(farms_url(core_user), {"name": "Farm two", "growerId": True}, format="json")
+    assert assert_problem(response, 400)["fieldErrors"][0]["field"] == "growerId"
+    assert Farm.objects.count() == 1

@@ -102,6 +102,7 @@ def test_inactive_boundaries_do_not_intersect(api_client, core_user):
         {"geometry": square(0, 0), "intersectionThreshold": 0.001},
         {"geometry": square(0, 0), "intersectionThreshold": 100.5},
         {"geometry": square(0, 0), "intersectionThreshold": "50"},
+        {"geometry": square(0, 0), "intersectionThreshold": True},  # a JSON boolean is no number
         {"geometry": square(0, 0), "intersectionThreshold": None},
         {"intersectionThreshold": 5},
         {"geometry": square(0, 0), "extra": 1},

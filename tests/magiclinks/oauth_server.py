@@ -25,6 +25,7 @@ class OAuthServer:
     expires_in: object = 3600
     answer_extra: dict = field(default_factory=dict)  # keys that replace or add to a good token answer
     raw_answer: bytes | None = None  # sent as the body of a good token answer instead of its JSON
+    good_status: int = 200  # the HTTP status a good token answer is sent with
     base_url: str = ""
     codes: dict[str, dict] = field(default_factory=dict)
     refresh_tokens: set[str] = field(default_factory=set)
@@ -115,6 +116,7 @@ def start_oauth_server(server_state: OAuthServer) -> ThreadingHTTPServer:
                 return
             status, body = server_state.token_answer(form, self.headers.get("Authorization", ""))
             raw = server_state.raw_answer if status == 200 and server_state.raw_answer is not None else None
+            status = server_state.good_status if status == 200 else status
             self._send(status, raw if raw is not None else json.dumps(body).encode(), "application/json")
 
         def log_message(self, *args):

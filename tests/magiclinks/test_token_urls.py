@@ -170,8 +170,10 @@ def test_a_token_holding_a_lone_surrogate_is_a_failed_connection(
         (b'{"access_token": "t"' + b" " * (300 * 1024) + b"}", "answered more than 256 KiB"),
         (b'"access_token"', "answered without an access token"),
         (b"\xff\xfe{", "answered without an access token"),
+        (b'{"access_token": "", "token_type": "Bearer"}', "answered without an access token"),
+        (b'{"access_token": 42, "token_type": "Bearer"}', "answered without an access token"),
     ],
-    ids=["nested", "too-large", "not-an-object", "not-json"],
+    ids=["nested", "too-large", "not-an-object", "not-json", "empty-token", "number-token"],
 )
 def test_a_token_answer_that_is_no_token_object_is_a_failed_connection(
     client, core_user, oauth_server, oauth_app, settings, raw, says
@@ -186,3 +188,21 @@ def test_a_token_answer_that_is_no_token_object_is_a_failed_connection(
     assert says in response.content.decode()
     assert len(oauth_server.token_requests) == 1
     assert not ProviderCredential.objects.filter(core_user=core_user, status="AUTHENTICATED").exists()
+
+
+@pytest.mark.parametrize("status", [201, 302, 400])
+def test_a_token_answer_of_any_status_but_200s_is_refused_whatever_its_body(
+    client, core_user, oauth_server, oauth_app, settings, status
+):
+    """A redirect (not followed) or an error holding a token-shaped body is no token answer; a 2xx one is."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    oauth_server.good_status = status
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, url)
+    connected = ProviderCredential.objects.filter(core_user=core_user, status="AUTHENTICATED").exists()
+    if status < 300:
+        assert connected, response.content.decode()[:500]
+    else:
+        assert response.status_code == 502
+        assert f"refused the token request: HTTP {status}" in response.content.decode()
+        assert not connected

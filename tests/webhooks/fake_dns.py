@@ -9,8 +9,8 @@ PUBLIC_ADDRESS = "93.184.215.14"  # a global address; nothing in the tests may e
 
 @dataclass
 class FakeDns:
-    """`answers[name]`: the addresses the name resolves to, one per lookup (the last repeats); `lookups` counts
-    the lookups of each name."""
+    """`answers[name]`: what the name resolves to, one entry per lookup (the last repeats): an address, or a tuple
+    of addresses answered together; `lookups` counts the lookups of each name."""
 
     answers: dict[str, list[str]] = field(default_factory=dict)
     lookups: dict[str, int] = field(default_factory=dict)
@@ -25,8 +25,17 @@ class FakeDns:
             count = self.lookups.get(name, 0)
             self.lookups[name] = count + 1
             queue = self.answers[name]
-            address = queue[min(count, len(queue) - 1)]
-            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port or 0))]
+            answer = queue[min(count, len(queue) - 1)]
+            return [
+                (
+                    socket.AF_INET6 if ":" in address else socket.AF_INET,
+                    socket.SOCK_STREAM,
+                    socket.IPPROTO_TCP,
+                    "",
+                    (address, port or 0),
+                )
+                for address in ((answer,) if isinstance(answer, str) else answer)
+            ]
 
         monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
         return self

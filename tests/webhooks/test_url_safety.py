@@ -106,6 +106,19 @@ def test_multicast_addresses_are_refused(api_client, dns, monkeypatch, address):
     assert not Webhook.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "answer", [(PUBLIC_ADDRESS, "127.0.0.1"), ("10.0.0.7", PUBLIC_ADDRESS), (PUBLIC_ADDRESS, "93.184.215.15", "::1")]
+)
+def test_a_name_answering_a_public_and_a_private_address_at_once_is_refused(api_client, dns, answer):
+    """Every address of the answer is checked, not the first: a connection may go to any of them."""
+    dns.answers["mixed.example.com"] = [answer]
+    body = assert_problem(register(api_client, "http://mixed.example.com/hook"), 400, "webhookUrlNotAllowed")
+    assert "non-public" in body["detail"]
+    assert not Webhook.objects.exists()
+    dns.answers["public.example.com"] = [(PUBLIC_ADDRESS, "93.184.215.15")]
+    assert register(api_client, "http://public.example.com/hook").status_code == 201
+
+
 def test_ipv6_forms_of_a_public_address_are_accepted(api_client, dns):
     # NAT64 of 93.184.216.34 (a public address) and a global IPv6 address
     for url in ("http://[64:ff9b::5db8:d822]/hook", "http://[2606:2800:220:1:248:1893:25c8:1946]/hook"):
