@@ -129,6 +129,9 @@ def test_echoed_identity_keys_are_accepted(api_client, core_user):
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [255, 255, 255]}}, "geoimagesColorRamp"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 256], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0]}}, "geoimagesColorRamp.nv"),
+        ({"geoimagesColorRamp": {"0%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp"),
+        ({"geoimagesColorRamp": {"100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp"),
+        ({"geoimagesColorRamp": {"0%": [True, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0, 0], "x": [1, 1, 1]}}, None),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0.5], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
         # Accepted once, these failed every image later: the renderer reads the same ramp.
@@ -193,3 +196,14 @@ def test_of_two_first_configurations_at_once_one_is_created_and_the_other_replac
         second = run_meanwhile(request_later(make_client, owner, "post", url, {"geoimagesShape": "SQUARE"}))
     assert second().status_code == 200  # was 201 too: it had looked before the first committed
     assert Configuration.objects.get(core_user=core_user).entries == {"geoimagesShape": "SQUARE"}
+
+
+def test_the_owners_configuration_sent_back_as_read_stores_no_core_user_id(api_client, core_user):
+    """`GET /configs` echoed into `PATCH /configs` (as clients do): its empty `coreUserId` is no entry of the owner's,
+    and every core user's configuration still names its own user."""
+    echoed = api_client.get(URL).json()
+    assert api_client.patch(URL, echoed, format="json").status_code == 200
+    assert api_client.get(f"{URL}/{core_user.id}").json()["coreUserId"] == str(core_user.id)
+    from configs.models import Configuration
+
+    assert all("coreUserId" not in config.entries for config in Configuration.objects.all())

@@ -503,6 +503,7 @@ def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, cor
     assert status["status"] == "FAILED" and status["files"] == [], status
     page = client.get(location).content.decode()
     assert "No file could be read from the upload." in page and "No files yet." not in page
+    assert 'http-equiv="refresh"' not in page  # a failed batch is final: the page stops reloading
     for target in (url, location, f"{location}/status"):
         head = client.head(target)
         assert head.status_code == 200 and head.content == b"", target
@@ -774,3 +775,95 @@ def test_a_core_user_deleted_while_at_the_provider_is_told_the_link_is_gone(
     assert "This link is no longer available." in page and "Back to your providers" not in page
     assert len(oauth_server.token_requests) == 1
     assert not ProviderCredential.objects.exists() and not MagicLink.objects.exists()
+
+
+def test_a_link_disconnects_only_its_own_providers(client, owner, core_user, oauth_server, oauth_app, settings):
+    """A link that lets its user disconnect ProviderA leaves the user's connection to ProviderB alone."""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    ProviderCredential.objects.create(
+        core_user=core_user, provider="ProviderB", access_token="b", status="AUTHENTICATED"
+    )
+    _link, url = make_link(
+        core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"], settings={"disconnectedEnabled": True}
+    )
+    assert client.post(f"{url}/disconnect", {"provider": "ProviderB"}).status_code == 404
+    assert ProviderCredential.objects.get(core_user=core_user, provider="ProviderB").status == "AUTHENTICATED"
+
+
+def test_a_links_page_shows_only_its_own_users_connections(client, owner, core_user, oauth_server, oauth_app, settings):
+    from tests.factories import CoreUserFactory
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    sibling = CoreUserFactory(owner=owner)
+    ProviderCredential.objects.create(core_user=sibling, provider="ProviderA", access_token="s", status="AUTHENTICATED")
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    page = client.get(url).content.decode()
+    assert 'data-state="authenticated"' not in page and "Connect ProviderA" in page
+
+
+def test_a_callback_without_a_code_exchanges_nothing_and_keeps_the_connection(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+):
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    (path, query), _ = provider_answer(client, url)
+    del query["code"]
+    response = client.get(path, query)
+    assert response.status_code == 400 and "no authorization code" in response.content.decode()
+    assert [r["grant_type"] for r in oauth_server.token_requests] == ["authorization_code"]
+    assert ProviderCredential.objects.get(core_user=core_user).status == "AUTHENTICATED"
+    assert webhook_receiver.wait_for(1, timeout=0.3) == []
+
+
+def test_the_pkce_verifier_is_as_long_as_rfc_7636_asks(client, core_user, oauth_server, oauth_app, settings):
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    [token_request] = oauth_server.token_requests
+    assert 43 <= len(token_request["code_verifier"]) <= 128
+    assert re.fullmatch(r"[A-Za-z0-9._~-]+", token_request["code_verifier"])
+
+
+@pytest.mark.embedded
+def test_the_browser_cookie_is_fresh_long_lax_and_http_only(client, owner, core_user):
+    provider_app(owner, "ProviderA")
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    client.cookies["magiclink_browser"] = "x"  # a short (or planted) value is not taken over
+    response = client.get(f"{url}/connect/ProviderA")
+    cookie = response.cookies["magiclink_browser"]
+    assert cookie.value != "x" and len(cookie.value) >= 32
+    assert cookie["samesite"] == "Lax" and cookie["httponly"]
+    for name, morsel in response.cookies.items():
+        assert morsel["samesite"] == "Lax", name
+
+
+@pytest.mark.embedded
+def test_link_pages_and_their_answers_are_kept_out_of_indexes_and_not_sniffed(client, core_user):
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    for target in (url, f"/links/{'x' * 43}"):
+        response = client.get(target)
+        assert response["X-Robots-Tag"] == "noindex, nofollow", target
+        assert response["X-Content-Type-Options"] == "nosniff", target
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_credential_without_a_refresh_token_or_not_connected_is_not_refreshed(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+):
+    from magiclinks.tasks import magiclinks_credential_refresh
+
+    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+    no_refresh = ProviderCredential.objects.create(
+        core_user=core_user, provider="ProviderA", access_token="a", refresh_token="", status="AUTHENTICATED"
+    )
+    magiclinks_credential_refresh.delay(str(no_refresh.pk))
+    no_refresh.refresh_from_db()
+    assert no_refresh.status == "UNAUTHENTICATED" and "refresh token" in no_refresh.status_message
+    assert oauth_server.token_requests == []
+    assert len(webhook_receiver.wait_for(1)) == 1
+    # already UNAUTHENTICATED: the provider is not asked again, nothing is announced again
+    magiclinks_credential_refresh.delay(str(no_refresh.pk))
+    assert oauth_server.token_requests == []
+    assert len(webhook_receiver.wait_for(2, timeout=0.5)) == 1

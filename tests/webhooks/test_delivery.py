@@ -350,3 +350,49 @@ def test_failed_calls_are_paged_and_validated(api_client):
 def test_unknown_webhook_id_is_404(api_client):
     assert_problem(api_client.get(f"{URL}/{uuid.uuid4()}"), 404, "notFound")
     assert_problem(api_client.delete(f"{URL}/not-a-uuid"), 404, "notFound")
+
+
+def test_a_delivery_not_due_yet_is_not_posted_before_its_time(owner, core_user, subscribe, webhook_receiver, settings):
+    """A task run early (sent twice, or its countdown lost) waits for the backoff instead of posting at once."""
+    settings.WEBHOOK_RETRY_SCHEDULE = [3600]
+    webhook_receiver.statuses = [500]
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    assert len(webhook_receiver.wait_for(1)) == 1
+    delivery = Delivery.objects.get()
+    assert delivery.status == Delivery.Status.PENDING and delivery.attempts == 1
+    assert delivery_attempt(delivery.pk) is None
+    assert len(webhook_receiver.wait_for(2, timeout=0.3)) == 1
+    assert Delivery.objects.get().attempts == 1
+
+
+def test_a_long_answer_is_kept_to_its_first_2000_characters(
+    owner, core_user, subscribe, webhook_receiver, settings, api_client
+):
+    settings.WEBHOOK_RETRY_SCHEDULE = []
+    webhook_receiver.statuses = [500]
+    webhook_receiver.answer = "".join(f"{i:04d}," for i in range(600)).encode()  # 3000 characters
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    emit(core_user)
+    [call] = api_client.get(FAILED).json()
+    assert call["response"] == webhook_receiver.answer.decode()[:2000]
+
+
+def test_a_claim_lasts_longer_than_the_longest_call(owner, core_user, subscribe, webhook_receiver, settings):
+    """With a long timeout the lease outlasts the call it covers, so no second worker posts the same attempt."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from platform_site.outbound import call_deadline
+    from webhooks import tasks
+    from webhooks.services import delivery_claim
+
+    settings.WEBHOOK_TIMEOUT_SECONDS = 100
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: None)
+        emit(core_user)
+    before = timezone.now()
+    claimed = delivery_claim(Delivery.objects.get().pk)
+    assert claimed.lease_until >= before + timedelta(seconds=call_deadline(100) + 60)

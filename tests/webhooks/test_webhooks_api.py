@@ -172,3 +172,16 @@ def test_a_webhook_deleted_while_a_change_is_being_announced_goes_with_its_deliv
         delete = run_meanwhile(request_later(make_client, owner, "delete", f"{URL}/{webhook['id']}"))
     assert delete().status_code == 204
     assert not Webhook.objects.exists() and not Delivery.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("events", "kept"),
+    [
+        (["fieldCreated", "fieldCreated"], ["fieldCreated"]),
+        (["newSatelliteImages", "newSatelliteImage"], ["newSatelliteImage"]),
+    ],
+)
+def test_an_event_named_twice_in_one_request_is_registered_once(api_client, events, kept):
+    response = register(api_client, events=events)
+    assert response.status_code == 201, response.content
+    assert response.json()["events"] == kept
