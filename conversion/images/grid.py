@@ -12,7 +12,6 @@ from functools import lru_cache
 
 import numpy as np
 import shapely
-from PIL import Image, ImageDraw
 from pyproj import CRS, Transformer
 from pyproj.exceptions import CRSError
 
@@ -213,29 +212,59 @@ def hexagon_raster(x: np.ndarray, y: np.ndarray, cell: float, max_side: int) -> 
 def coverage_cells(coverage, transformer: Transformer, raster: Raster) -> np.ndarray:
     """Boolean per cell: whether the cell's centre lies in `coverage` (a WGS84 shapely geometry).
 
-    The polygon is projected and rasterised with Pillow into a pixel mask (fast, exact to about one pixel),
-    then read at each cell's centre pixel.
+    The polygon is projected and rasterised into a pixel mask by scanlines through the pixel centres (a pixel is in
+    when its centre is: its row's centre line crosses the rings an odd number of times to its left), then read at
+    each cell's centre pixel. Pillow's polygon fill was not used: it truncates vertices to whole pixels, which took
+    in a row and a column of pixels past the west and north edges.
     """
-
     projected = shapely.transform(coverage, lambda lon, lat: project(transformer, lon, lat), interleaved=False)
-    mask_image = Image.new("L", (raster.width, raster.height), 0)
-    draw = ImageDraw.Draw(mask_image)
-
-    def to_pixels(ring) -> list[float]:
-        coords = shapely.get_coordinates(ring)
-        # Pillow's pixel (j, i) is the point (j, i); ours is centred at xmin + (j + 0.5) * pixel.
-        u = (coords[:, 0] - raster.xmin) / raster.pixel_size - 0.5
-        v = (raster.ymax - coords[:, 1]) / raster.pixel_size - 0.5
-        return np.column_stack([u, v]).ravel().tolist()
-
-    # Twice: a collection may hold multipolygons.
-    for part in shapely.get_parts(shapely.get_parts(projected)):
-        if not isinstance(part, shapely.Polygon) or part.is_empty:
-            continue
-        draw.polygon(to_pixels(part.exterior), fill=1)
-        for hole in part.interiors:
-            draw.polygon(to_pixels(hole), fill=0)
-    mask = np.asarray(mask_image, dtype=bool).ravel()
+    mask = _centres_inside(projected, raster).ravel()
     if raster.centre_pixels is None:
         return mask
     return np.where(raster.centre_pixels >= 0, mask[np.maximum(raster.centre_pixels, 0)], False)
+
+
+def _centres_inside(geometry, raster: Raster) -> np.ndarray:
+    """(height, width) booleans: whether each pixel's centre lies inside the polygons of `geometry` (even-odd over
+    every ring, so holes are out), in the raster's projected units."""
+    height, width = raster.height, raster.width
+    edges = []
+    # Twice: a collection may hold multipolygons.
+    for part in shapely.get_parts(shapely.get_parts(geometry)):
+        if not isinstance(part, shapely.Polygon) or part.is_empty:
+            continue
+        for ring in (part.exterior, *part.interiors):
+            coords = shapely.get_coordinates(ring)
+            # pixel units: column j spans [j, j + 1) from the west edge, row i [i, i + 1) from the north edge
+            u = (coords[:, 0] - raster.xmin) / raster.pixel_size
+            v = (raster.ymax - coords[:, 1]) / raster.pixel_size
+            edges.append(np.column_stack([u[:-1], v[:-1], u[1:], v[1:]]))
+    inside = np.zeros((height, width), dtype=bool)
+    if not edges:
+        return inside
+    segments = np.concatenate(edges)
+    u0, v0, u1, v1 = segments[np.isfinite(segments).all(axis=1)].T
+    # Each edge crosses the centre lines (v = i + 0.5) of the rows from its upper end (included) to its lower end
+    # (not included), so a vertex between two edges is counted once; horizontal edges cross none.
+    top, bottom = np.minimum(v0, v1), np.maximum(v0, v1)
+    first = np.clip(np.ceil(top - 0.5), 0, height).astype(np.int64)
+    stop = np.clip(np.ceil(bottom - 0.5), 0, height).astype(np.int64)
+    counts = np.maximum(stop - first, 0)
+    if not counts.any():
+        return inside
+    edge = np.repeat(np.arange(len(u0)), counts)
+    row = first[edge] + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    centre = row + 0.5
+    x = u0[edge] + (centre - v0[edge]) * (u1[edge] - u0[edge]) / (v1[edge] - v0[edge])
+    # Sorted by row, then across: each row crosses the closed rings an even number of times, so crossings pair up
+    # as (in, out) spans; a pixel is in when its centre j + 0.5 lies in [in, out).
+    order = np.lexsort((x, row))
+    row, x = row[order], x[order]
+    span_row, start, end = row[0::2], x[0::2], x[1::2]
+    first_column = np.clip(np.ceil(start - 0.5), 0, width).astype(np.int64)
+    stop_column = np.clip(np.ceil(end - 0.5), 0, width).astype(np.int64)
+    toggles = np.zeros((height, width + 1), dtype=np.int8)
+    np.add.at(toggles, (span_row, first_column), 1)
+    np.add.at(toggles, (span_row, stop_column), -1)
+    np.cumsum(toggles[:, :width], axis=1, out=toggles[:, :width])
+    return toggles[:, :width] > 0

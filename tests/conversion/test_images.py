@@ -381,6 +381,45 @@ def test_a_hole_in_the_coverage_is_transparent(shape):
     assert pixels[pixel_at(image, LON0 + 0.03, LAT0 + 0.02)][3] == 255
 
 
+def test_coverage_edges_on_cell_edges_keep_exactly_the_cells_inside():
+    """Square cells, a coverage whose edges run along cell edges: every cell inside is painted, every cell outside
+    is transparent (not one row or column shifted)."""
+    cols, rows = 7, 5
+    lon, lat = lattice(cols, rows)
+    coverage = shapely.box(LON0 + RES, LAT0 - 4 * RES, LON0 + 5 * RES, LAT0 - RES)  # columns 1-4, rows 1-3
+    image = render_one(lon, lat, with_anchor(np.arange(1.0, cols * rows + 1)), coverage=coverage)
+
+    assert (image.width, image.height) == (cols, rows)
+    inside = np.zeros((rows, cols), dtype=bool)
+    inside[1:4, 1:5] = True
+    alpha = decode(image)[:, :, 3]
+    assert (alpha[inside] == 255).all()
+    assert (alpha[~inside] == 0).all()
+
+
+def test_the_painted_cells_are_those_whose_centre_lies_in_the_coverage():
+    """A coverage of several parts with holes, edges at every angle: exactly the cells whose centre it contains are
+    painted (shapely's own point-in-polygon decides here)."""
+    cols, rows = 60, 40
+    lon, lat = lattice(cols, rows)
+    rng = np.random.default_rng(5)
+    blobs = shapely.buffer(
+        shapely.points(LON0 + rng.random(12) * cols * RES, LAT0 - rng.random(12) * rows * RES), 7 * RES
+    )
+    holes = shapely.buffer(
+        shapely.points(LON0 + rng.random(5) * cols * RES, LAT0 - rng.random(5) * rows * RES), 2.3 * RES
+    )
+    coverage = shapely.union_all(blobs).difference(shapely.union_all(holes))
+    assert len(shapely.get_parts(coverage)) > 1 and any(len(p.interiors) for p in shapely.get_parts(coverage))
+    image = render_one(lon, lat, with_anchor(np.ones(cols * rows)), coverage=coverage)
+
+    assert (image.width, image.height) == (cols, rows)
+    j, i = np.meshgrid(np.arange(cols), np.arange(rows))
+    inside = shapely.contains_xy(coverage, LON0 + (j + 0.5) * RES, LAT0 - (i + 0.5) * RES)
+    assert 0 < inside.sum() < inside.size
+    assert ((decode(image)[:, :, 3] > 0) == inside).all()
+
+
 def test_points_without_usable_coordinates_are_ignored():
     lon = np.array([LON0, np.nan, LON0 + 0.5 * RES])
     lat = np.array([LAT0, 10.0, LAT0 - 0.5 * RES])
