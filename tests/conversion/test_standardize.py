@@ -225,6 +225,30 @@ def test_a_point_without_moisture_takes_the_mean_of_the_usable_ones():
     assert dry[2] == pytest.approx(10_000 * (100 - 25) / (100 - 15.5))  # corn's standard moisture is 15.5 %
 
 
+def test_a_missing_moisture_takes_the_area_weighted_mean():
+    """Two points of 10 % and 20 % moisture covering 1 and 3 m2: a point without one takes 17.5 %, not 15 %."""
+    filled, count = standardize.derived.moisture_filled(np.array([10.0, 20.0, np.nan]), np.array([1.0, 3.0, 1.0]))
+    assert count == 1 and filled[2] == pytest.approx(17.5)
+    filled, _ = standardize.derived.moisture_filled(np.array([10.0, 20.0, np.nan]), None)
+    assert filled[2] == pytest.approx(15.0)  # without areas, the plain mean
+
+
+def test_a_time_that_steps_back_starts_a_new_pass():
+    """A clock set back (or rows out of order) gives no speed: the point is no continuation of the one before."""
+    times = np.array(["2024-09-01T10:00:05", "2024-09-01T10:00:06", "2024-09-01T10:00:01"], "M8[ms]")
+    derived = standardize.derive(_table(3, timestamp=times))
+    assert np.isfinite(derived.columns["speed"][1]) and np.isfinite(derived.columns["distance"][1])
+    assert np.isnan(derived.columns["speed"][2]) and np.isnan(derived.columns["distance"][2])
+
+
+def test_per_section_rows_get_no_distance_or_speed_from_their_track():
+    """Rows of one time step, one per section, lie side by side: the track between them is no travel."""
+    table = _table(4, sectionId=np.array([1.0, 2.0, 1.0, 2.0]))
+    derived = standardize.derive(table)
+    assert "distance" not in derived.columns and "speed" not in derived.columns
+    assert "heading" in derived.columns
+
+
 def test_a_harvested_point_of_no_mass_is_cleaned_away():
     """A yield rate over no area (the machine stood still) is no harvest at that point."""
     table = _table(
@@ -236,6 +260,20 @@ def test_a_harvested_point_of_no_mass_is_cleaned_away():
     )
     result = standardize.clean(standardize.derive(table))
     assert result.reasons == {"wetMass <= 0": 1} and len(result.table) == 2
+
+
+def test_a_planting_is_cleaned_by_its_seed_rate_before_its_applied_rate():
+    """A planter that also applies (fertiliser at planting): a point of no seeds is no planting, whatever it applied."""
+    from dataclasses import replace
+
+    table = replace(
+        _table(2, seedRate=np.array([0.0, 80_000.0]), appliedRate=np.array([50.0, 50.0])),
+        operation_type="planted",
+        units={"seedRate": "seeds/ha", "appliedRate": "kg/ha"},
+    )
+    result = standardize.clean(table)
+    assert result.reasons == {"seedRate <= 0 or missing": 1}
+    assert list(result.table.columns["seedRate"]) == [80_000.0]
 
 
 def test_cleaning_counts_each_rule():

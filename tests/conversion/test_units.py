@@ -56,3 +56,20 @@ def test_an_applied_total_answers_in_gallons_when_its_rate_does():
     assert imperial["appliedRate"]["avg"] == pytest.approx(187.0 / GALLON_L * ACRE_HA)
     # The same summary asked for in its own units is unchanged
     assert summary_in_units(stored, {"appliedRate": "L/ha"}, {"appliedRate": "L/ha"}) == stored
+
+
+@pytest.mark.parametrize("spelling", ["kg / ha", " kg/ha ", "KG/HA", "Kg / Ha"])
+def test_a_unit_written_with_spaces_or_in_capitals_is_known(spelling):
+    from conversion.readers.units import normalize_unit
+
+    assert normalize_unit(spelling) == "kg/ha"
+
+
+def test_per_section_rows_without_times_are_steps_of_increasing_section_ids():
+    """1, 1, 1: each row a step of its own (an id that does not increase starts a new step); 1, 2, 1, 2: two."""
+    import numpy as np
+
+    from conversion.standardize.properties import section_steps
+
+    assert list(section_steps({"sectionId": np.array([1.0, 1.0, 1.0])})) == [0, 1, 2]
+    assert list(section_steps({"sectionId": np.array([1.0, 2.0, 1.0, 2.0])})) == [0, 0, 1, 1]

@@ -46,6 +46,29 @@ def test_sms_names_in_geojson_are_converted(tmp_path):
     assert table.columns["speed"][0] == pytest.approx(5 * 0.44704)
 
 
+def test_a_standard_property_wins_over_an_exporter_column_of_the_same_measure(tmp_path):
+    """wetMassPerArea (kg/ha, the standard's own name) and an exporter's Yld_Mass_W (lb/ac) in one point: the
+    standard one is read as it is, not replaced by the other converted."""
+    features = [_point(-93.0, 41.0, wetMassPerArea=5000.0, Yld_Mass_W=4000.0, harvestMoisture=18.0)]
+    (tmp_path / "yield.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert table.columns["wetMassPerArea"][0] == 5000.0 and table.units["wetMassPerArea"] == "kg/ha"
+
+
+def test_a_time_column_of_no_times_gives_way_to_one_that_has_them(tmp_path):
+    features = [
+        _point(10.0 + i * 1e-4, 54.0, timestamp="n/a", IsoTime=f"2024-05-01T10:00:0{i}Z", seedRate=80000.0)
+        for i in range(3)
+    ]
+    (tmp_path / "planting.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist() == [
+        f"2024-05-01T10:00:0{i}" for i in range(3)
+    ]
+
+
 def test_non_point_collections_and_jd_sidecars_are_not_data_sets(tmp_path):
     polygon = {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}
     (tmp_path / "field.geojson").write_text(json.dumps(_collection([polygon])))

@@ -439,3 +439,54 @@ def test_elevation_is_the_positions_altitude_in_metres(extracted):
     walk = walk_tlg(*_files(folder, "TLG00001"))
     assert np.allclose(table.columns["elevation"], [r["ptn"]["C"] / 1000 for r in walk["records"]])
     assert table.units["elevation"] == "m"
+
+
+@pytest.mark.parametrize("zip_name", ["Another-single-ACP.zip", "AllFieldsMoved_Or_Simplified_Out.zip"])
+def test_pgn_based_and_request_default_ddis_are_no_raw_values(extracted, zip_name):
+    """DDI DFFE (a PGN-based value) and DFFF (the request for a default set) are no measurements: the logs hold them
+    (checked with the independent walker), the raw output has no column of them."""
+    folder = extracted(f"{LOAD}/{zip_name}")
+    taskdata = next(folder.rglob("TASKDATA.XML"))
+    logged = {
+        s.ddi
+        for xml in taskdata.parent.glob("TLG*.[xX][mM][lL]")
+        for s in read_time_log(*_files(taskdata.parent, xml.stem)).header.dlvs
+    }
+    assert logged & {0xDFFE, 0xDFFF}
+    for table in _read(taskdata):
+        assert table.raw_columns, table.name
+        assert not [c for c in table.raw_columns if c.startswith(("DDIDFFE_", "DDIDFFF_"))], table.name
+
+
+@pytest.mark.parametrize(
+    ("industry_group", "device_class", "kind", "category"),
+    [
+        (2, 7, "machine", "harvester"),
+        (2, 1, "machine", "tractor"),
+        (2, 4, "implement", "planter/seeder"),
+        (0, 7, "machine", "non-specific"),  # outside agriculture, the class bits mean nothing
+    ],
+)
+def test_a_devices_name_tells_machine_or_implement_and_its_category(industry_group, device_class, kind, category):
+    from conversion.readers.isoxml.taskdata import ClientName, Device
+
+    name = ClientName((industry_group << 60) | (device_class << 49))
+    identity = Device(id="DVC-1", designator="Unit", serial="S1", client_name=name).identity()
+    assert (identity.kind, identity.category) == (kind, category)
+
+
+def test_a_gps_time_that_stays_put_is_no_clock(extracted):
+    """SingleDPD logs a GPS time of 0 and no date: every point would be stamped midnight. The TC clock is used, and
+    the table says so."""
+    folder = extracted(f"{LOAD}/SingleDPD.zip")
+    [table] = _read(folder / "TASKDATA.XML")
+    times = table.columns["timestamp"]
+    assert len(np.unique(times)) > 300 and (np.diff(times) >= np.timedelta64(0, "ms")).all()
+    assert any("GPS time unusable" in warning for warning in table.warnings)
+
+
+def test_a_seed_depth_is_read_for_plantings_only(extracted, valid_tables):
+    """A tillage implement's working depth (0034 is also logged by tillage tools) is no seed depth."""
+    folder = extracted(f"{LOAD}/AllFieldsMoved_Or_Simplified_Out.zip")
+    tables = _read(next(folder.rglob("TASKDATA.XML")))
+    assert all(t.operation_type == "tillage" and "seedDepth" not in t.columns for t in tables)

@@ -220,3 +220,54 @@ def test_projected_polygons_are_measured_on_the_ellipsoid(tmp_path):
     areal_scale = Proj(utm).get_factors(lon, lat).areal_scale
     assert areal_scale != pytest.approx(1.0, abs=1e-4)  # the check below can tell projected from ground area
     assert table.columns["area"][0] == pytest.approx(10_000 / areal_scale, rel=1e-5)
+
+
+def test_a_deleted_record_is_no_point(tmp_path):
+    """A DBF record flagged deleted (`*`) is gone from the file's data: its point is not read."""
+    _write_points(
+        tmp_path / "d.shp", [(-93.0, 41.0), (-93.1, 41.1), (-93.2, 41.2)], CRS.from_epsg(4326), [1.0, 2.0, 3.0]
+    )
+    dbf = tmp_path / "d.dbf"
+    data = bytearray(dbf.read_bytes())
+    header_len = int.from_bytes(data[8:10], "little")
+    assert data[header_len : header_len + 1] == b" "
+    data[header_len] = ord("*")
+    dbf.write_bytes(bytes(data))
+    table = _read(Dataset("SHAPEFILE", tmp_path / "d.shp", tmp_path, "d"))
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([2.0, 3.0]) * 1.1208511417)
+    np.testing.assert_allclose(table.columns["lon"], [-93.1, -93.2])
+
+
+@pytest.mark.parametrize(
+    ("flag", "status"), [("T", 1.0), ("Y", 1.0), ("t", 1.0), ("F", 0.0), ("N", 0.0), ("?", np.nan)]
+)
+def test_a_logical_work_status_reads_true_yes_false_and_no(tmp_path, flag, status):
+    with shapefile.Writer(str(tmp_path / "w.shp"), shapeType=shapefile.POINT) as writer:
+        writer.field("Yld_Mass_D", "N", 8, 2)
+        writer.field("WorkStatus", "L")
+        for i in range(2):
+            writer.point(-93.0 - i * 1e-4, 41.0)
+            writer.record(100.0, True)
+    dbf = tmp_path / "w.dbf"
+    data = bytearray(dbf.read_bytes())
+    header_len, record_len = int.from_bytes(data[8:10], "little"), int.from_bytes(data[10:12], "little")
+    for record in range(2):  # the logical field is each record's last byte: written as the exporter wrote it
+        at = header_len + (record + 1) * record_len - 1
+        assert data[at : at + 1] == b"T"
+        data[at] = ord(flag)
+    dbf.write_bytes(bytes(data))
+    table = _read(Dataset("SHAPEFILE", tmp_path / "w.shp", tmp_path, "w"))
+    np.testing.assert_array_equal(table.columns["recordingStatus"], [status, status])
+
+
+def test_an_empty_yield_column_does_not_make_an_application_a_harvest(tmp_path):
+    """An exporter's blank yield column (every value missing) is no yield: the rate the file holds decides."""
+    with shapefile.Writer(str(tmp_path / "a.shp"), shapeType=shapefile.POINT) as writer:
+        writer.field("AppliedRat", "N", 8, 2)
+        writer.field("Yld_Vol_Dr", "N", 8, 2)
+        for i in range(3):
+            writer.point(-93.0 - i * 1e-4, 41.0)
+            writer.record(50.0, None)
+    table = _read(Dataset("SHAPEFILE", tmp_path / "a.shp", tmp_path, "a"))
+    assert table.operation_type == "applied"
+    assert "dryVolumePerArea" not in table.columns and "appliedRate" in table.columns
