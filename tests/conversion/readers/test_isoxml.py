@@ -490,3 +490,38 @@ def test_a_seed_depth_is_read_for_plantings_only(extracted, valid_tables):
     folder = extracted(f"{LOAD}/AllFieldsMoved_Or_Simplified_Out.zip")
     tables = _read(next(folder.rglob("TASKDATA.XML")))
     assert all(t.operation_type == "tillage" and "seedDepth" not in t.columns for t in tables)
+
+
+def _hand_points(values: dict[int, int], n: int = 3) -> list[tuple]:
+    return [(t * 1000, 48 + t * 1e-5, 11, dict(values)) for t in range(n)]
+
+
+def test_a_volume_yield_and_a_seed_depth_are_read_in_their_ddis_resolutions(tmp_path):
+    """0053 is ml/m2 (10 L/ha each), 000C seeds/m2 x 0.001 (10 seeds/ha each), 0034 mm."""
+    _hand_log(tmp_path, "TLG00001", [0x0053], _hand_points({0: 500}))
+    [harvest] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert harvest.operation_type == "harvested"
+    assert harvest.units["wetVolumePerArea"] == "L/ha" and harvest.columns["wetVolumePerArea"].tolist() == [5000.0] * 3
+
+    planting = tmp_path / "planting"
+    planting.mkdir()
+    _hand_log(planting, "TLG00001", [0x000C, 0x0034], _hand_points({0: 8000, 1: 50}))
+    [table] = _read(_hand_task(planting, ["TLG00001"]))
+    assert table.operation_type == "planted"
+    assert table.columns["seedRate"].tolist() == [80_000.0] * 3
+    assert table.units["seedDepth"] == "m" and table.columns["seedDepth"] == pytest.approx([0.05] * 3)
+
+
+@pytest.mark.parametrize("ddi", [0x0054, 0x0057])
+def test_a_log_of_a_yield_or_of_a_crop_flow_alone_is_a_harvest(tmp_path, ddi):
+    _hand_log(tmp_path, "TLG00001", [ddi], _hand_points({0: 500_000}))
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert table.operation_type == "harvested"
+
+
+def test_a_work_state_of_error_or_not_available_is_unknown_not_off(tmp_path):
+    """008D is 2 bits: 0 off, 1 on, 2 error, 3 not available. Only 0 is "off" (cleaning would drop the point)."""
+    points = [(t * 1000, 48 + t * 1e-5, 11, {0: 500_000, 1: state}) for t, state in enumerate([1, 2, 3, 0])]
+    _hand_log(tmp_path, "TLG00001", [0x0054, 0x008D], points)
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    np.testing.assert_array_equal(table.columns["recordingStatus"], [1.0, np.nan, np.nan, 0.0])
