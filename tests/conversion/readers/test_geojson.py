@@ -83,3 +83,11 @@ def test_collection_without_points_is_unreadable(tmp_path):
 
     with pytest.raises(UnreadableDataset, match="no Point features"):
         get_reader("GEOJSON").read(Dataset("GEOJSON", path, tmp_path, "empty"))
+
+
+def test_a_property_that_only_contains_a_rates_name_is_not_that_rate(tmp_path):
+    features = [_point(-93.0 + i * 1e-4, 41.0, MaxAppliedRate=90.0, Yld_Mass_W=3000.0) for i in range(2)]
+    (tmp_path / "yield.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert "appliedRate" not in table.columns and table.operation_type == "harvested"

@@ -271,3 +271,76 @@ def test_an_empty_yield_column_does_not_make_an_application_a_harvest(tmp_path):
     table = _read(Dataset("SHAPEFILE", tmp_path / "a.shp", tmp_path, "a"))
     assert table.operation_type == "applied"
     assert "dryVolumePerArea" not in table.columns and "appliedRate" in table.columns
+
+
+def _write(path: Path, fields: list[tuple], rows: list[tuple], *, shape_type=shapefile.POINT, z=None) -> Dataset:
+    """A shapefile of points at (-93.0 - i * 1e-4, 41.0) with `fields` ((name, type, size, decimals)) and a WGS84
+    .prj; `z`: elevations of a PointZ file."""
+    with shapefile.Writer(str(path), shapeType=shape_type) as writer:
+        for field in fields:
+            writer.field(*field)
+        for i, row in enumerate(rows):
+            if z is None:
+                writer.point(-93.0 - i * 1e-4, 41.0)
+            else:
+                writer.pointz(-93.0 - i * 1e-4, 41.0, z[i])
+            writer.record(*row)
+    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
+    return Dataset("SHAPEFILE", path, path.parent, path.stem)
+
+
+@pytest.mark.parametrize(
+    ("column", "unit", "factor"),
+    # without a unit in the name or a metadata file, the rate is kept as it is, its unit said unknown
+    [("AppldRt", "unknown", 1.0), ("AppliedRat", "unknown", 1.0), ("Rt_Apd_lb_", "kg/ha", 1.1208511417)],
+)
+def test_applied_rate_columns_of_exporters_and_their_re_exports(tmp_path, column, unit, factor):
+    dataset = _write(tmp_path / "a.shp", [(column, "N", 8, 2)], [(50.0,), (60.0,)])
+    table = _read(dataset)
+    assert table.operation_type == "applied" and table.units["appliedRate"] == unit
+    np.testing.assert_allclose(table.columns["appliedRate"], np.array([50.0, 60.0]) * factor)
+
+
+def test_a_column_that_only_contains_a_rates_name_is_not_that_rate(tmp_path):
+    dataset = _write(tmp_path / "a.shp", [("Yld_Mass_D", "N", 8, 2), ("MaxApplRat", "N", 8, 2)], [(100.0, 5.0)])
+    table = _read(dataset)
+    assert "appliedRate" not in table.columns and table.operation_type == "harvested"
+
+
+def test_blank_iso_times_give_way_to_the_time_column(tmp_path):
+    fields = [("Yld_Mass_D", "N", 8, 2), ("IsoTime", "C", 30), ("Time", "C", 30)]
+    rows = [(100.0, "", f"9/19/2016 4:45:{10 + i} PM") for i in range(3)]
+    table = _read(_write(tmp_path / "t.shp", fields, rows))
+    assert table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist() == [
+        f"2016-09-19T16:45:{10 + i}" for i in range(3)
+    ]
+
+
+def test_an_elevation_column_wins_over_the_points_z(tmp_path):
+    """The exporter's Elevation column (ft) is what it logged; a PointZ's z may be the receiver's raw height."""
+    dataset = _write(
+        tmp_path / "z.shp",
+        [("Yld_Mass_D", "N", 8, 2), ("Elevation_", "N", 8, 2)],
+        [(100.0, 1000.0), (100.0, 1010.0)],
+        shape_type=shapefile.POINTZ,
+        z=[500.0, 501.0],
+    )
+    table = _read(dataset)
+    np.testing.assert_allclose(table.columns["elevation"], np.array([1000.0, 1010.0]) * 0.3048)
+    assert table.units["elevation"] == "m"
+    without = _write(
+        tmp_path / "z2.shp",
+        [("Yld_Mass_D", "N", 8, 2)],
+        [(100.0,), (100.0,)],
+        shape_type=shapefile.POINTZ,
+        z=[500.0, 501.0],
+    )
+    np.testing.assert_allclose(_read(without).columns["elevation"], [500.0, 501.0])
+
+
+def test_longitudes_past_180_without_a_prj_are_refused(tmp_path):
+    from conversion.readers import UnreadableDataset
+
+    _write_points(tmp_path / "far.shp", [(200.0, 41.0), (200.001, 41.0)], None, [1.0, 2.0])
+    with pytest.raises(UnreadableDataset, match="not longitude/latitude"):
+        _read(Dataset("SHAPEFILE", tmp_path / "far.shp", tmp_path, "far"))
