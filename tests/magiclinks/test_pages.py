@@ -867,3 +867,27 @@ def test_a_credential_without_a_refresh_token_or_not_connected_is_not_refreshed(
     magiclinks_credential_refresh.delay(str(no_refresh.pk))
     assert oauth_server.token_requests == []
     assert len(webhook_receiver.wait_for(2, timeout=0.5)) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refusal_of_tokens_the_user_replaced_since_marks_and_tells_nothing(
+    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+):
+    """The refused tokens were read before the user connected again: the new connection stays, and the API owner is
+    not told of a lost connection that is not lost."""
+    from magiclinks.services.connections import credentials_unauthenticated
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    connect(client, url)
+    read = ProviderCredential.objects.get(core_user=core_user)
+    connect(client, url)  # connected again: new tokens
+    credentials_unauthenticated(core_user=core_user, provider="ProviderA", message="invalid_grant", read=read)
+    assert ProviderCredential.objects.get(core_user=core_user).status == "AUTHENTICATED"
+    assert webhook_receiver.wait_for(1, timeout=0.5) == []
+    # the same refusal of the tokens as they are now is recorded and told
+    current = ProviderCredential.objects.get(core_user=core_user)
+    credentials_unauthenticated(core_user=core_user, provider="ProviderA", message="invalid_grant", read=current)
+    assert ProviderCredential.objects.get(core_user=core_user).status == "UNAUTHENTICATED"
+    assert len(webhook_receiver.wait_for(1)) == 1

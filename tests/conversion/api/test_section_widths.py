@@ -144,8 +144,9 @@ def _second(point: dict) -> int:
     return round((stamp - start) / timedelta(seconds=1))
 
 
-# Condensed work state: 2 bits a section, section 1 lowest; 0 off, 1 on, 2 error.
+# Condensed work state: 2 bits a section, section 1 lowest; 0 off, 1 on, 2 error, 3 not installed.
 ALL_ON, FIRST_AND_THIRD, NONE_ON, SECOND_ON_THIRD_ERROR = 0b010101, 0b010001, 0, 0b100100
+FIRST_TWO_ON_THIRD_NOT_INSTALLED = 0b110101
 
 
 @pytest.mark.embedded
@@ -153,19 +154,41 @@ ALL_ON, FIRST_AND_THIRD, NONE_ON, SECOND_ON_THIRD_ERROR = 0b010101, 0b010001, 0,
     ("section_widths_mm", "boom_max_mm", "widths"),
     [
         # The device description gives each section's width (2 m, 3 m, 5 m)
-        ([2000, 3000, 5000], None, {ALL_ON: 10.0, FIRST_AND_THIRD: 7.0, NONE_ON: 0.0, SECOND_ON_THIRD_ERROR: 3.0}),
-        # It names three sections but no widths: each is a third of the boom's 12 m maximum width
-        ([None, None, None], 12_000, {ALL_ON: 12.0, FIRST_AND_THIRD: 8.0, NONE_ON: 0.0, SECOND_ON_THIRD_ERROR: 4.0}),
+        (
+            [2000, 3000, 5000],
+            None,
+            {
+                ALL_ON: 10.0,
+                FIRST_AND_THIRD: 7.0,
+                NONE_ON: 0.0,
+                SECOND_ON_THIRD_ERROR: 3.0,
+                FIRST_TWO_ON_THIRD_NOT_INSTALLED: 5.0,
+            },
+        ),
+        # It names three sections but no widths: each is a third of the boom's 12 m maximum width (a section the
+        # state calls not installed is still one of the three the device names)
+        (
+            [None, None, None],
+            12_000,
+            {
+                ALL_ON: 12.0,
+                FIRST_AND_THIRD: 8.0,
+                NONE_ON: 0.0,
+                SECOND_ON_THIRD_ERROR: 4.0,
+                FIRST_TWO_ON_THIRD_NOT_INSTALLED: 8.0,
+            },
+        ),
     ],
 )
 def test_point_width_is_the_sum_of_the_sections_on(api_client, core_user, section_widths_mm, boom_max_mm, widths):
-    # Given 40 points, ten in each section state, whose boom logs a 10 m working width throughout
+    # Given 50 points, ten in each section state, whose boom logs a 10 m working width throughout
     states = [ALL_ON] * 10 + [FIRST_AND_THIRD] * 10 + [NONE_ON] * 10 + [SECOND_ON_THIRD_ERROR] * 10
+    states += [FIRST_TWO_ON_THIRD_NOT_INSTALLED] * 10
     # When uploaded
     file = _upload_spreader(api_client, core_user, states, section_widths_mm, boom_max_mm)
     # Then every point keeps its place, with the width of its sections that are on and the area of that width
     points = file["points"]
-    assert len(points) == 40
+    assert len(points) == len(states)
     for point in points:
         width = widths[states[_second(point)]]
         assert point["equipmentWidth"] == pytest.approx(width)
@@ -197,3 +220,11 @@ def test_points_with_every_section_off_cover_nothing(api_client, core_user):
     covered = shape(file["geometry"])
     assert covered.contains(Point(8.0, 52.0 + 5 * 1e-5))
     assert not covered.contains(Point(8.0, 52.0 + 30 * 1e-5))
+
+
+@pytest.mark.embedded
+def test_the_sections_the_device_names_share_its_width_even_one_the_state_calls_not_installed(api_client, core_user):
+    # Given three named sections without widths on a 12 m boom, the third always "not installed" in the state
+    file = _upload_spreader(api_client, core_user, [FIRST_TWO_ON_THIRD_NOT_INSTALLED] * 10, [None, None, None], 12_000)
+    # Then each named section is a third of the boom, and the two on make 8 m
+    assert {p["equipmentWidth"] for p in file["points"]} == {8.0}

@@ -525,3 +525,50 @@ def test_a_work_state_of_error_or_not_available_is_unknown_not_off(tmp_path):
     _hand_log(tmp_path, "TLG00001", [0x0054, 0x008D], points)
     [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
     np.testing.assert_array_equal(table.columns["recordingStatus"], [1.0, np.nan, np.nan, 0.0])
+
+
+def test_the_tasks_last_time_says_its_totals(tmp_path):
+    """A task's TIMs: the last one holds the totals as the task ended (an earlier one, as it was paused)."""
+    _hand_log(tmp_path, "TLG00001", [0x0054], _hand_points({0: 500_000}))
+    (tmp_path / "TASKDATA.XML").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="3" '
+        'DataTransferOrigin="1"><TSK A="TSK1" B="Harvest" G="4">'
+        '<TIM A="2024-09-01T10:00:00" B="2024-09-01T10:30:00" D="4"><DLV A="005A" B="100" C="DET-1"/></TIM>'
+        '<TIM A="2024-09-01T11:00:00" B="2024-09-01T11:30:00" D="4"><DLV A="005A" B="300" C="DET-1"/></TIM>'
+        '<TLG A="TLG00001"/></TSK></ISO11783_TaskData>'
+    )
+    [table] = _read(tmp_path / "TASKDATA.XML")
+    assert table.recorded_totals["totalWetMass"] == (300.0, "kg")
+
+
+def test_logged_counters_give_what_they_grew_by_across_a_reset(tmp_path):
+    """Without totals in the task, the counters logged tell them: an area counter 0 -> 8231, reset, 0 -> 3936 grew
+    by 12,167 m2; a distance counter (mm) 0 -> 12,000 by 12 m."""
+    areas = [0, 4000, 8231, 0, 2000, 3936]
+    distances = [0, 2000, 4000, 6000, 9000, 12_000]
+    points = [
+        (t * 1000, 48 + t * 1e-5, 11, {0: 500_000, 1: a, 2: d})
+        for t, (a, d) in enumerate(zip(areas, distances, strict=True))
+    ]
+    _hand_log(tmp_path, "TLG00001", [0x0054, 0x0074, 0x0075], points)
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert table.recorded_totals["totalArea"] == (12_167.0, "m2")
+    assert table.recorded_totals["totalDistance"] == (pytest.approx(12.0), "m")
+
+
+def test_a_record_naming_a_dlv_past_the_headers_is_a_corrupt_log(tmp_path):
+    """A header of one DLV (index 0) and a record logging index 1: the log is skipped with the reason, not read with
+    a value of nowhere."""
+    _hand_log(tmp_path, "TLG00001", [0x0054], _hand_points({0: 500_000}))
+    _hand_log(tmp_path, "TLG00002", [0x0054], [(5000, 48, 11, {0: 500_000}), (6000, 48.00001, 11, {1: 7})])
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
+    assert len(table) == 3
+    assert any("TLG00002" in w and "DLV index 1" in w and "only 1" in w for w in table.warnings), table.warnings
+
+
+def test_a_parallel_log_that_starts_later_has_no_values_before_its_first_record(tmp_path):
+    _hand_log(tmp_path, "TLG00001", [0x0054], [(t * 1000, 48 + t * 1e-5, 11, {0: 500_000}) for t in range(4)])
+    _hand_log(tmp_path, "TLG00002", [0x0063], [(2500, 48.00002, 11, {0: 160_000})])
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
+    moisture = table.columns["harvestMoisture"]
+    assert np.isnan(moisture[:3]).all() and moisture[3] == 16.0

@@ -344,3 +344,15 @@ def test_longitudes_past_180_without_a_prj_are_refused(tmp_path):
     _write_points(tmp_path / "far.shp", [(200.0, 41.0), (200.001, 41.0)], None, [1.0, 2.0])
     with pytest.raises(UnreadableDataset, match="not longitude/latitude"):
         _read(Dataset("SHAPEFILE", tmp_path / "far.shp", tmp_path, "far"))
+
+
+def test_bytes_past_the_records_the_dbf_declares_are_not_read(tmp_path):
+    """Some exporters leave a stray record past the count in the DBF header: the header's count is what there is."""
+    _write_points(tmp_path / "s.shp", [(-93.0, 41.0), (-93.1, 41.1)], CRS.from_epsg(4326), [1.0, 2.0])
+    dbf = tmp_path / "s.dbf"
+    data = dbf.read_bytes()
+    record_len = int.from_bytes(data[10:12], "little")
+    body = data[:-1] if data.endswith(b"\x1a") else data  # (pyshp writes no end-of-file mark)
+    dbf.write_bytes(body + body[-record_len:])  # the last record once more, uncounted
+    table = _read(Dataset("SHAPEFILE", tmp_path / "s.shp", tmp_path, "s"))
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([1.0, 2.0]) * 1.1208511417)

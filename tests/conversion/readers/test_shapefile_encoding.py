@@ -121,3 +121,11 @@ def test_a_column_name_in_the_code_page_is_read(application, tmp_path):
     table = _read(shp)
     original = _read(copy_shapefile_set(application, SMALL_SET, tmp_path / "original"))
     np.testing.assert_array_equal(table.raw_columns["Höhe"], original.raw_columns["Elevation"])
+
+
+@pytest.mark.parametrize("cpg", [b"28592", b"ISO-8859-2"])
+def test_windows_numbers_of_the_iso_8859_code_pages_are_those_pages(application, tmp_path, cpg):
+    """28592 is Windows' number for ISO-8859-2 (Central European): its "ł" is "³" in ISO-8859-1."""
+    product = "Nawóz płynny"
+    shp = _variant(application, tmp_path, product.encode("iso8859-2"), cpg=cpg, driver=NO_DRIVER)
+    _assert_product_read(_read(shp), product)
