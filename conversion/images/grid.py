@@ -214,8 +214,8 @@ def coverage_cells(coverage, transformer: Transformer, raster: Raster) -> np.nda
 
     The polygon is projected and rasterised into a pixel mask by scanlines through the pixel centres (a pixel is in
     when its centre is: its row's centre line crosses the rings an odd number of times to its left), then read at
-    each cell's centre pixel. Pillow's polygon fill was not used: it truncates vertices to whole pixels, which took
-    in a row and a column of pixels past the west and north edges.
+    each cell's centre pixel. Pillow's polygon fill is not used: it truncates vertices to whole pixels, which takes
+    in one more row and column of pixels past the west and north edges.
     """
     projected = shapely.transform(coverage, lambda lon, lat: project(transformer, lon, lat), interleaved=False)
     mask = _centres_inside(projected, raster).ravel()
@@ -235,6 +235,8 @@ def _centres_inside(geometry, raster: Raster) -> np.ndarray:
             continue
         for ring in (part.exterior, *part.interiors):
             coords = shapely.get_coordinates(ring)
+            if not np.isfinite(coords).all():
+                continue  # (a ring that does not project whole would leave rows an odd number of crossings)
             # pixel units: column j spans [j, j + 1) from the west edge, row i [i, i + 1) from the north edge
             u = (coords[:, 0] - raster.xmin) / raster.pixel_size
             v = (raster.ymax - coords[:, 1]) / raster.pixel_size
@@ -242,8 +244,7 @@ def _centres_inside(geometry, raster: Raster) -> np.ndarray:
     inside = np.zeros((height, width), dtype=bool)
     if not edges:
         return inside
-    segments = np.concatenate(edges)
-    u0, v0, u1, v1 = segments[np.isfinite(segments).all(axis=1)].T
+    u0, v0, u1, v1 = np.concatenate(edges).T
     # Each edge crosses the centre lines (v = i + 0.5) of the rows from its upper end (included) to its lower end
     # (not included), so a vertex between two edges is counted once; horizontal edges cross none.
     top, bottom = np.minimum(v0, v1), np.maximum(v0, v1)
