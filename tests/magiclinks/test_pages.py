@@ -125,6 +125,21 @@ def test_a_deactivated_owners_links_are_unavailable_until_it_is_reactivated(clie
     assert client.get(url).status_code == 200
 
 
+@pytest.fixture
+def connected_and_watched(client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe):
+    """Connects the core user to ProviderA through a provider link, its owner listening for
+    credentialsUnauthenticated; returns the link's URL."""
+
+    def connected() -> str:
+        settings.PUBLIC_BASE_URL = "http://testserver"
+        subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
+        _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+        connect(client, url)
+        return url
+
+    return connected
+
+
 @pytest.mark.embedded
 def test_provider_page_offers_one_button_per_allowed_provider(client, owner, core_user):
     for p in ("ProviderA", "ProviderB"):
@@ -284,12 +299,9 @@ def test_the_user_may_deny_access(client, core_user, oauth_server, oauth_app, se
 
 @pytest.mark.django_db(transaction=True)
 def test_a_failed_token_exchange_emits_credentials_unauthenticated(
-    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+    connected_and_watched, client, core_user, oauth_server, webhook_receiver
 ):
-    settings.PUBLIC_BASE_URL = "http://testserver"
-    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
-    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    connect(client, url)  # a first, good connection
+    url = connected_and_watched()  # a first, good connection
     oauth_server.fail_token = True
     response, _ = connect(client, url)
     assert response.status_code == 502
@@ -305,14 +317,11 @@ def test_a_failed_token_exchange_emits_credentials_unauthenticated(
 
 @pytest.mark.django_db(transaction=True)
 def test_refresh_renews_tokens_or_emits_credentials_unauthenticated(
-    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+    connected_and_watched, client, core_user, oauth_server, webhook_receiver
 ):
     from magiclinks.tasks import magiclinks_credential_refresh
 
-    settings.PUBLIC_BASE_URL = "http://testserver"
-    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
-    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    connect(client, url)
+    connected_and_watched()
     first = ProviderCredential.objects.get(core_user=core_user)
     magiclinks_credential_refresh.delay(str(first.pk))
     renewed = ProviderCredential.objects.get(pk=first.pk)
@@ -567,16 +576,13 @@ def test_upload_needs_the_csrf_token(core_user):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_new_connection_replaces_the_earlier_grants_refresh_token(
-    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+    connected_and_watched, client, core_user, oauth_server, webhook_receiver
 ):
     """The earlier grant's refresh token was kept when the new grant gave none: the next sweep refreshed with it,
     was refused, and made the fresh connection UNAUTHENTICATED."""
     from magiclinks.services import credentials_refresh_sweep
 
-    settings.PUBLIC_BASE_URL = "http://testserver"
-    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
-    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    connect(client, url)
+    url = connected_and_watched()
     old = ProviderCredential.objects.get(core_user=core_user).refresh_token
     # Given that grant revoked at the provider, and a new connection whose grant has no refresh token
     oauth_server.refresh_tokens.discard(old)
@@ -802,12 +808,9 @@ def test_a_links_page_shows_only_its_own_users_connections(client, owner, core_u
 
 
 def test_a_callback_without_a_code_exchanges_nothing_and_keeps_the_connection(
-    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+    connected_and_watched, client, core_user, oauth_server, webhook_receiver
 ):
-    settings.PUBLIC_BASE_URL = "http://testserver"
-    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
-    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    connect(client, url)
+    url = connected_and_watched()
     (path, query), _ = provider_answer(client, url)
     del query["code"]
     response = client.get(path, query)
@@ -871,16 +874,13 @@ def test_a_credential_without_a_refresh_token_or_not_connected_is_not_refreshed(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_refusal_of_tokens_the_user_replaced_since_marks_and_tells_nothing(
-    client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
+    connected_and_watched, client, owner, core_user, webhook_receiver
 ):
     """The refused tokens were read before the user connected again: the new connection stays, and the API owner is
     not told of a lost connection that is not lost."""
     from magiclinks.services.connections import credentials_unauthenticated
 
-    settings.PUBLIC_BASE_URL = "http://testserver"
-    subscribe(owner, webhook_receiver, ["credentialsUnauthenticated"])
-    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
-    connect(client, url)
+    url = connected_and_watched()
     read = ProviderCredential.objects.get(core_user=core_user)
     connect(client, url)  # connected again: new tokens
     credentials_unauthenticated(core_user=core_user, provider="ProviderA", message="invalid_grant", read=read)
