@@ -101,3 +101,11 @@ def test_another_owner_cannot_see_change_or_delete_a_core_user(api_client, other
 
 def test_malformed_ids_are_404(api_client):
     assert_problem(api_client.get(f"{URL}/not-a-uuid"), 404, "notFound")
+
+
+def test_core_users_are_listed_by_name_unless_sorted(api_client, owner):
+    from tests.factories import CoreUserFactory
+
+    CoreUserFactory(owner=owner, name="B", email="a@example.com")
+    CoreUserFactory(owner=owner, name="A", email="z@example.com")
+    assert [u["name"] for u in api_client.get(URL).json() if u["name"] in ("A", "B")] == ["A", "B"]

@@ -49,6 +49,7 @@ def test_create_returns_a_user_created_service_own_machine_with_created_at(api_c
         ({"name": ""}, "name"),
         ({"name": "x", "modelYear": "2020"}, "modelYear"),
         ({"name": "x", "modelYear": 20.5}, "modelYear"),
+        ({"name": "x", "modelYear": 2020.5}, "modelYear"),  # within the years: not cut to 2020
         ({"name": "x", "serialNumber": 12}, "serialNumber"),
         ({"name": "x", "originType": "FILE_POOLED"}, "originType"),
         ({"name": "x", "provider": "ProviderA"}, "provider"),

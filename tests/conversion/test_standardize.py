@@ -421,3 +421,47 @@ def test_isoxml_pipeline_total_close_to_the_recorded_task_total(samples_dir):
     # Rate x (track distance x logged width), before cleaning, estimates what the machine's own counter summed:
     # within a few percent, which also proves the DDI units and resolutions.
     assert props["totalWetMass"]["value"] == pytest.approx(recorded["value"], rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("name", "crop"),
+    [
+        ("Soja", "soybeans"),
+        ("Maize", "corn"),
+        ("Körnermais", "corn"),
+        ("Dinkel", "wheat"),
+        ("Orge", "barley"),
+        ("Milo", "sorghum"),
+        ("Avoine", "oats"),
+        ("Hafer", "oats"),
+        ("Raps", "canola"),
+        ("Rapeseed", "canola"),
+        ("Colza", "canola"),
+        ("Durum", "wheat"),
+        ("Gerste", "barley"),
+        ("Weizen", "wheat"),
+    ],
+)
+def test_crop_names_in_other_languages_and_trade_names_are_the_crop(name, crop):
+    assert normalize_crop_name(name) == crop
+
+
+def test_an_unknown_crop_id_keeps_its_digits():
+    assert normalize_crop_name("999999") == "999999" and normalize_crop_name(999999) == "999999"
+
+
+def test_the_point_store_gives_back_missing_texts_as_missing_and_the_raw_units():
+    """A point without a crop is stored and read back without one, not with an empty name; raw columns keep units."""
+    import io
+
+    from conversion.pointstore import table_load, table_save
+
+    table = _table(2, crop=np.array([None, "corn"], dtype=object))
+    table.raw_columns = {"Elev": np.array([1.0, 2.0])}
+    table.raw_units = {"Elev": "ft"}
+    stored = io.BytesIO()
+    table_save(table, stored)
+    stored.seek(0)
+    back = table_load(stored)
+    assert back.columns["crop"].tolist() == [None, "corn"]
+    assert back.raw_units == {"Elev": "ft"} and back.raw_columns["Elev"].tolist() == [1.0, 2.0]

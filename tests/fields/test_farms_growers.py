@@ -241,3 +241,20 @@ def test_a_json_boolean_is_no_farm_or_grower_id(api_client, core_user):
     response = api_client.post(farms_url(core_user), {"name": "Farm two", "growerId": True}, format="json")
     assert assert_problem(response, 400)["fieldErrors"][0]["field"] == "growerId"
     assert Farm.objects.count() == 1
+
+
+def test_a_farms_field_ids_are_in_id_order(api_client, core_user):
+    farm = api_client.post(farms_url(core_user), {"name": "Home"}, format="json").json()
+    for field_id in ("b", "a", "c"):  # made in this order
+        create_field(api_client, core_user, id=field_id, farmId=farm["id"])
+    assert api_client.get(f"{farms_url(core_user)}/{farm['id']}").json()["fieldIds"] == ["a", "b", "c"]
+
+
+def test_a_field_of_an_empty_provider_name_is_the_services_own(api_client, core_user):
+    from shapely.geometry import MultiPolygon, box
+
+    from fields.services import field_create
+
+    field_create(core_user=core_user, id="blank", geometry=MultiPolygon([box(10, 50, 10.01, 50.01)]), provider_name="")
+    listed = [f["id"] for f in api_client.get(f"{BASE}/fields", {"provider": "ServiceOwn"}).json()]
+    assert listed == ["blank"]

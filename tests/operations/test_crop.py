@@ -120,6 +120,12 @@ def test_without_a_field_id_a_field_that_lost_its_boundary_gives_way_to_the_next
     Boundary.objects.filter(field__public_id="corner").update(status=Boundary.Status.INACTIVE)
     body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 400, "validation")
     assert "no field with an active boundary" in body["detail"]
+    # And a field named whose boundary is not active is no field to crop to either
+    body = assert_problem(
+        api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "corner"}, format="json"), 400, "validation"
+    )
+    assert body["fieldErrors"][0]["field"] == "fieldId" and "active boundary" in body["detail"]
+    assert operation.crops.count() == 1
 
 
 def test_a_field_without_points_fails_the_file_with_a_reason(api_client, core_user, operation):

@@ -1,6 +1,7 @@
 """Operations: grouping of processed files per field and window, the operation endpoints, events, tenancy."""
 
 import json
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -318,3 +319,29 @@ def test_coverage_of_files_logging_the_same_seconds_is_the_union_of_their_points
     merged = File.objects.get(pk=operation.merged_file_id)
     distance = [f.summary["properties"]["totalDistance"]["value"] for f in (first, second)]
     assert merged.summary["properties"]["totalDistance"]["value"] == pytest.approx(distance[0]) == distance[1]
+
+
+def test_time_filters_hold_their_bounds_and_end_time_sorts_by_the_end(api_client, core_user, field):
+    """An operation of two applications (days 0 and 3) starts before a planting of day 1 and ends after it."""
+    processed_file(core_user, grid_table(start=_day(0), operation_type="applied"))
+    processed_file(core_user, grid_table(start=_day(3), operation_type="applied"))
+    processed_file(core_user, grid_table(start=_day(1), operation_type="planted"))
+    applied = Operation.objects.get(operation_type="applied")
+    planted = Operation.objects.get(operation_type="planted")
+    assert applied.start_time < planted.start_time and applied.end_time > planted.end_time
+
+    def ids(**query):
+        response = api_client.get(OPS_URL, query)
+        assert response.status_code == 200, response.content
+        return [o["id"] for o in response.json()]
+
+    assert ids(sort="startTime,asc") == [str(applied.pk), str(planted.pk)]
+    assert ids(sort="endTime,asc") == [str(planted.pk), str(applied.pk)]
+    body = {o["id"]: o for o in api_client.get(OPS_URL).json()}[str(planted.pk)]
+    # each bound is the planting's own time to the millisecond: it is within
+    assert str(planted.pk) in ids(startTime=body["startTime"])
+    assert str(planted.pk) in ids(endTime=body["endTime"])
+    # (updated at a whole millisecond, as the filter's value is written)
+    Operation.objects.filter(pk=planted.pk).update(updated_time=datetime(2030, 1, 1, tzinfo=UTC))
+    assert ids(updatedTime="2030-01-01T00:00:00.000Z") == [str(planted.pk)]
+    assert ids(updatedTime="2030-01-01T00:00:00.001Z") == []

@@ -160,3 +160,19 @@ def test_the_work_folder_of_an_ended_batch_is_removed_once_old_and_a_retry_extra
     assert not folder.exists()
     file_id = answer["files"][0]
     assert api_client.get(f"/services/operations/api/files/{file_id}/standardGeojson").status_code == 200
+
+
+def test_the_storage_sweep_leaves_folders_not_named_as_ours(settings):
+    """Only folders named by one of our ids (a UUID in its 36-character form) are ours to remove: a 32-digit name,
+    however like an id it looks, was put there by someone else."""
+    media = Path(django_settings.MEDIA_ROOT)
+    foreign = [
+        media / "files" / "0123456789abcdef0123456789abcdef" / "a.txt",
+        media / "files" / "{01234567-89ab-cdef-0123-456789abcdef}" / "a.txt",
+    ]
+    for path in foreign:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"not ours")
+    _age(foreign, settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    stray_storage_sweep()
+    assert all(path.exists() for path in foreign)
