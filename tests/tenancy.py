@@ -58,11 +58,7 @@ def assert_cross_tenant_404(
     for method, url, body in extra_urls:
         assert_problem(getattr(other_client, method)(url, body, format="json"), 404, "notFound")
     for url in list_urls:
-        response = other_client.get(_largest_page(url))
-        if response.status_code == 200:
-            assert str(resource_id) not in _ids(response.json())
-        else:
-            assert response.status_code in (400, 404), response.content[:300]
+        _assert_not_listed(other_client.get(_largest_page(url)), str(resource_id), url)
     if core_user is not None:
         _assert_not_under_sibling(
             owner_client,
@@ -102,11 +98,15 @@ def _assert_not_under_sibling(owner_client, core_user, resource_id: str, calls) 
                 assert_problem(call(url, "not a body", format="json"), 404, "notFound")
         elif method == "get":
             tried += 1
-            response = call(_largest_page(url))
-            if response.status_code == 200:
-                body = response.json()
-                listed = isinstance(body, list) or (isinstance(body, dict) and "operations" in body)
-                assert resource_id not in (_ids(body) if listed else response.content.decode()), url
-            else:
-                assert response.status_code in (400, 404), response.content[:300]
+            _assert_not_listed(call(_largest_page(url)), resource_id, url)
     assert tried, "core_user was given but no URL names it"
+
+
+def _assert_not_listed(response, resource_id: str, url: str) -> None:
+    """A list (or a search) answered without the resource, or refused (400/404)."""
+    if response.status_code != 200:
+        assert response.status_code in (400, 404), response.content[:300]
+        return
+    body = response.json()
+    listed = isinstance(body, list) or (isinstance(body, dict) and "operations" in body)
+    assert resource_id not in (_ids(body) if listed else response.content.decode()), url

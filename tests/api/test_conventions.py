@@ -19,12 +19,16 @@ def users(owner):
     return [CoreUserFactory(owner=owner, name=f"user {i:03d}", email=f"u{i}@example.com") for i in range(25)]
 
 
+def _links(response) -> dict[str, str]:
+    return dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', response["Link"]))
+
+
 def test_default_page_is_20_with_total_and_links(api_client, users):
     response = api_client.get(URL)
     assert response.status_code == 200
     assert len(response.json()) == 20
     assert response["X-Total-Count"] == "25"
-    links = dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', response["Link"]))
+    links = _links(response)
     assert set(links) == {"first", "next", "last"}
     assert "page=1" in links["next"] and "page=1" in links["last"] and "page=0" in links["first"]
 
@@ -39,13 +43,9 @@ def test_pages_partition_the_list_without_overlap(api_client, users):
     assert 'rel="next"' not in last["Link"] and 'rel="prev"' in last["Link"]
     past = api_client.get(URL, {"page": 9, "size": 10})
     assert past.json() == []
-    links = dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', past["Link"]))
+    links = _links(past)
     # From past the end, "prev" leads back to the last page there is, not to the empty page 8
     assert set(links) == {"first", "prev", "last"} and "page=2" in links["prev"] and "page=2" in links["last"]
-
-
-def _links(response) -> dict[str, str]:
-    return dict((rel, url) for url, rel in re.findall(r'<([^>]+)>; rel="(\w+)"', response["Link"]))
 
 
 def test_following_the_links_walks_the_list_in_pages_of_the_size_asked(api_client, users):

@@ -64,6 +64,12 @@ def with_anchor(values) -> np.ndarray:
     return np.concatenate([[np.nan], np.asarray(values, dtype=float)])
 
 
+def scattered(seed: int, n: int = 20_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`n` points at random over a 0.04 degree square north-east of (LON0, LAT0), with random values."""
+    rng = np.random.default_rng(seed)
+    return LON0 + rng.random(n) * 0.04, LAT0 + rng.random(n) * 0.04, rng.random(n)
+
+
 def render_one(lon, lat, values, **options):
     """Render a single property `v` in EPSG:4326 square cells of RES degrees unless told otherwise."""
     settings = {"resolution": RES, "shape": "SQUARE", "projection": "EPSG:4326", "color_ramp": RAMP} | options
@@ -351,10 +357,7 @@ def test_hexagon_pixels_show_the_value_of_the_point_inside():
 
 @pytest.mark.parametrize("shape", ["SQUARE", "HEXAGON"])
 def test_cells_outside_the_coverage_are_transparent(shape):
-    rng = np.random.default_rng(2)
-    lon = LON0 + rng.random(20_000) * 0.04
-    lat = LAT0 + rng.random(20_000) * 0.04
-    values = rng.random(20_000)
+    lon, lat, values = scattered(seed=2)
     values[(lon > LON0 + 0.025) & (lat > LAT0 + 0.025)] = np.nan  # a data gap inside the coverage
     coverage = shapely.box(LON0 + 0.01, LAT0 + 0.01, LON0 + 0.04, LAT0 + 0.04)
     image = render_one(lon, lat, values, shape=shape, coverage=coverage, color_ramp=RAMP | {"nv": [9, 9, 9, 99]})
@@ -368,12 +371,10 @@ def test_cells_outside_the_coverage_are_transparent(shape):
 
 @pytest.mark.parametrize("shape", ["SQUARE", "HEXAGON"])
 def test_a_hole_in_the_coverage_is_transparent(shape):
-    rng = np.random.default_rng(3)
-    lon = LON0 + rng.random(20_000) * 0.04
-    lat = LAT0 + rng.random(20_000) * 0.04
+    lon, lat, values = scattered(seed=3)
     hole = shapely.box(LON0 + 0.015, LAT0 + 0.015, LON0 + 0.025, LAT0 + 0.025)
     coverage = shapely.box(LON0, LAT0, LON0 + 0.04, LAT0 + 0.04).difference(hole)
-    image = render_one(lon, lat, rng.random(20_000), shape=shape, coverage=coverage)
+    image = render_one(lon, lat, values, shape=shape, coverage=coverage)
 
     pixels = decode(image)
     assert tuple(pixels[pixel_at(image, LON0 + 0.02, LAT0 + 0.02)]) == (0, 0, 0, 0)

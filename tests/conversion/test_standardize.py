@@ -428,7 +428,6 @@ def test_isoxml_pipeline_total_close_to_the_recorded_task_total(samples_dir):
     [
         ("Soja", "soybeans"),
         ("Maize", "corn"),
-        ("Körnermais", "corn"),
         ("Dinkel", "wheat"),
         ("Orge", "barley"),
         ("Milo", "sorghum"),

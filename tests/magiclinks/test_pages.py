@@ -317,7 +317,7 @@ def test_a_failed_token_exchange_emits_credentials_unauthenticated(
 
 @pytest.mark.django_db(transaction=True)
 def test_refresh_renews_tokens_or_emits_credentials_unauthenticated(
-    connected_and_watched, client, core_user, oauth_server, webhook_receiver
+    connected_and_watched, core_user, oauth_server, webhook_receiver
 ):
     from magiclinks.tasks import magiclinks_credential_refresh
 
@@ -874,7 +874,7 @@ def test_a_credential_without_a_refresh_token_or_not_connected_is_not_refreshed(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_refusal_of_tokens_the_user_replaced_since_marks_and_tells_nothing(
-    connected_and_watched, client, owner, core_user, webhook_receiver
+    connected_and_watched, client, core_user, webhook_receiver
 ):
     """The refused tokens were read before the user connected again: the new connection stays, and the API owner is
     not told of a lost connection that is not lost."""

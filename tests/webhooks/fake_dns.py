@@ -12,7 +12,7 @@ class FakeDns:
     """`answers[name]`: what the name resolves to, one entry per lookup (the last repeats): an address, or a tuple
     of addresses answered together; `lookups` counts the lookups of each name."""
 
-    answers: dict[str, list[str]] = field(default_factory=dict)
+    answers: dict[str, list[str | tuple[str, ...]]] = field(default_factory=dict)
     lookups: dict[str, int] = field(default_factory=dict)
 
     def install(self, monkeypatch) -> "FakeDns":

@@ -378,7 +378,9 @@ def test_a_long_answer_is_kept_to_its_first_2000_characters(
     assert call["response"] == webhook_receiver.answer.decode()[:2000]
 
 
-def test_a_claim_lasts_longer_than_the_longest_call(owner, core_user, subscribe, webhook_receiver, settings):
+def test_a_claim_lasts_longer_than_the_longest_call(
+    owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
+):
     """With a long timeout the lease outlasts the call it covers, so no second worker posts the same attempt."""
     from datetime import timedelta
 
@@ -390,9 +392,8 @@ def test_a_claim_lasts_longer_than_the_longest_call(owner, core_user, subscribe,
 
     settings.WEBHOOK_TIMEOUT_SECONDS = 100
     subscribe(owner, webhook_receiver, ["fieldCreated"])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: None)
-        emit(core_user)
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: None)  # claimed below, by hand
+    emit(core_user)
     before = timezone.now()
     claimed = delivery_claim(Delivery.objects.get().pk)
     assert claimed.lease_until >= before + timedelta(seconds=call_deadline(100) + 60)

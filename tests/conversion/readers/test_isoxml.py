@@ -485,7 +485,7 @@ def test_a_gps_time_that_stays_put_is_no_clock(extracted):
     assert any("GPS time unusable" in warning for warning in table.warnings)
 
 
-def test_a_seed_depth_is_read_for_plantings_only(extracted, valid_tables):
+def test_a_seed_depth_is_read_for_plantings_only(extracted):
     """A tillage implement's working depth (0034 is also logged by tillage tools) is no seed depth."""
     folder = extracted(f"{LOAD}/AllFieldsMoved_Or_Simplified_Out.zip")
     tables = _read(next(folder.rglob("TASKDATA.XML")))
@@ -567,7 +567,7 @@ def test_a_record_naming_a_dlv_past_the_headers_is_a_corrupt_log(tmp_path):
 
 
 def test_a_parallel_log_that_starts_later_has_no_values_before_its_first_record(tmp_path):
-    _hand_log(tmp_path, "TLG00001", [0x0054], [(t * 1000, 48 + t * 1e-5, 11, {0: 500_000}) for t in range(4)])
+    _hand_log(tmp_path, "TLG00001", [0x0054], _hand_points({0: 500_000}, 4))
     _hand_log(tmp_path, "TLG00002", [0x0063], [(2500, 48.00002, 11, {0: 160_000})])
     [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
     moisture = table.columns["harvestMoisture"]

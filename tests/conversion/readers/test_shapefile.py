@@ -123,6 +123,22 @@ def _write_points(path: Path, lonlat: list[tuple[float, float]], crs: CRS | None
         path.with_suffix(".prj").write_text(crs.to_wkt("WKT1_ESRI"))
 
 
+def _write(path: Path, fields: list[tuple], rows: list[tuple], *, shape_type=shapefile.POINT, z=None) -> Dataset:
+    """A shapefile of points at (-93.0 - i * 1e-4, 41.0) with `fields` ((name, type, size, decimals)) and a WGS84
+    .prj; `z`: elevations of a PointZ file."""
+    with shapefile.Writer(str(path), shapeType=shape_type) as writer:
+        for field in fields:
+            writer.field(*field)
+        for i, row in enumerate(rows):
+            if z is None:
+                writer.point(-93.0 - i * 1e-4, 41.0)
+            else:
+                writer.pointz(-93.0 - i * 1e-4, 41.0, z[i])
+            writer.record(*row)
+    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
+    return Dataset("SHAPEFILE", path, path.parent, path.stem)
+
+
 def test_projected_shapefile_is_reprojected_to_wgs84(tmp_path):
     lonlat = [(-93.15, 41.667), (-93.151, 41.668), (-93.152, 41.6685)]
     utm = CRS.from_epsg(32615)
@@ -170,13 +186,9 @@ def test_overflowed_numbers_are_null(tmp_path):
 
 
 def test_iso_times_with_an_offset_are_taken_to_utc(tmp_path):
-    with shapefile.Writer(str(tmp_path / "t.shp"), shapeType=shapefile.POINT) as writer:
-        writer.field("Yld_Mass_D", "N", 8, 2)
-        writer.field("IsoTime", "C", 40)
-        for i, stamp in enumerate(["2016-09-19T16:45:10+02:00", "2016-09-19T09:45:11-05:00", "2016-09-19T14:45:12Z"]):
-            writer.point(-93.0 - i * 1e-4, 41.0)
-            writer.record(100.0, stamp)
-    table = _read(Dataset("SHAPEFILE", tmp_path / "t.shp", tmp_path, "t"))
+    stamps = ["2016-09-19T16:45:10+02:00", "2016-09-19T09:45:11-05:00", "2016-09-19T14:45:12Z"]
+    fields = [("Yld_Mass_D", "N", 8, 2), ("IsoTime", "C", 40)]
+    table = _read(_write(tmp_path / "t.shp", fields, [(100.0, stamp) for stamp in stamps]))
     assert table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist() == [
         "2016-09-19T14:45:10",
         "2016-09-19T14:45:11",
@@ -242,12 +254,7 @@ def test_a_deleted_record_is_no_point(tmp_path):
     ("flag", "status"), [("T", 1.0), ("Y", 1.0), ("t", 1.0), ("F", 0.0), ("N", 0.0), ("?", np.nan)]
 )
 def test_a_logical_work_status_reads_true_yes_false_and_no(tmp_path, flag, status):
-    with shapefile.Writer(str(tmp_path / "w.shp"), shapeType=shapefile.POINT) as writer:
-        writer.field("Yld_Mass_D", "N", 8, 2)
-        writer.field("WorkStatus", "L")
-        for i in range(2):
-            writer.point(-93.0 - i * 1e-4, 41.0)
-            writer.record(100.0, True)
+    dataset = _write(tmp_path / "w.shp", [("Yld_Mass_D", "N", 8, 2), ("WorkStatus", "L")], [(100.0, True)] * 2)
     dbf = tmp_path / "w.dbf"
     data = bytearray(dbf.read_bytes())
     header_len, record_len = int.from_bytes(data[8:10], "little"), int.from_bytes(data[10:12], "little")
@@ -256,37 +263,16 @@ def test_a_logical_work_status_reads_true_yes_false_and_no(tmp_path, flag, statu
         assert data[at : at + 1] == b"T"
         data[at] = ord(flag)
     dbf.write_bytes(bytes(data))
-    table = _read(Dataset("SHAPEFILE", tmp_path / "w.shp", tmp_path, "w"))
+    table = _read(dataset)
     np.testing.assert_array_equal(table.columns["recordingStatus"], [status, status])
 
 
 def test_an_empty_yield_column_does_not_make_an_application_a_harvest(tmp_path):
     """An exporter's blank yield column (every value missing) is no yield: the rate the file holds decides."""
-    with shapefile.Writer(str(tmp_path / "a.shp"), shapeType=shapefile.POINT) as writer:
-        writer.field("AppliedRat", "N", 8, 2)
-        writer.field("Yld_Vol_Dr", "N", 8, 2)
-        for i in range(3):
-            writer.point(-93.0 - i * 1e-4, 41.0)
-            writer.record(50.0, None)
-    table = _read(Dataset("SHAPEFILE", tmp_path / "a.shp", tmp_path, "a"))
+    fields = [("AppliedRat", "N", 8, 2), ("Yld_Vol_Dr", "N", 8, 2)]
+    table = _read(_write(tmp_path / "a.shp", fields, [(50.0, None)] * 3))
     assert table.operation_type == "applied"
     assert "dryVolumePerArea" not in table.columns and "appliedRate" in table.columns
-
-
-def _write(path: Path, fields: list[tuple], rows: list[tuple], *, shape_type=shapefile.POINT, z=None) -> Dataset:
-    """A shapefile of points at (-93.0 - i * 1e-4, 41.0) with `fields` ((name, type, size, decimals)) and a WGS84
-    .prj; `z`: elevations of a PointZ file."""
-    with shapefile.Writer(str(path), shapeType=shape_type) as writer:
-        for field in fields:
-            writer.field(*field)
-        for i, row in enumerate(rows):
-            if z is None:
-                writer.point(-93.0 - i * 1e-4, 41.0)
-            else:
-                writer.pointz(-93.0 - i * 1e-4, 41.0, z[i])
-            writer.record(*row)
-    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
-    return Dataset("SHAPEFILE", path, path.parent, path.stem)
 
 
 @pytest.mark.parametrize(
