@@ -26,6 +26,9 @@ def scratch_database():
     try:
         yield name
     finally:
+        from platform_site.api.owner_cache import owner_cache_stop
+
+        owner_cache_stop()  # (its listening connection would keep the database from being dropped)
         connection.creation.destroy_test_db(name, verbosity=0)
 
 

@@ -7,7 +7,9 @@ Prints figures.
 
 - HTTP: requests to gunicorn serving the project (bench/_floor.py: the WSGI application plus the floor route) on
   loopback (one worker, one thread, keep-alive), as deployed: sockets, HTTP parsing, URL routing, bearer
-  authentication, tenant scoping, validation, the indexed candidate query, the exact geodesic ratios and serialization.
+  authentication (the token judged on every request, its owner and core user kept between requests by the owner
+  cache, as in production: platform_site/api/owner_cache.py), tenant scoping, validation, the indexed candidate
+  query, the exact geodesic ratios and serialization.
 - Test client: the same requests through Django's test client (the whole stack but the socket and HTTP parsing).
 - Raw SQL, same query: the very SQL and parameters the endpoint sends (the candidate lookup with the columns the
   answer needs), timed from a Python cursor: the database's share of the work. Timed side by side with HTTP: each
@@ -306,6 +308,9 @@ def main() -> None:
         load(core_user)
         bench(core_user, owner)
     finally:
+        from platform_site.api.owner_cache import owner_cache_stop
+
+        owner_cache_stop()  # (its listening connection would keep the database from being dropped)
         connection.creation.destroy_test_db(old_name, verbosity=0)
 
 

@@ -184,6 +184,9 @@ SPECTACULAR_SETTINGS = {
 }
 JWT_LIFETIME = timedelta(hours=env.int("JWT_LIFETIME_HOURS", default=24))
 JWT_REMEMBER_ME_LIFETIME = timedelta(days=env.int("JWT_REMEMBER_ME_DAYS", default=30))
+# On PostgreSQL the owner (and core user) a token names is kept between requests until a change to it is announced
+# (platform_site/api/owner_cache.py), and at most this long; 0 reads it on every request.
+AUTH_CACHE_SECONDS = env.float("AUTH_CACHE_SECONDS", default=30.0)
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
 

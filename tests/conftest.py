@@ -35,6 +35,10 @@ def _tasks_run_eagerly(tmp_path_factory):
     from platform_site.celery import app
 
     settings.MEDIA_ROOT = str(tmp_path_factory.mktemp("media"))
+    # The owner cache is off in the test process unless a test turns it on (`owner_cache_on`): tests change a
+    # password or delete a core user and use the token in the same breath, which the change's announcement races.
+    # The servers the tests start (gunicorn, the embedded server) keep their default.
+    settings.AUTH_CACHE_SECONDS = 0
     set_eager(True)
     assert app.conf.task_always_eager is True
     yield
@@ -113,6 +117,16 @@ def core_user(owner):
     from tests.factories import CoreUserFactory
 
     return CoreUserFactory(owner=owner)
+
+
+@pytest.fixture
+def owner_cache_on(settings):
+    """The owner cache as deployed (AUTH_CACHE_SECONDS=30), its listener stopped after the test."""
+    from platform_site.api.owner_cache import owner_cache_stop
+
+    settings.AUTH_CACHE_SECONDS = 30
+    yield
+    owner_cache_stop()
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ hash, so changing the password revokes every token issued before; an inactive ow
 while it stays inactive (Django's rule for sessions too).
 
 On a `/users/{coreUserId}/...` route the owner and that core user are read in one query (one database
-round trip fewer on most requests); the view takes the core user from `request.core_user_lookup`.
+round trip fewer on most requests); the view takes the core user from `request.core_user_lookup`. On PostgreSQL what
+was read is kept between requests until a change to either row is announced (`owner_cache`): the token is still
+judged on every request, against the owner's current password and state.
 """
 
 import hashlib
@@ -20,6 +22,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import authentication, exceptions
 
 from platform_site.api.lookups import row_get, row_get_with_child
+from platform_site.api.owner_cache import owner_lookup
 
 ALGORITHM = "HS256"
 CLOCK_LEEWAY_SECONDS = 5
@@ -55,6 +58,17 @@ def _core_user_id(request) -> str | None:
     return context.get("kwargs", {}).get(kwarg) if kwarg else None
 
 
+def _owner_and_core_user(owner_id, core_user_id) -> tuple:
+    """The owner of id `owner_id` and, when `core_user_id` is not None, its core user of that id, in one query:
+    (owner or None, core user or None)."""
+    if core_user_id is None:
+        return row_get(get_user_model(), id=owner_id), None
+    # The model is looked up, not imported: DRF imports this module when `rest_framework.views` is imported, which
+    # must not need the app registry.
+    core_user_model = apps.get_model("accounts", "CoreUser")
+    return row_get_with_child(get_user_model(), owner_id, core_user_model, "owner", core_user_id)
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <JWT>`; anything missing, malformed, expired or revoked is a 401."""
 
@@ -83,15 +97,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         except jwt.InvalidTokenError as exc:
             raise exceptions.AuthenticationFailed("The token is not valid.") from exc
         core_user_id = _core_user_id(request)
-        if core_user_id is None:
-            user, core_user = row_get(get_user_model(), id=claims["sub"]), None
-        else:
-            # The model is looked up, not imported: DRF imports this module when `rest_framework.views` is
-            # imported, which must not need the app registry.
-            core_user_model = apps.get_model("accounts", "CoreUser")
-            user, core_user = row_get_with_child(
-                get_user_model(), claims["sub"], core_user_model, "owner", core_user_id
-            )
+        user, core_user = owner_lookup(
+            (claims["sub"], core_user_id),
+            lambda: _owner_and_core_user(claims["sub"], core_user_id),
+            # (kept only when what was asked for exists: a core user created later must be found at once)
+            complete=lambda pair: pair[0] is not None and (core_user_id is None or pair[1] is not None),
+        )
         if (
             user is None
             or not user.is_active

@@ -16,10 +16,9 @@ from django.db import connection
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def gunicorn_server(transactional_db):
-    """gunicorn serving the project over the test database, as deployed: (base URL, the application_name of its
-    database sessions). PostgreSQL only: the embedded default's test database is not shared with a subprocess."""
+def _gunicorn_start(extra_env: dict) -> tuple[str, str, subprocess.Popen]:
+    """gunicorn serving the project over the test database: (base URL, the application_name of its database sessions,
+    the process)."""
     if connection.vendor != "postgresql":
         pytest.skip("gunicorn runs over the PostgreSQL test database (the embedded server has its own tests)")
     db = settings.DATABASES["default"]
@@ -30,6 +29,7 @@ def gunicorn_server(transactional_db):
     env = os.environ | {
         "DATABASE_URL": f"postgis://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
         f"?application_name={name}",
+        **extra_env,
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "platform_site.wsgi", "--bind", f"127.0.0.1:{port}",
@@ -41,14 +41,42 @@ def gunicorn_server(transactional_db):
     while True:
         try:
             urllib.request.urlopen(base + "/api/docs/", timeout=2).close()
-            break
+            return base, name, process
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
                 pytest.fail("gunicorn did not start")
             time.sleep(0.2)
+
+
+def _gunicorn_stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture
+def gunicorn_server(transactional_db):
+    """gunicorn serving the project over the test database, as deployed: (base URL, the application_name of its
+    database sessions). PostgreSQL only: the embedded default's test database is not shared with a subprocess."""
+    base, name, process = _gunicorn_start({})
     try:
         yield base, name
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        _gunicorn_stop(process)
+
+
+@pytest.fixture
+def gunicorn_server_env(transactional_db):
+    """Start gunicorn as `gunicorn_server` does, with more environment variables: `start(env) -> base URL`."""
+    processes = []
+
+    def start(extra_env: dict) -> str:
+        base, _, process = _gunicorn_start(extra_env)
+        processes.append(process)
+        return base
+
+    try:
+        yield start
+    finally:
+        for process in processes:
+            _gunicorn_stop(process)
