@@ -41,6 +41,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from _django import scratch_database  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
@@ -298,20 +299,13 @@ def main() -> None:
     if connection.vendor != "postgresql":
         sys.exit("run against PostGIS: DATABASE_URL=postgis://...")
     setup_test_environment()
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    try:
+    with scratch_database():
         from tests.factories import CoreUserFactory, OwnerFactory
 
         owner = OwnerFactory()
         core_user = CoreUserFactory(owner=owner)
         load(core_user)
         bench(core_user, owner)
-    finally:
-        from platform_site.api.owner_cache import owner_cache_stop
-
-        owner_cache_stop()  # (its listening connection would keep the database from being dropped)
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":
