@@ -3,7 +3,11 @@
 import http.client
 import json
 import socket
+import urllib.error
+import urllib.request
 from urllib.parse import urlsplit
+
+INTERSECTS_BODY = b'{"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}'
 
 
 def send_chunked(
@@ -21,3 +25,23 @@ def send_chunked(
         response = http.client.HTTPResponse(sock)
         response.begin()
         return response.status, json.loads(response.read() or b"null")
+
+
+def status_of(base: str, path: str, token: str, body: bytes | None = None, *, timeout: float = 30) -> int:
+    """The status a plain request answers: a GET, or a POST of the JSON `body`, with the bearer `token`."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(base + path, data=body, headers=headers), timeout=timeout
+        ) as r:
+            return r.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def intersects_status(base: str, token: str, core_user_id, *, timeout: float = 30) -> int:
+    """The status of `POST .../users/{core_user_id}/fields/intersects` with a small square."""
+    path = f"/services/fields/api/users/{core_user_id}/fields/intersects"
+    return status_of(base, path, token, INTERSECTS_BODY, timeout=timeout)

@@ -3,29 +3,16 @@ ended it (a restart, an administrator's `pg_terminate_backend`, an idle timeout)
 usual instead of failing. Real gunicorn on loopback over the test database."""
 
 import time
-import urllib.error
-import urllib.request
 
 from django.db import connection
+
+from tests.api.raw_http import intersects_status
 
 
 def _server_sessions(name: str) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [name])
         return [pid for (pid,) in cursor.fetchall()]
-
-
-def _post_intersects(base: str, token: str, core_user) -> int:
-    request = urllib.request.Request(
-        f"{base}/services/fields/api/users/{core_user.id}/fields/intersects",
-        data=b'{"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}',
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 def test_a_connection_the_database_ended_is_replaced_before_the_next_request(gunicorn_server):
@@ -38,10 +25,10 @@ def test_a_connection_the_database_ended_is_replaced_before_the_next_request(gun
     token = token_issue(owner)
 
     # The server keeps one session across requests
-    assert _post_intersects(base, token, core_user) == 200
+    assert intersects_status(base, token, core_user.id) == 200
     kept = _server_sessions(name)
     assert len(kept) == 1
-    assert _post_intersects(base, token, core_user) == 200
+    assert intersects_status(base, token, core_user.id) == 200
     assert _server_sessions(name) == kept
 
     # When PostgreSQL ends it, as a restart would
@@ -53,7 +40,7 @@ def test_a_connection_the_database_ended_is_replaced_before_the_next_request(gun
     assert _server_sessions(name) == []
 
     # Then the next request answers on a new session
-    assert _post_intersects(base, token, core_user) == 200
+    assert intersects_status(base, token, core_user.id) == 200
     replaced = _server_sessions(name)
     assert len(replaced) == 1
     assert replaced != kept

@@ -5,8 +5,6 @@ database."""
 
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -17,33 +15,11 @@ from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_delete, owner_delete
 from platform_site.api.authentication import token_issue
 from platform_site.api.owner_cache import OwnerCache
+from tests.api.raw_http import intersects_status, status_of
 from tests.factories import CoreUserFactory, OwnerFactory
 
-INTERSECTS = "/services/fields/api/users/{}/fields/intersects"
-BODY = b'{"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}'
+FIELDS = "/services/fields/api/fields"
 SETTLE_SECONDS = 2.0  # how long a change's announcement may take to reach the server (it takes under a millisecond)
-
-
-def _post(base: str, token: str, core_user_id, *, timeout: float = 30) -> int:
-    request = urllib.request.Request(
-        base + INTERSECTS.format(core_user_id),
-        data=BODY,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
-
-
-def _get_fields(base: str, token: str, *, timeout: float = 30) -> int:
-    request = urllib.request.Request(base + "/services/fields/api/fields", headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 def _locked_out(tables: str, seconds: float, call) -> tuple[list, list]:
@@ -92,19 +68,19 @@ def served(gunicorn_server):
     owner = OwnerFactory()
     core_user = CoreUserFactory(owner=owner)
     token = token_issue(owner)
-    assert _post(base, token, core_user.id) == 200  # (the server starts listening at its first request)
+    assert intersects_status(base, token, core_user.id) == 200  # (the server starts listening at its first request)
     _listening(name)
-    assert _post(base, token, core_user.id) == 200
-    assert _get_fields(base, token) == 200
+    assert intersects_status(base, token, core_user.id) == 200
+    assert status_of(base, FIELDS, token) == 200
     return base, name, owner, core_user, token
 
 
 def test_an_unchanged_owner_and_core_user_are_not_read_again(served):
     base, _, _, core_user, token = served
     # While both tables are locked against any reader, the requests still answer: they read neither
-    during, _ = _locked_out("auth_user, accounts_coreuser", 5, lambda: _post(base, token, core_user.id))
+    during, _ = _locked_out("auth_user, accounts_coreuser", 5, lambda: intersects_status(base, token, core_user.id))
     assert during == [200]
-    during, _ = _locked_out("auth_user", 5, lambda: _get_fields(base, token))
+    during, _ = _locked_out("auth_user", 5, lambda: status_of(base, FIELDS, token))
     assert during == [200]
 
 
@@ -114,18 +90,18 @@ def test_a_server_without_the_cache_reads_them_on_every_request(gunicorn_server_
     owner = OwnerFactory()
     core_user = CoreUserFactory(owner=owner)
     token = token_issue(owner)
-    assert _post(base, token, core_user.id) == 200
-    during, after = _locked_out("auth_user, accounts_coreuser", 1, lambda: _post(base, token, core_user.id))
+    assert intersects_status(base, token, core_user.id) == 200
+    during, after = _locked_out("auth_user, accounts_coreuser", 1, lambda: intersects_status(base, token, core_user.id))
     assert (during, after) == ([], [200])
 
 
 def test_another_core_user_of_the_owner_is_read_and_a_missing_one_is_never_kept(served):
     base, _, owner, _, token = served
     missing = "6f1d2c9a-0000-4000-8000-000000000000"
-    assert _post(base, token, missing) == 404
+    assert intersects_status(base, token, missing) == 404
     # A core user created after the server found none of that id is found at once
     CoreUser.objects.create(id=missing, owner=owner, name="Late")
-    assert _post(base, token, missing) == 200
+    assert intersects_status(base, token, missing) == 200
 
 
 @pytest.mark.parametrize(
@@ -154,7 +130,7 @@ def test_a_change_is_heard_by_the_server_at_once(served, change, expected):
         with connection.cursor() as cursor:
             cursor.execute("UPDATE auth_user SET password = 'changed' || password WHERE id = %s", [owner.pk])
     # Then the server refuses the token (or finds no core user) as soon as the change's announcement reaches it
-    assert _eventually(expected, lambda: _post(base, token, core_user.id)) == expected
+    assert _eventually(expected, lambda: intersects_status(base, token, core_user.id)) == expected
 
 
 def test_after_losing_its_connection_the_server_reads_owners_again_until_it_listens_anew(served):
@@ -165,10 +141,10 @@ def test_after_losing_its_connection_the_server_reads_owners_again_until_it_list
         cursor.execute("SELECT pg_terminate_backend(%s)", [listener])
     # Then it listens again on a new session, having forgotten what it kept: the next request reads the owner
     _listening(name, besides=(listener,))
-    during, after = _locked_out("auth_user, accounts_coreuser", 1, lambda: _post(base, token, core_user.id))
+    during, after = _locked_out("auth_user, accounts_coreuser", 1, lambda: intersects_status(base, token, core_user.id))
     assert (during, after) == ([], [200])
     # And it keeps it again from then on
-    during, _ = _locked_out("auth_user, accounts_coreuser", 5, lambda: _post(base, token, core_user.id))
+    during, _ = _locked_out("auth_user, accounts_coreuser", 5, lambda: intersects_status(base, token, core_user.id))
     assert during == [200]
 
 
