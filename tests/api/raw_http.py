@@ -32,11 +32,10 @@ def status_of(base: str, path: str, token: str, body: bytes | None = None, *, ti
     headers = {"Authorization": f"Bearer {token}"}
     if body is not None:
         headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(base + path, data=body, headers=headers)
     try:
-        with urllib.request.urlopen(
-            urllib.request.Request(base + path, data=body, headers=headers), timeout=timeout
-        ) as r:
-            return r.status
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status
     except urllib.error.HTTPError as error:
         return error.code
 
