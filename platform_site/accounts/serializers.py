@@ -1,5 +1,5 @@
 from django.core.validators import EmailValidator
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
 from platform_site.api.schema import document_extra_properties
@@ -25,15 +25,50 @@ class TokenSerializer(serializers.Serializer):
     id_token = serializers.CharField()
 
 
-@extend_schema_field(
-    {
-        "description": 'An email address, or empty (`""`) for a core user without one.',
-        "anyOf": [{"type": "string", "format": "email", "maxLength": 254}, {"type": "string", "maxLength": 0}],
-    }
-)
+EMAIL_MAX = 254
+# A user made through a magic link without an e-mail has its externalId (up to 255 characters) as e-mail (spec).
+STORED_EMAIL_MAX = 255
+
+
 class EmailOrBlankField(StrictCharField):
-    """An email address or "" (OpenAPI: `format: email` alone refuses the empty one, which users without an
-    email have)."""
+    """An email address or "". A core user made through a magic link without one has its externalId as email (the
+    spec's rule), which need be no address: a PUT may send back the email the user has, whatever it is (the
+    serializer's `context["current_email"]`: a read, changed and put back record is no 400 for a value the client
+    never chose); any other value must be an address."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", EMAIL_MAX)
+        kwargs.setdefault("validators", [EmailValidator()])
+        super().__init__(**kwargs)
+
+    def run_validators(self, value):
+        if value and value == self.context.get("current_email"):
+            return
+        super().run_validators(value)
+
+
+class EmailOrBlankFieldSchema(OpenApiSerializerFieldExtension):
+    """OpenAPI: `format: email` alone refuses the empty email of users without one; an answer's may also be a
+    magic link's externalId."""
+
+    target_class = EmailOrBlankField
+
+    def map_serializer_field(self, auto_schema, direction):
+        address = {"type": "string", "format": "email", "maxLength": EMAIL_MAX}
+        blank = {"type": "string", "maxLength": 0}
+        if direction == "response":
+            # (no `type` beside the `anyOf`: drf-spectacular would add the request's validators to it)
+            external_id = {"type": "string", "maxLength": STORED_EMAIL_MAX}
+            return {
+                "description": 'An email address, or empty (`""`) for a core user without one. A core user made '
+                "through a magic link without an email has its externalId here, which may be no address.",
+                "anyOf": [address, blank, external_id],
+            }
+        return {
+            "description": 'An email address, or empty (`""`) for a core user without one. A PUT may also send '
+            "back the email the user has, whatever it is (a magic link's externalId).",
+            "anyOf": [address, blank],
+        }
 
 
 class CoreUserSerializer(ApiModelSerializer):
@@ -42,7 +77,7 @@ class CoreUserSerializer(ApiModelSerializer):
     externalId = StrictCharField(
         source="external_id", max_length=255, required=False, allow_null=True, allow_blank=False
     )
-    email = EmailOrBlankField(max_length=254, required=False, allow_blank=True, validators=[EmailValidator()])
+    email = EmailOrBlankField(required=False, allow_blank=True)
 
     class Meta:
         model = CoreUser

@@ -1,12 +1,16 @@
+import uuid
+
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
+from platform_site.api.errors import NOT_FOUND
+from platform_site.api.viewsets import OwnerScopedViewSet
 
 from . import services
 from .filtersets import CoreUserFilterSet
@@ -60,13 +64,28 @@ class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSco
     @extend_schema(request=CoreUserReplaceSerializer, responses=CoreUserSerializer)
     @action(detail=False, methods=["put"], url_path="", url_name="replace")
     def replace(self, request):
-        data = CoreUserReplaceSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
         with transaction.atomic():
-            core_user = get_or_404(self.get_queryset().select_for_update(), pk=values.pop("id"))
+            # The user is read (locked) before the body is judged: the email it has may be sent back unchanged
+            # whatever it is (`EmailOrBlankField`). A body that names none is judged all the same: 400 before 404.
+            core_user = self._body_user(request.data)
+            data = CoreUserReplaceSerializer(
+                data=request.data, context={"current_email": core_user.email if core_user is not None else None}
+            )
+            data.is_valid(raise_exception=True)
+            values = dict(data.validated_data)
+            if core_user is None or core_user.pk != values.pop("id"):
+                raise NotFound(NOT_FOUND)
             core_user = services.core_user_replace(core_user=core_user, **values)
         return Response(CoreUserSerializer(core_user).data)
+
+    def _body_user(self, body) -> CoreUser | None:
+        """The owner's core user the body's `id` names, locked for the change; None if it names none."""
+        core_user_id = body.get("id") if isinstance(body, dict) else None
+        try:
+            core_user_id = uuid.UUID(core_user_id) if isinstance(core_user_id, str) else None
+        except ValueError:
+            return None
+        return self.get_queryset().select_for_update().filter(pk=core_user_id).first() if core_user_id else None
 
     def destroy(self, request, pk=None):
         services.core_user_delete(core_user=self.get_object())

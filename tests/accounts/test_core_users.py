@@ -44,6 +44,47 @@ def test_put_replaces_the_whole_user_with_the_id_in_the_body(api_client, core_us
     assert_problem(api_client.put(URL, {"id": str(uuid.uuid4()), "name": "x"}, format="json"), 404, "notFound")
 
 
+LINKS = "/services/widgets/api/magic-link/file-upload"
+
+
+@pytest.mark.parametrize("external_id", ["grower-77", "p" + "e" * 254])
+def test_a_magic_link_users_record_can_be_read_changed_and_put_back(api_client, external_id):
+    """A user made through a magic link without an email has its externalId as email (spec), no address: the record
+    as read, changed and put back is taken (it was a 400 "Enter a valid email address." for a value the client never
+    chose); another value that is no address is still refused, and changes nothing."""
+    link = api_client.post(LINKS, {"externalId": external_id}, format="json")
+    assert link.status_code == 201, link.content
+    user = api_client.get(f"{URL}/{link.json()['coreUserId']}").json()
+    assert user["email"] == external_id
+
+    put = api_client.put(URL, user | {"name": "Renamed"}, format="json")
+    assert put.status_code == 200, put.content
+    assert put.json() == user | {"name": "Renamed"}
+    assert api_client.get(f"{URL}/{user['id']}").json() == user | {"name": "Renamed"}
+
+    for email in ("grower-78", external_id + "x"):
+        problem = assert_problem(api_client.put(URL, user | {"email": email}, format="json"), 400, "validation")
+        assert {error["field"] for error in problem["fieldErrors"]} == {"email"}
+    # Still only the record's own email: another user's is no address for this one
+    other = api_client.post(LINKS, {"externalId": "grower-79"}, format="json").json()
+    problem = assert_problem(api_client.put(URL, {"id": other["coreUserId"], "email": external_id}, format="json"), 400)
+    assert {error["field"] for error in problem["fieldErrors"]} == {"email"}
+    assert api_client.get(f"{URL}/{user['id']}").json() == user | {"name": "Renamed"}
+    # An address, or none, replaces it
+    assert api_client.put(URL, user | {"email": "ann@example.com"}, format="json").json()["email"] == "ann@example.com"
+    assert api_client.put(URL, user | {"email": ""}, format="json").json()["email"] == ""
+    problem = assert_problem(api_client.put(URL, user | {"email": external_id}, format="json"), 400)
+    assert {error["field"] for error in problem["fieldErrors"]} == {"email"}
+
+
+def test_a_put_judges_the_body_before_the_id(api_client, core_user):
+    """A body with errors is a 400 whatever its id names; a good body naming no user of the owner a 404."""
+    for core_user_id in (str(core_user.id), str(uuid.uuid4()), "not-a-uuid", None):
+        problem = assert_problem(api_client.put(URL, {"id": core_user_id, "name": 7}, format="json"), 400)
+        assert "name" in [error["field"] for error in problem["fieldErrors"]]
+    assert_problem(api_client.put(URL, [str(core_user.id)], format="json"), 400, "validation")
+
+
 def test_external_id_is_unique_per_owner(api_client, other_client):
     assert api_client.post(URL, {"externalId": "same"}, format="json").status_code == 201
     body = assert_problem(api_client.post(URL, {"externalId": "same"}, format="json"), 409, "externalIdTaken")

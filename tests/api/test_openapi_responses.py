@@ -242,6 +242,21 @@ def test_a_core_user_without_email_matches_the_schema(schema, api_client):
     assert_documented(schema, "get", f"{USERS}/{{id}}", api_client.get(f"{USERS}/{created.json()['id']}"))
 
 
+def test_a_magic_link_users_externalid_email_matches_the_schema(schema, api_client):
+    """Such a user's email is its externalId (spec), no address: documented as a string of up to 255 characters in
+    answers; a request's is still an address (or empty)."""
+    link = api_client.post(f"{WIDGETS}/magic-link/file-upload", {"externalId": "p" + "e" * 254}, format="json")
+    user = api_client.get(f"{USERS}/{link.json()['coreUserId']}")
+    assert user.json()["email"] == "p" + "e" * 254
+    assert_documented(schema, "get", f"{USERS}/{{id}}", user)
+    assert_documented(schema, "get", USERS, api_client.get(USERS))
+    assert_documented(schema, "put", USERS, api_client.put(USERS, user.json() | {"name": "N"}, format="json"))
+    request = operation(schema, "post", USERS)["requestBody"]["content"]["application/json"]["schema"]
+    assert errors_of(schema, request, {"email": "ann@example.com"}) == []
+    assert errors_of(schema, request, {"email": ""}) == []
+    assert errors_of(schema, request, {"email": "not-an-address"}) != []
+
+
 def test_core_users_and_configurations_require_every_key_they_always_send(schema, api_client, core_user):
     # A core user with no optional key set still answers them all
     created = api_client.post(USERS, {}, format="json")
