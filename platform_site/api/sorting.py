@@ -6,6 +6,8 @@ the ordering so that pages are stable. Records without the sorted value come las
 both databases (PostgreSQL would put them first in descending order, SQLite first in ascending).
 """
 
+import re
+
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import F
 from rest_framework.exceptions import ValidationError
@@ -30,6 +32,16 @@ def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
                 raise ValidationError({"sort": [f"Unknown sort property '{prop}'. Allowed: {choices}."]})
             ordering.append(direction + allowed[prop])
     return ordering
+
+
+def sort_pattern(allowed) -> str:
+    """The `sort` values `parse_sort` takes, as a regular expression (OpenAPI `pattern`, ECMA-262 as Python reads it):
+    an empty value, or allowed properties joined by commas (empty parts and spaces around parts ignored), then maybe
+    `asc` or `desc` in any case."""
+    prop = "(?:" + "|".join(re.escape(name) for name in sorted(allowed)) + ")"
+    part = r"\s*,(?:\s*,)*\s*"  # one comma at least, with empty parts between
+    direction = "(?:[aA][sS][cC]|[dD][eE][sS][cC])"
+    return rf"^\s*$|^(?:\s*,)*\s*{prop}(?:{part}{prop})*(?:{part}{direction})?\s*(?:,\s*)*$"
 
 
 def _nulls_last(model, term: str):
@@ -67,7 +79,7 @@ class SortFilter(BaseFilterBackend):
                 "in": "query",
                 "required": False,
                 "description": "prop[,asc|desc], repeatable. Properties: " + ", ".join(sorted(allowed)),
-                "schema": {"type": "array", "items": {"type": "string"}},
+                "schema": {"type": "array", "items": {"type": "string", "pattern": sort_pattern(allowed)}},
                 "explode": True,
             }
         ]
