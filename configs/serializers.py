@@ -26,13 +26,17 @@ class PercentField(StrictFloatField):
         return value
 
 
+EPSG_CODE = r"EPSG:[0-9]{1,6}"
+
+
+@extend_schema_field({"type": "string", "pattern": rf"^\s*{EPSG_CODE}\s*$", "example": "EPSG:3857"})
 class ProjectionField(StrictCharField):
     """`EPSG:<code>` that pyproj knows, of a map: projected or latitude/longitude, in two dimensions. A vertical
     (heights only), geocentric, 3D or compound system was accepted and gave meaningless images."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data).strip()
-        if not re.fullmatch(r"EPSG:[0-9]{1,6}", value):
+        if not re.fullmatch(EPSG_CODE, value):
             raise serializers.ValidationError("Must be of the form 'EPSG:<code>', e.g. 'EPSG:3857'.")
         try:
             crs = CRS.from_user_input(value)

@@ -3,6 +3,7 @@
 import re
 
 from django.core.validators import EmailValidator, RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from platform_site.accounts.models import ConnectableProvider, ProviderApplication
@@ -42,20 +43,26 @@ class HttpUrlField(serializers.URLField):
         return value
 
 
+@extend_schema_field({"type": "string", "pattern": rf"^\s*{COLOR.pattern}\s*$", "example": "#F5F5F5"})
+class HexColorField(StrictCharField):
+    """`#RRGGBB` (spaces around it trimmed), answered in upper case."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not COLOR.fullmatch(value):
+            raise serializers.ValidationError("A hexadecimal color such as #F5F5F5 is required.")
+        return value.upper()
+
+
 class MagicLinkSettingsSerializer(ApiSerializer):
     """Magic link settings (spec "Magic link settings")."""
 
-    backgroundColor = StrictCharField(required=False)
+    backgroundColor = HexColorField(required=False)
     companyLogo = HttpUrlField(required=False, max_length=2000)
     companyName = StrictCharField(required=False, allow_blank=True, max_length=255)
     headerImage = HttpUrlField(required=False, max_length=2000)
     showLeafUserName = StrictBooleanField(required=False)
     disconnectedEnabled = StrictBooleanField(required=False)
-
-    def validate_backgroundColor(self, value):  # noqa: N802 (DRF names validators after the field)
-        if not COLOR.fullmatch(value):
-            raise serializers.ValidationError("A hexadecimal color such as #F5F5F5 is required.")
-        return value.upper()
 
 
 def expires_in_field():
@@ -106,7 +113,9 @@ class UserCreationMixin(serializers.Serializer):
 
 class ProviderLinkCreateSerializer(LinkCreateSerializer):
     widget = MagicLink.Widget.PROVIDER
-    allowedProviders = serializers.ListField(child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False)
+    allowedProviders = serializers.ListField(
+        child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False, min_length=1
+    )
 
 
 class ProviderLinkWithUserCreateSerializer(UserCreationMixin, LinkCreateSerializer):
@@ -115,7 +124,7 @@ class ProviderLinkWithUserCreateSerializer(UserCreationMixin, LinkCreateSerializ
     widget = MagicLink.Widget.PROVIDER
     provider = serializers.ChoiceField(choices=PROVIDER_CHOICES, required=False)
     allowedProviders = serializers.ListField(
-        child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False, required=False
+        child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False, min_length=1, required=False
     )
 
     def validate(self, attrs):

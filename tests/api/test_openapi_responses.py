@@ -19,6 +19,7 @@ from configs.defaults import DEFAULT_COLOR_RAMP
 from configs.services import config_user_set
 from tests.fields.helpers import provider_field, square
 from tests.magiclinks.helpers import APPLICATION_BODY
+from tests.tenancy import assert_problem
 from webhooks.services import event_emit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
@@ -433,6 +434,66 @@ def test_query_parameters_the_server_honours_are_documented(schema, api_client, 
     # `size` above the largest page is clamped, not refused: no `maximum` in the schema
     assert "maximum" not in farms["size"]["schema"]
     assert api_client.get(f"{FIELDS}/farms", {"size": 1000}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "template", "body", "field", "taken"),
+    [
+        ("patch", f"{CONFIG}/configs", {"geoimagesProjection": "EPSG:3857"}, None, True),
+        ("patch", f"{CONFIG}/configs", {"geoimagesProjection": " EPSG:4326 "}, None, True),
+        ("patch", f"{CONFIG}/configs", {"geoimagesProjection": "3857"}, "geoimagesProjection", False),
+        ("patch", f"{CONFIG}/configs", {"geoimagesProjection": "EPSG:"}, "geoimagesProjection", False),
+        (
+            "post",
+            f"{WIDGETS}/magic-link/users/{{coreUserId}}/file-upload",
+            {"settings": {"backgroundColor": "#a0B0c0"}},
+            None,
+            True,
+        ),
+        (
+            "post",
+            f"{WIDGETS}/magic-link/users/{{coreUserId}}/file-upload",
+            {"settings": {"backgroundColor": "red"}},
+            "settings.backgroundColor",
+            False,
+        ),
+        (
+            "post",
+            f"{WIDGETS}/magic-link/users/{{coreUserId}}/file-upload",
+            {"settings": {"backgroundColor": "#FFF"}},
+            "settings.backgroundColor",
+            False,
+        ),
+        (
+            "post",
+            f"{WIDGETS}/magic-link/users/{{coreUserId}}/provider",
+            {"allowedProviders": []},
+            "allowedProviders",
+            False,
+        ),
+        ("post", f"{OPERATIONS}/files/merge", {"ids": []}, "ids", False),
+        (
+            "post",
+            f"{ALERTS}/webhooks",
+            {"name": "w", "url": "https://example.com/", "secret": "s", "events": []},
+            "events",
+            False,
+        ),
+    ],
+)
+def test_request_constraints_the_server_holds_are_documented(
+    schema, api_client, core_user, method, template, body, field, taken
+):
+    """What a body's values must look like is in the request schema, as the server judges it: an EPSG code, a
+    `#RRGGBB` colour, a list that may not be empty (they were plain strings and arrays)."""
+    request = operation(schema, method, template)["requestBody"]["content"]["application/json"]["schema"]
+    assert (errors_of(schema, request, body) == []) is taken, body
+    response = getattr(api_client, method)(template.replace("{coreUserId}", str(core_user.pk)), body, format="json")
+    if taken:
+        assert response.status_code < 300, response.content
+    else:
+        problem = assert_problem(response, 400)
+        assert field in [error["field"] for error in problem["fieldErrors"]]
 
 
 def test_no_query_parameter_is_nullable(schema):
