@@ -322,6 +322,7 @@ class FarmWriteSerializer(ApiSerializer):
     """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none). A PUT may also echo the
     farm's other keys as a GET answered them (a changed one is a 400)."""
 
+    schema_closed = False  # (OpenAPI: a PUT takes the answer's keys back)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
     growerId = CoreUserRowIdField(model=Grower, noun="grower", required=False, allow_null=True, source="grower")
 
@@ -366,6 +367,7 @@ class GrowerWriteSerializer(ApiSerializer):
     """POST / PUT body of a grower: `name` only (PUT: absent means none). A PUT may also echo the grower's other keys
     as a GET answered them (a changed one is a 400)."""
 
+    schema_closed = False  # (OpenAPI: a PUT takes the answer's keys back)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
 
 

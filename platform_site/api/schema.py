@@ -13,6 +13,7 @@ from drf_spectacular.plumbing import build_bearer_security_scheme_object, is_fie
 
 from platform_site.api.authentication import BEARER_CHALLENGE
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE
+from platform_site.api.serializers import RejectUnknownFieldsMixin
 
 PAGING_HEADERS = {
     "X-Total-Count": {"description": "Number of records of every page together.", "schema": {"type": "integer"}},
@@ -83,7 +84,20 @@ UNAUTHORIZED_HEADERS = {
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
-class ApiAutoSchema(AutoSchema):
+class ClosedRequestsAutoSchema(AutoSchema):
+    """The default schema class (`DEFAULT_SCHEMA_CLASS`): the request body of a serializer that refuses keys it does
+    not have (`RejectUnknownFieldsMixin`: a 400 `Unknown field.`) says so, `additionalProperties: false`; a client
+    generated from the document then refuses a misspelt key before sending it. A serializer whose body may also
+    echo an answer's other keys (a farm's or grower's PUT) says `schema_closed = False`: open, `true`."""
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
+            schema["additionalProperties"] = not getattr(serializer, "schema_closed", True)
+        return schema
+
+
+class ApiAutoSchema(ClosedRequestsAutoSchema):
     """Only a viewset's `list` is paged, sorted and filtered (`PagePagination` and the filter backends serve
     `list()` alone): other actions that answer an array (`/images`, a deprecated one-element outline) are
     plain arrays, without `page`/`size`/filter parameters."""

@@ -496,6 +496,30 @@ def test_request_constraints_the_server_holds_are_documented(
         assert field in [error["field"] for error in problem["fieldErrors"]]
 
 
+def test_request_bodies_say_they_take_no_other_keys(schema, api_client, core_user):
+    """A body key the resource does not have is a 400 (`Unknown field.`): every request body says so
+    (`additionalProperties: false`), but a farm's or grower's, whose PUT takes a GET's answer back."""
+    bodies = {
+        name: component.get("additionalProperties")
+        for name, component in schema["components"]["schemas"].items()
+        if name.endswith("Request") and "properties" in component
+    }
+    assert {name for name, taken in bodies.items() if taken is not False} == {"FarmWriteRequest", "GrowerWriteRequest"}
+    assert bodies["FarmWriteRequest"] is bodies["GrowerWriteRequest"] is True
+
+    request = operation(schema, "post", USERS)["requestBody"]["content"]["application/json"]["schema"]
+    assert errors_of(schema, request, {"name": "x", "favouriteColour": "red"}) != []
+    problem = assert_problem(api_client.post(USERS, {"name": "x", "favouriteColour": "red"}, format="json"), 400)
+    assert [error["field"] for error in problem["fieldErrors"]] == ["favouriteColour"]
+
+    farm = api_client.post(f"{FIELDS}/users/{core_user.pk}/farms", {"name": "F"}, format="json").json()
+    template = f"{FIELDS}/users/{{coreUserId}}/farms/{{id}}"
+    request = operation(schema, "put", template)["requestBody"]["content"]["application/json"]["schema"]
+    assert errors_of(schema, request, farm | {"name": "G"}) == []
+    put = api_client.put(f"{FIELDS}/users/{core_user.pk}/farms/{farm['id']}", farm | {"name": "G"}, format="json")
+    assert put.status_code == 200 and put.json()["name"] == "G"
+
+
 def test_no_query_parameter_is_nullable(schema):
     """A query string cannot carry null (a nullable filtered column made its filter `nullable`)."""
     nullable = [
