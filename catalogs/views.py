@@ -10,7 +10,7 @@ from rest_framework import mixins
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from platform_site.api.sorting import parse_sort
+from platform_site.api.sorting import parse_sort, sort_schema
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, owned_core_user_or_404
 
 from .filtersets import OwnerProductFilterSet, ProductFilterSet, ProductSearchFilterSet, VarietyFilterSet
@@ -33,11 +33,9 @@ RECORD_SORT_FIELDS = {
     "updatedTime": "updated_time",
 }
 SUMMARY_SORT_FIELDS = {"normalizedName": "normalized_name", "fileCount": "file_count"}
+_summary_sort = sort_schema(SUMMARY_SORT_FIELDS)
 SUMMARY_SORT = OpenApiParameter(
-    "sort",
-    str,
-    many=True,
-    description="prop[,asc|desc], repeatable. Properties: " + ", ".join(sorted(SUMMARY_SORT_FIELDS)),
+    "sort", _summary_sort["schema"], description=_summary_sort["description"], explode=_summary_sort["explode"]
 )
 
 

@@ -44,6 +44,15 @@ def sort_pattern(allowed) -> str:
     return rf"^\s*$|^(?:\s*,)*\s*{prop}(?:{part}{prop})*(?:{part}{direction})?\s*(?:,\s*)*$"
 
 
+def sort_schema(allowed) -> dict:
+    """OpenAPI of the `sort` query parameter over `allowed` (camelCase names): its schema and description."""
+    return {
+        "description": "prop[,asc|desc], repeatable. Properties: " + ", ".join(sorted(allowed)),
+        "schema": {"type": "array", "items": {"type": "string", "pattern": sort_pattern(allowed)}},
+        "explode": True,
+    }
+
+
 def _nulls_last(model, term: str):
     """`term` with NULLs last when its field can hold NULL. Only then: `DESC NULLS LAST` on a NOT NULL column keeps
     PostgreSQL from reading a page off the column's index backwards (a full scan: 0.1 ms became 250 ms for the
@@ -73,13 +82,4 @@ class SortFilter(BaseFilterBackend):
         allowed = getattr(view, "sort_fields", None)
         if not allowed:
             return []
-        return [
-            {
-                "name": "sort",
-                "in": "query",
-                "required": False,
-                "description": "prop[,asc|desc], repeatable. Properties: " + ", ".join(sorted(allowed)),
-                "schema": {"type": "array", "items": {"type": "string", "pattern": sort_pattern(allowed)}},
-                "explode": True,
-            }
-        ]
+        return [{"name": "sort", "in": "query", "required": False, **sort_schema(allowed)}]

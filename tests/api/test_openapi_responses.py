@@ -428,7 +428,11 @@ def test_query_parameters_the_server_honours_are_documented(schema, api_client, 
     for summary in ("products", "varieties"):
         parameters = {p["name"]: p for p in operation(schema, "get", f"{BETA}/users/{summary}")["parameters"]}
         assert re.search(r"fileCount.*normalizedName", parameters["sort"]["description"])
-        assert api_client.get(f"{BETA}/users/{summary}", {"sort": "fileCount,desc"}).status_code == 200
+        pattern = parameters["sort"]["schema"]["items"]["pattern"]
+        for value, taken in (("fileCount,desc", True), (" normalizedName ", True), ("name", False), ("desc", False)):
+            assert (re.search(pattern, value) is not None) is taken, value
+            response = api_client.get(f"{BETA}/users/{summary}", {"sort": value})
+            assert response.status_code == (200 if taken else 400), (value, response.content)
     farms = {p["name"]: p for p in operation(schema, "get", f"{FIELDS}/farms")["parameters"]}
     assert farms["growerId"]["schema"]["type"] == "integer"
     # `size` above the largest page is clamped, not refused: no `maximum` in the schema
