@@ -144,7 +144,7 @@ def gunicorn_start(port: int) -> subprocess.Popen:
             "--workers",
             "1",
             "--worker-class",
-            "gthread",
+            "platform_site.server.ProblemThreadWorker",
             "--threads",
             "1",
             "--keep-alive",

@@ -33,7 +33,8 @@ def _gunicorn_start(extra_env: dict) -> tuple[str, str, subprocess.Popen]:
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "platform_site.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "1", "--worker-class", "gthread", "--threads", "1", "--log-level", "warning"],
+         "--workers", "1", "--worker-class", "platform_site.server.ProblemThreadWorker", "--threads", "1",
+         "--log-level", "warning"],
         cwd=REPO, env=env,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"

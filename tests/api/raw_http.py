@@ -27,6 +27,20 @@ def send_chunked(
         return response.status, json.loads(response.read() or b"null")
 
 
+def send_raw(base: str, request: bytes) -> tuple[int, str, dict]:
+    """`request` as it is, in one write: (status, Content-Type, JSON body or None when it is no JSON)."""
+    address = urlsplit(base)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+        sock.sendall(request)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        body = response.read()
+    try:
+        return response.status, response.getheader("Content-Type", ""), json.loads(body)
+    except ValueError:
+        return response.status, response.getheader("Content-Type", ""), None
+
+
 def status_of(base: str, path: str, token: str, body: bytes | None = None, *, timeout: float = 30) -> int:
     """The status a plain request answers: a GET, or a POST of the JSON `body`, with the bearer `token`."""
     headers = {"Authorization": f"Bearer {token}"}
