@@ -42,8 +42,8 @@ def schema():
 
 
 def json_schema(node, components: dict):
-    """OpenAPI 3.0 schema -> JSON Schema: `$ref`s inlined, `nullable` as a `null` type, and objects that list
-    their properties closed to undeclared keys (a key the server sends must be documented)."""
+    """OpenAPI 3.0 schema -> JSON Schema: `$ref`s inlined, `nullable` as a `null` type, exclusive bounds as numbers,
+    and objects that list their properties closed to undeclared keys (a key the server sends must be documented)."""
     if isinstance(node, list):
         return [json_schema(item, components) for item in node]
     if not isinstance(node, dict):
@@ -53,6 +53,9 @@ def json_schema(node, components: dict):
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         return {"allOf": [target], **json_schema(siblings, components)} if siblings else target
     out = {}
+    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if node.get(exclusive) is True:  # OpenAPI 3.0 (JSON Schema draft 4): a flag on the bound; draft 7: the bound
+            node = {key: value for key, value in node.items() if key != bound} | {exclusive: node[bound]}
     for key, value in node.items():
         if key in ("properties", "patternProperties"):
             out[key] = {name: json_schema(sub, components) for name, sub in value.items()}
@@ -447,6 +450,10 @@ def test_query_parameters_the_server_honours_are_documented(schema, api_client, 
         ("patch", f"{CONFIG}/configs", {"geoimagesProjection": " EPSG:4326 "}, None, True),
         ("patch", f"{CONFIG}/configs", {"geoimagesProjection": "3857"}, "geoimagesProjection", False),
         ("patch", f"{CONFIG}/configs", {"geoimagesProjection": "EPSG:"}, "geoimagesProjection", False),
+        ("patch", f"{CONFIG}/configs", {"fieldsMergeIntersection": 100}, None, True),
+        ("patch", f"{CONFIG}/configs", {"fieldsMergeIntersection": 0.001}, None, True),
+        ("patch", f"{CONFIG}/configs", {"fieldsMergeIntersection": 0}, "fieldsMergeIntersection", False),
+        ("patch", f"{CONFIG}/configs", {"fieldsAttachIntersection": 100.5}, "fieldsAttachIntersection", False),
         (
             "post",
             f"{WIDGETS}/magic-link/users/{{coreUserId}}/file-upload",
