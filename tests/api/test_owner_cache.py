@@ -47,8 +47,14 @@ def _eventually(expected: int, call) -> int:
 
 
 def _listener_sessions(name: str) -> list[int]:
+    """The server's listening sessions that have run their LISTEN (a session shows in `pg_stat_activity` as soon as
+    it connects, before it listens: a request answered in between was not kept, and a test once failed so)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [f"{name}/owner-cache"])
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE application_name = %s AND state = 'idle' AND query LIKE 'LISTEN %%'",
+            [f"{name}/owner-cache"],
+        )
         return [pid for (pid,) in cursor.fetchall()]
 
 
@@ -57,6 +63,7 @@ def _listening(name: str, *, besides: tuple = ()) -> list[int]:
     while not (pids := [pid for pid in _listener_sessions(name) if pid not in besides]):
         assert time.monotonic() < deadline, "the server's owner-cache listener did not connect"
         time.sleep(0.05)
+    time.sleep(0.2)  # (the listener tells the cache it serves right after its LISTEN answered: that moment)
     return pids
 
 
