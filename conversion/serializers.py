@@ -161,7 +161,7 @@ def file_context(files, context: dict) -> dict:
 class FileMergeSerializer(ApiSerializer):
     """`POST /files/merge` body."""
 
-    ids = serializers.ListField(child=StrictUUIDField(), allow_empty=False, min_length=1, max_length=1000)
+    ids = serializers.ListField(child=StrictUUIDField(), allow_empty=False, max_length=1000)
 
 
 def images_data(images: list[dict], *, request, route: str, pk) -> list[dict]:

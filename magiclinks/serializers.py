@@ -113,9 +113,7 @@ class UserCreationMixin(serializers.Serializer):
 
 class ProviderLinkCreateSerializer(LinkCreateSerializer):
     widget = MagicLink.Widget.PROVIDER
-    allowedProviders = serializers.ListField(
-        child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False, min_length=1
-    )
+    allowedProviders = serializers.ListField(child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False)
 
 
 class ProviderLinkWithUserCreateSerializer(UserCreationMixin, LinkCreateSerializer):
@@ -124,7 +122,7 @@ class ProviderLinkWithUserCreateSerializer(UserCreationMixin, LinkCreateSerializ
     widget = MagicLink.Widget.PROVIDER
     provider = serializers.ChoiceField(choices=PROVIDER_CHOICES, required=False)
     allowedProviders = serializers.ListField(
-        child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False, min_length=1, required=False
+        child=serializers.ChoiceField(choices=PROVIDER_CHOICES), allow_empty=False, required=False
     )
 
     def validate(self, attrs):

@@ -148,7 +148,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["platform_site.api.parsers.JSONParser"],
     "DEFAULT_METADATA_CLASS": "platform_site.api.metadata.ApiMetadata",
     "EXCEPTION_HANDLER": "platform_site.api.errors.problem_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "platform_site.api.schema.ClosedRequestsAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "platform_site.api.schema.RequestRulesAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": False,
 }

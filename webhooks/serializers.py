@@ -17,8 +17,7 @@ class WebhookCreateSerializer(ApiSerializer):
     # Not trimmed: a URL with spaces is refused (`urlsafety.url_host`), not quietly changed.
     url = serializers.URLField(max_length=2000, trim_whitespace=False)
     secret = StrictCharField(max_length=512, trim_whitespace=False)
-    # (`min_length` documents `allow_empty=False` in OpenAPI: `minItems: 1`)
-    events = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_NAMES), allow_empty=False, min_length=1)
+    events = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_NAMES), allow_empty=False)
 
     def validate_url(self, value):
         if not value.lower().startswith(("http://", "https://")):

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_bearer_security_scheme_object, is_field
+from rest_framework import serializers
 
 from platform_site.api.authentication import BEARER_CHALLENGE
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE
@@ -84,11 +85,13 @@ UNAUTHORIZED_HEADERS = {
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
-class ClosedRequestsAutoSchema(AutoSchema):
-    """The default schema class (`DEFAULT_SCHEMA_CLASS`): the request body of a serializer that refuses keys it does
-    not have (`RejectUnknownFieldsMixin`: a 400 `Unknown field.`) says so, `additionalProperties: false`; a client
-    generated from the document then refuses a misspelt key before sending it. A serializer whose body may also
-    echo an answer's other keys (a farm's or grower's PUT) says `schema_closed = False`: open, `true`."""
+class RequestRulesAutoSchema(AutoSchema):
+    """The default schema class (`DEFAULT_SCHEMA_CLASS`): request bodies say the rules the server holds them to that
+    drf-spectacular leaves out, so a client generated from the document refuses what the server would:
+    - the body of a serializer that refuses keys it does not have (`RejectUnknownFieldsMixin`: a 400 `Unknown
+      field.`) says so, `additionalProperties: false`; a serializer whose body may also echo an answer's other keys (a
+      farm's or grower's PUT) says `schema_closed = False`: open, `true`;
+    - a list that may not be empty (`allow_empty=False`: a 400 "This list may not be empty.") has `minItems: 1`."""
 
     def _map_basic_serializer(self, serializer, direction):
         schema = super()._map_basic_serializer(serializer, direction)
@@ -96,8 +99,14 @@ class ClosedRequestsAutoSchema(AutoSchema):
             schema["additionalProperties"] = not getattr(serializer, "schema_closed", True)
         return schema
 
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction == "request" and isinstance(field, serializers.ListField) and not field.allow_empty:
+            schema.setdefault("minItems", 1)
+        return schema
 
-class ApiAutoSchema(ClosedRequestsAutoSchema):
+
+class ApiAutoSchema(RequestRulesAutoSchema):
     """Only a viewset's `list` is paged, sorted and filtered (`PagePagination` and the filter backends serve
     `list()` alone): other actions that answer an array (`/images`, a deprecated one-element outline) are
     plain arrays, without `page`/`size`/filter parameters."""
