@@ -1,5 +1,3 @@
-import uuid
-
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
@@ -10,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from platform_site.api.errors import NOT_FOUND
-from platform_site.api.viewsets import OwnerScopedViewSet
+from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
 
 from . import services
 from .filtersets import CoreUserFilterSet
@@ -79,13 +77,15 @@ class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSco
         return Response(CoreUserSerializer(core_user).data)
 
     def _body_user(self, body) -> CoreUser | None:
-        """The owner's core user the body's `id` names, locked for the change; None if it names none."""
+        """The owner's core user the body's `id` names, locked for the change; None if it names none (a missing,
+        foreign or malformed id, or one that is no string)."""
         core_user_id = body.get("id") if isinstance(body, dict) else None
-        try:
-            core_user_id = uuid.UUID(core_user_id) if isinstance(core_user_id, str) else None
-        except ValueError:
+        if not isinstance(core_user_id, str):
             return None
-        return self.get_queryset().select_for_update().filter(pk=core_user_id).first() if core_user_id else None
+        try:
+            return get_or_404(self.get_queryset().select_for_update(), pk=core_user_id)
+        except NotFound:
+            return None
 
     def destroy(self, request, pk=None):
         services.core_user_delete(core_user=self.get_object())
