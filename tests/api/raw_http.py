@@ -16,15 +16,11 @@ def send_chunked(
     """`parts` with `Transfer-Encoding: chunked` (no Content-Length), one chunk each: (status, JSON body).
     The request goes out in one write, as a client's small body does: a server answering before the body has
     arrived would otherwise close the socket under the client's next chunk."""
-    address = urlsplit(base)
     head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
     chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
-    request = f"{method} {path} HTTP/1.1\r\nHost: {address.netloc}\r\n{head}Transfer-Encoding: chunked\r\n\r\n"
-    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
-        sock.sendall(request.encode("latin-1") + chunks)
-        response = http.client.HTTPResponse(sock)
-        response.begin()
-        return response.status, json.loads(response.read() or b"null")
+    request = f"{method} {path} HTTP/1.1\r\nHost: {urlsplit(base).netloc}\r\n{head}Transfer-Encoding: chunked\r\n\r\n"
+    status, _, body = send_raw(base, request.encode("latin-1") + chunks)
+    return status, body
 
 
 def send_raw(base: str, request: bytes) -> tuple[int, str, dict]:
