@@ -26,8 +26,8 @@ class TokenSerializer(serializers.Serializer):
 
 
 EMAIL_MAX = 254
-# A user made through a magic link without an e-mail has its externalId (up to 255 characters) as e-mail (spec).
-STORED_EMAIL_MAX = 255
+# A user made through a magic link without an e-mail has its externalId as e-mail (spec): the column holds either.
+STORED_EMAIL_MAX = CoreUser._meta.get_field("email").max_length
 
 
 class EmailOrBlankField(StrictCharField):
