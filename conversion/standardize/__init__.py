@@ -11,7 +11,7 @@ One module per step; import them from here.
 """
 
 from .cleaning import CleanResult, clean, primary_rate, standardize
-from .covered_area import DEFAULT_CELL_M, MAX_COVERAGE_CELLS, coverage
+from .covered_area import DEFAULT_CELL_M, coverage
 from .derived import (
     PASS_BREAK_METRES,
     PASS_BREAK_SECONDS,
@@ -30,7 +30,6 @@ __all__ = [
     "DERIVED_UNITS",
     "EARTH_RADIUS_M",
     "HA_M2",
-    "MAX_COVERAGE_CELLS",
     "PASS_BREAK_METRES",
     "PASS_BREAK_SECONDS",
     "PRIMARY_RATES",

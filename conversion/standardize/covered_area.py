@@ -13,13 +13,13 @@ from conversion.readers.base import PointTable
 from .properties import EARTH_RADIUS_M, section_steps
 
 DEFAULT_CELL_M = 10.0
-MAX_COVERAGE_CELLS = 4_000_000
 
 
 def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     """Covered area as a GeoJSON MultiPolygon: points binned into square cells about one machine width wide,
-    one-cell gaps closed, runs of cells merged per row, then unioned. Linear in the number of points. Points
-    recorded Off or with a working width of 0 (every section off) cover nothing.
+    one-cell gaps closed, runs of cells merged per row, then unioned. Time and memory follow the number of points,
+    not their extent (`_closed_cells`). Points recorded Off or with a working width of 0 (every section off) cover
+    nothing.
     """
     lon = np.asarray(table.columns.get("lon", np.empty(0)), dtype=float)
     lat = np.asarray(table.columns.get("lat", np.empty(0)), dtype=float)
@@ -41,20 +41,14 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     ky = math.radians(1) * EARTH_RADIUS_M
     x = (lon - lon0) * kx
     y = (lat - lat0) * ky
-    extent = max(float(np.ptp(x)), 1.0) * max(float(np.ptp(y)), 1.0)
-    # Keep the grid to a few million cells however spread out the points are.
-    cell_size = max(cell_size, math.sqrt(extent / MAX_COVERAGE_CELLS))
-    # Cell indices start at 1 so the grid has an empty border for the closing below.
+    # Cell indices start at 1 so that every neighbour of a cell has an index >= 0.
     origin_x = math.floor(float(x.min()) / cell_size) - 1
     origin_y = math.floor(float(y.min()) / cell_size) - 1
     ix = np.floor(x / cell_size).astype(np.int64) - origin_x
     iy = np.floor(y / cell_size).astype(np.int64) - origin_y
-    grid = np.zeros((int(iy.max()) + 2, int(ix.max()) + 2), dtype=bool)
-    grid[iy, ix] = True
     # Closing (dilate then erode, 3 x 3): fills the one-cell gaps between neighbouring passes and rows, which
     # would otherwise become thousands of holes.
-    grid = _erode(_dilate(grid))
-    rows, cols_ = np.nonzero(grid)
+    rows, cols_ = _closed_cells(ix, iy)
     # Merge each row's consecutive cells into one rectangle: a new run starts where the row changes or a cell is
     # skipped.
     brk = np.ones(len(rows), dtype=bool)
@@ -95,15 +89,24 @@ def _machine_width(table: PointTable, ok: np.ndarray) -> float:
     return float(np.clip(np.median(w), 1.0, 50.0)) if len(w) else DEFAULT_CELL_M
 
 
-def _dilate(grid: np.ndarray) -> np.ndarray:
-    out = grid.copy()
-    out[1:, :] |= grid[:-1, :]
-    out[:-1, :] |= grid[1:, :]
-    tmp = out.copy()
-    out[:, 1:] |= tmp[:, :-1]
-    out[:, :-1] |= tmp[:, 1:]
-    return out
+def _closed_cells(ix: np.ndarray, iy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns, in row-major order, of the 3 x 3 closing of the cells holding a point (column `ix`, row
+    `iy`, both >= 1). Only occupied cells and their neighbours are held, as sorted keys `row * stride + column`,
+    never a grid over the points' extent: memory and time follow the number of points, so one stray position a
+    continent away costs one more cell (a dense grid had to coarsen its cells to the extent, to kilometres).
+    A square's dilation and erosion are a row's then a column's."""
+    stride = int(ix.max()) + 3  # a row's neighbours never wrap into the next one: column stride - 1 stays empty
+    cells = np.unique(iy * stride + ix)
 
+    def dilate(keys: np.ndarray, step: int) -> np.ndarray:
+        return np.unique(np.concatenate((keys - step, keys, keys + step)))
 
-def _erode(grid: np.ndarray) -> np.ndarray:
-    return ~_dilate(~grid)
+    def erode(keys: np.ndarray, step: int) -> np.ndarray:
+        def held(wanted: np.ndarray) -> np.ndarray:
+            found = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+            return keys[found] == wanted
+
+        return keys[held(keys - step) & held(keys + step)]
+
+    closed = erode(erode(dilate(dilate(cells, 1), stride), 1), stride)
+    return closed // stride, closed % stride

@@ -1,0 +1,62 @@
+"""The covered area (the summary's geometry): cells one machine width wide around the points, gaps closed."""
+
+import math
+
+import numpy as np
+import pytest
+import shapely
+from shapely.geometry import shape
+
+from conversion import standardize
+from conversion.readers import PointTable
+from fields.geodesy import geodesic_area_m2
+
+EARTH_RADIUS_M = 6_371_008.8
+
+
+def _table(lon, lat, width: float = 10.0) -> PointTable:
+    lon, lat = np.asarray(lon, dtype=float), np.asarray(lat, dtype=float)
+    return PointTable(
+        name="t",
+        operation_type="applied",
+        columns={"lon": lon, "lat": lat, "equipmentWidth": np.full(len(lon), width)},
+        units={"equipmentWidth": "m"},
+    )
+
+
+def _lawn(rows: int = 10, columns: int = 20, step_m: float = 5.0, lon0: float = -93.152, lat0: float = 41.668):
+    """Points every `step_m` metres on a rows x columns grid."""
+    dlat = step_m / (math.radians(1) * EARTH_RADIUS_M)
+    dlon = dlat / math.cos(math.radians(lat0))
+    lon, lat = np.meshgrid(lon0 + np.arange(columns) * dlon, lat0 + np.arange(rows) * dlat)
+    return lon.ravel(), lat.ravel()
+
+
+def test_the_coverage_keeps_within_a_cell_of_the_points():
+    lon, lat = _lawn()
+    covered = shape(standardize.coverage(_table(lon, lat)))
+    cell_lat = 10.0 / (math.radians(1) * EARTH_RADIUS_M)
+    cell_lon = cell_lat / math.cos(math.radians(41.668))
+    west, south, east, north = covered.bounds
+    # The cells holding points, and no more: an extra row of cells along the edges of the points' extent (2 cells
+    # from the points) was counted in once.
+    assert lon.min() - cell_lon < west <= lon.min()
+    assert lat.min() - cell_lat < south <= lat.min()
+    assert lon.max() <= east < lon.max() + cell_lon
+    assert lat.max() <= north < lat.max() + cell_lat
+    assert shapely.contains(covered.buffer(1e-9), shapely.points(lon, lat)).all()
+
+
+def test_a_stray_position_far_away_adds_one_cell_not_the_land_between():
+    lon, lat = _lawn()
+    alone = shape(standardize.coverage(_table(lon, lat)))
+    # One position logged in Germany by a machine working in Iowa (a GPS glitch, a log of another day)
+    stray = shape(standardize.coverage(_table(np.append(lon, 8.0), np.append(lat, 52.0))))
+    near = stray.intersection(shapely.box(-94, 41, -92, 42))
+    # (the grid is laid from the points' median, which the stray point moves a little)
+    assert geodesic_area_m2(near) == pytest.approx(geodesic_area_m2(alone), rel=0.25)
+    assert shapely.contains(stray.buffer(1e-9), shapely.points([-93.152, 8.0], [41.668, 52.0])).all()
+    # It covers a cell of about 10 m x 10 m there, and nothing on the way (it was squares of kilometres).
+    far = stray.difference(shapely.box(-94, 41, -92, 42))
+    assert 25.0 < geodesic_area_m2(far) < 400.0
+    assert not stray.intersects(shapely.box(-90.0, 40.0, 0.0, 50.0))
