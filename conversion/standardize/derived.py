@@ -156,6 +156,16 @@ def derive(table: PointTable) -> PointTable:
         cols[name] = values
         units[name] = DERIVED_UNITS[name]
 
+    warnings = list(table.warnings)
+    # A negative working width, distance or area measures nothing (a sign error of the source): taken as unknown, so
+    # the point adds no area or total rather than taking some off the file's.
+    for name in ("equipmentWidth", "distance", "area"):
+        if name in cols:
+            values = np.asarray(cols[name], dtype=float)
+            negative = values < 0
+            if negative.any():
+                cols[name] = np.where(negative, np.nan, values)
+                warnings.append(f"{int(negative.sum())} points with a negative {name}: taken as unknown")
     if "distance" not in cols or "heading" not in cols or "speed" not in cols:
         dist, heading, speed = track_distance_heading(replace(table, columns=cols))
         if "distance" not in cols and "sectionId" not in cols:
@@ -174,7 +184,6 @@ def derive(table: PointTable) -> PointTable:
     ms = point_standard_moisture(derived_table)
     bushel = point_bushel_weight_kg(derived_table)
     moisture = cols.get("harvestMoisture")
-    warnings = list(table.warnings)
     # Dry values and volumes from wet masses: per area when the file gives rates, else per point when it gives only
     # each point's mass (totals then sum those).
     wet, dry, wet_volume, dry_volume = next(

@@ -276,6 +276,47 @@ def test_a_planting_is_cleaned_by_its_seed_rate_before_its_applied_rate():
     assert list(result.table.columns["seedRate"]) == [80_000.0]
 
 
+@pytest.mark.parametrize(
+    ("given", "area", "planted", "warned"),
+    [
+        # Every width negative: no point has an area, so none adds to the totals (they were -100 m2, -800 seeds)
+        (
+            {"equipmentWidth": np.full(5, -10.0), "distance": np.full(5, 2.0)},
+            0.0,
+            0.0,
+            "5 points with a negative equipmentWidth: taken as unknown",
+        ),
+        (
+            {"area": np.array([-50.0, 20.0, 20.0, 20.0, 20.0])},
+            80.0,
+            80_000 * 80 / 10_000,
+            "1 points with a negative area: taken as unknown",
+        ),
+        (
+            {"equipmentWidth": np.full(5, 10.0), "distance": np.array([2.0, 2.0, -2.0, 2.0, 2.0])},
+            80.0,
+            640.0,
+            "1 points with a negative distance: taken as unknown",
+        ),
+    ],
+)
+def test_a_negative_width_distance_or_area_is_unknown_with_a_warning(given, area, planted, warned):
+    from dataclasses import replace
+
+    table = replace(
+        _table(5, seedRate=np.full(5, 80_000.0), **given),
+        operation_type="planted",
+        units={"seedRate": "seeds/ha", "equipmentWidth": "m", "distance": "m", "area": "m2"},
+    )
+    derived = standardize.derive(table)
+    assert derived.warnings == [warned]
+    totals = standardize.totals(derived)
+    assert totals["totalArea"] == {"value": pytest.approx(area), "unit": "m2"}
+    assert totals["totalPlanted"]["value"] == pytest.approx(planted)
+    # The points stay, with their rates: only what the width, distance or area gave is unknown
+    assert len(standardize.clean(derived).table) == 5
+
+
 def test_cleaning_counts_each_rule():
     table = _table(
         8,
