@@ -129,6 +129,15 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
             declared += info.file_size
             _check_ratio(info.file_size, info.compress_size, info.filename, budget, label)
             planned.append((info, rel))
+        # Entries under RATIO_MIN_BYTES are not held to the ratio one by one, so the archive as a whole is: thousands of
+        # small zero-filled entries expanded a 2 MB upload to 2 GB. Declared sizes bound what is written (an entry
+        # writing more than it declared fails).
+        archive_size = zip_path.stat().st_size
+        if declared >= RATIO_MIN_BYTES and declared > budget.max_ratio * max(archive_size, 1):
+            raise ArchiveError(
+                f"{label} expands {declared / max(archive_size, 1):.0f} times its size (limit "
+                f"{budget.max_ratio:.0f}); this looks like a zip bomb"
+            )
         if budget.total_bytes + declared > budget.max_total_bytes:
             raise ArchiveError(
                 f"{label} declares {declared} bytes uncompressed, beyond the limit of {budget.max_total_bytes}; "

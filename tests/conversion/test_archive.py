@@ -112,6 +112,17 @@ def test_zip_bomb_stops_on_compression_ratio(tmp_path):
     assert not (tmp_path / "out" / "zeros.bin").exists()
 
 
+def test_zip_bomb_of_small_entries_stops_on_the_ratio_of_the_whole_archive(tmp_path):
+    """Entries under 1 MiB are not held to the ratio one by one (a small file compresses extremely well), but the
+    archive as a whole is: 40 MB of zeros in 40 entries from about 80 KB."""
+    path = _zip(tmp_path / "bomb.zip", {f"part{i}.bin": b"\0" * (1024 * 1024 - 1) for i in range(40)})
+    with pytest.raises(ArchiveError, match=r"^bomb.zip expands \d+ times its size \(limit 200\); this looks like"):
+        safe_extract(path, tmp_path / "out")
+    assert not list((tmp_path / "out").rglob("*.bin"))  # refused before a byte is written
+    # Within the limit, the same entries are extracted
+    assert len(safe_extract(path, tmp_path / "out2", max_ratio=5_000).files) == 40
+
+
 def test_lying_declared_size_is_caught_while_streaming(tmp_path):
     # Declare 1 KB but hold 3 MB: the written-bytes counter (or zipfile's own check) stops it.
     path = _zip(tmp_path / "liar.zip", {"data.bin": b"\1\2\3" * 1024 * 1024})
