@@ -227,6 +227,9 @@ def test_intersect_needs_two_fields_of_the_user(api_client, core_user, owner):
     url = f"{fields_url(core_user)}/intersect"
     for body in ([], [a], [a, a], [a, "missing"], [a, theirs], {"ids": [a, theirs]}, [a, 5], "x"):
         assert_problem(api_client.post(url, body, format="json"), 400)
+    for body in ([], [a], [a, a]):  # the body as a whole: its field is "" (supplement: validation has fieldErrors)
+        answer = assert_problem(api_client.post(url, body, format="json"), 400, "validation")
+        assert answer["fieldErrors"] == [{"field": "", "message": "At least two different field ids are needed."}]
     # A field error names the place in the body as sent, a repeated id counted (it named [1] here)
     body = assert_problem(api_client.post(url, [a, a, "missing"], format="json"), 400, "validation")
     assert body["fieldErrors"] == [{"field": "[2]", "message": "Unknown field."}]
