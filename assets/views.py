@@ -86,6 +86,7 @@ class MachineViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserS
     @extend_schema(request=MachineWriteSerializer, responses=MachineChangedSerializer)
     def partial_update(self, request, *args, **kwargs):
         machine = self.get_object()
+        services.machine_check_writable(machine)  # 403 whatever the body
         data = MachineWriteSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         machine = services.machine_update(machine=machine, **data.validated_data)

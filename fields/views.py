@@ -110,6 +110,7 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     @extend_schema(request=FieldUpdateSerializer, responses=FieldSerializer)
     def partial_update(self, request, coreUserId=None, pk=None):
         field = self.get_object()  # a missing or foreign id is 404 whatever the body
+        services.field_check_writable(field)  # and a provider's field 403
         changes = _valid(FieldUpdateSerializer, request.data, core_user=self.core_user)
         field = services.field_update(field=field, changes=changes)
         return Response(FieldSerializer(field).data)
@@ -172,6 +173,7 @@ class BoundaryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUser
     @active.mapping.put
     def replace(self, request, coreUserId=None, fieldId=None):
         field = self.field  # a missing or foreign id is 404 whatever the body
+        services.field_check_writable(field)  # and a provider's field 403
         data = _valid(GeometrySerializer, request.data)
         field = services.field_boundary_set(field=field, geometry=data["geometry"])
         return Response(FieldSerializer(field).data)

@@ -6,7 +6,7 @@
 """
 
 from .keys import name_key, serial_key, vin_key
-from .machines import machine_create, machine_delete, machine_update, machines_existing
+from .machines import machine_check_writable, machine_create, machine_delete, machine_update, machines_existing
 from .pooling import (
     AssetIdentityMissing,
     MachineIdentity,
@@ -19,6 +19,7 @@ __all__ = [
     "AssetIdentityMissing",
     "MachineIdentity",
     "implement_pool_from_file",
+    "machine_check_writable",
     "machine_create",
     "machine_delete",
     "machine_pool_from_file",

@@ -53,7 +53,8 @@ def machine_create(
     return machine
 
 
-def _ensure_user_created(machine: Machine) -> None:
+def machine_check_writable(machine: Machine) -> None:
+    """403 `providerResourceReadOnly` for a machine the API did not make (pooled from files or a provider)."""
     if machine.origin_type != OriginType.USER_CREATED:
         raise ProviderResourceReadOnly(
             f"Machine {machine.id} is {machine.origin_type}: only USER_CREATED machines can be changed or deleted."
@@ -64,7 +65,7 @@ def _ensure_user_created(machine: Machine) -> None:
 def machine_update(*, machine: Machine, **changes) -> Machine:
     """Change the given attributes of a USER_CREATED machine (403 `providerResourceReadOnly`
     otherwise). Emits machineUpdated."""
-    _ensure_user_created(machine)
+    machine_check_writable(machine)
     unknown = set(changes) - set(MACHINE_ATTRIBUTES)
     if unknown:
         raise ValueError(f"not machine attributes: {sorted(unknown)}")
@@ -88,7 +89,7 @@ def machine_update(*, machine: Machine, **changes) -> Machine:
 @transaction.atomic
 def machine_delete(*, machine: Machine) -> None:
     """Delete a USER_CREATED machine and its machine files. Emits machineDeleted."""
-    _ensure_user_created(machine)
+    machine_check_writable(machine)
     machine_id, core_user = str(machine.id), machine.core_user
     if not row_locked(Machine, machine.pk):
         return  # deleted meanwhile, and announced by that deletion

@@ -10,6 +10,7 @@ from .queries import DEFAULT_INTERSECTION_THRESHOLD, fields_intersection, fields
 from .writes import (
     boundary_provider_sync,
     field_boundary_set,
+    field_check_writable,
     field_create,
     field_delete,
     field_files_attach,
@@ -24,6 +25,7 @@ __all__ = [
     "farm_create",
     "farm_replace",
     "field_boundary_set",
+    "field_check_writable",
     "field_create",
     "field_delete",
     "field_files_attach",

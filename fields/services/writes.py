@@ -47,7 +47,8 @@ def _field_reload(field: Field) -> Field:
     return field_queryset().get(pk=field.pk)
 
 
-def _check_writable(field: Field) -> None:
+def field_check_writable(field: Field) -> None:
+    """403 `providerResourceReadOnly` for a provider's field: the API changes only fields made through it."""
     if field.is_provider_field:
         raise ProviderResourceReadOnly(
             f"Field {field.public_id} comes from {field.provider_name}; change it at the provider, not here."
@@ -127,7 +128,7 @@ def field_create(
 def field_update(*, field: Field, changes: dict) -> Field:
     """PATCH: any of `name`, `farm` (None detaches), `geometry` (a new boundary). Provider fields are
     read-only (403 `providerResourceReadOnly`). Event fieldUpdated (and the boundary's events)."""
-    _check_writable(field)
+    field_check_writable(field)
     field_lock(field, merge_may_follow="geometry" in changes)
     update_fields = []
     if "name" in changes:
@@ -151,7 +152,7 @@ def field_boundary_set(*, field: Field, geometry: MultiPolygon) -> Field:
     """Make `geometry` the field's active boundary; the previous one stays, INACTIVE. The geometry of a
     MERGED field is the union of its sources and cannot be set. Events fieldBoundaryUpdated, fieldUpdated;
     a merged field containing this one is updated (mergedFieldUpdated)."""
-    _check_writable(field)
+    field_check_writable(field)
     field_lock(field, merge_may_follow=True)
     _boundary_set(field=field, geometry=geometry)
     return _field_reload(field)
@@ -192,7 +193,7 @@ def field_delete(*, field: Field) -> None:
     """Delete a field created through the service (403 `providerResourceReadOnly` for provider fields).
     Deleting a MERGED field frees its sources; deleting a source shrinks its merged field, which is
     deleted too when fewer than two sources remain."""
-    _check_writable(field)
+    field_check_writable(field)
     # Locked first, so the boundaries a concurrent change is adding are committed and deleted with the field
     # (otherwise they would reference a field being deleted: a foreign-key violation). Gone already: done.
     # The lock order of every change: core user, fields, merged field. The core user always: the deletion

@@ -91,6 +91,10 @@ def test_pooled_and_provider_machines_are_read_only(api_client, core_user, origi
         api_client.patch(url(core_user, machine.id), {"name": "x"}, format="json"), 403, "providerResourceReadOnly"
     )
     assert_problem(api_client.delete(url(core_user, machine.id)), 403, "providerResourceReadOnly")
+    for bad in ({"bogus": "x"}, {"modelYear": "old"}):  # whatever the body
+        assert_problem(
+            api_client.patch(url(core_user, machine.id), bad, format="json"), 403, "providerResourceReadOnly"
+        )
     machine.refresh_from_db()
     assert machine.name == "From elsewhere"
 

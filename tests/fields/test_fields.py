@@ -270,6 +270,10 @@ def test_provider_fields_cannot_be_changed_or_deleted(api_client, core_user):
     assert_problem(api_client.delete(url), 403, "providerResourceReadOnly")
     assert_problem(api_client.patch(url, {"name": "x"}, format="json"), 403, "providerResourceReadOnly")
     assert_problem(api_client.put(f"{url}/boundary", {"geometry": square(2, 2)}, format="json"), 403)
+    # Whatever the body: a 400 about it would invite a fix for nothing
+    for bad in ({"bogus": 1}, {}, {"geometry": "x"}):
+        assert_problem(api_client.patch(url, bad, format="json"), 403, "providerResourceReadOnly")
+        assert_problem(api_client.put(f"{url}/boundary", bad, format="json"), 403, "providerResourceReadOnly")
     assert api_client.get(url).json() == body
 
 
