@@ -208,10 +208,12 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
 
 
 def _plain_problem(request, status_code: int, error_key: str, detail: str) -> JsonResponse:
+    """A problem answered outside DRF, written as DRF's renderer writes every other (compact, UTF-8)."""
     return JsonResponse(
         problem_body(status_code=status_code, error_key=error_key, detail=detail, path=request.path),
         status=status_code,
         content_type=PROBLEM_CONTENT_TYPE,
+        json_dumps_params={"separators": (",", ":"), "ensure_ascii": False},
     )
 
 

@@ -243,6 +243,16 @@ def test_an_unknown_api_url_is_a_problem_document_in_debug_mode_too(client, sett
     assert_problem(getattr(client, method)(path), 404, "notFound")
 
 
+def test_an_unknown_api_url_is_written_as_every_other_problem(client, api_client):
+    """Compact UTF-8 JSON, as DRF writes every other problem (it had spaces after each colon and comma, and
+    escaped what is not ASCII)."""
+    answered = client.get("/api/n\u00f6thing-here")
+    assert answered.content.startswith(b'{"type":"urn:problem:notFound","title":"Not Found","status":404,"detail":')
+    assert '"path":"/api/n\u00f6thing-here"'.encode() in answered.content
+    by_drf = api_client.get(f"{URL}/00000000-0000-0000-0000-000000000000")
+    assert by_drf.content.startswith(b'{"type":"urn:problem:notFound","title":"Not Found","status":404,"detail":')
+
+
 MACHINES = "/services/beta/api/users/{}/machines"
 
 
