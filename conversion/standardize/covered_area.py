@@ -39,8 +39,11 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     lon0, lat0 = float(np.median(lon)), float(np.median(lat))
     kx = math.radians(1) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
     ky = math.radians(1) * EARTH_RADIUS_M
-    x = (lon - lon0) * kx
-    y = (lat - lat0) * ky
+    # Metres from the points' median, which lies in the middle of a cell: on a cell's edge (the grid's origin), a pass
+    # through it ran along the coverage's edge, half its swath left out and its points on the boundary.
+    half = cell_size / 2
+    x = (lon - lon0) * kx + half
+    y = (lat - lat0) * ky + half
     # Cell indices start at 1 so that every neighbour of a cell has an index >= 0.
     origin_x = math.floor(float(x.min()) / cell_size) - 1
     origin_y = math.floor(float(y.min()) / cell_size) - 1
@@ -64,7 +67,7 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     merged = shapely.simplify(merged, cell_size * 0.25)
 
     def to_lonlat(coords: np.ndarray) -> np.ndarray:
-        return np.column_stack((lon0 + coords[:, 0] / kx, lat0 + coords[:, 1] / ky))
+        return np.column_stack((lon0 + (coords[:, 0] - half) / kx, lat0 + (coords[:, 1] - half) / ky))
 
     geom = shapely.transform(merged, to_lonlat)
     if geom.geom_type == "Polygon":

@@ -71,9 +71,10 @@ def test_crop_keeps_exactly_the_points_inside_and_its_totals_are_theirs(
 
 
 def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):
-    # "corner" lies inside the grid (covered whole); "a-wide" reaches as far again past it (about half covered);
+    # "corner" lies inside the grid, its edges through points (covered whole: a grid_box's margin, a step past the
+    # points, lies past their swath); "a-wide" reaches as far again past it (about half covered);
     # their ids sort the other way round.
-    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3))
+    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3, margin=0))
     field_create(core_user=core_user, id="a-wide", geometry=grid_box(columns=40))
     processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
     operation = Operation.objects.get()
@@ -91,12 +92,12 @@ def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):
 
 
 def test_fields_of_equal_coverage_are_taken_in_id_order(api_client, core_user):
-    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3))
-    field_create(core_user=core_user, id="big", geometry=grid_box())
+    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3, margin=0))
+    field_create(core_user=core_user, id="big", geometry=grid_box(margin=0))
     processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
     operation = Operation.objects.get()
     coverage = {link.field.public_id: link.coverage for link in operation.field_links.all()}
-    assert coverage["big"] == coverage["corner"]  # both covered whole
+    assert coverage["big"] == coverage["corner"] == 100.0  # both covered whole
     api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json")
     assert operation.crops.get().field.public_id == "big"
 
@@ -105,7 +106,7 @@ def test_without_a_field_id_a_field_that_lost_its_boundary_gives_way_to_the_next
     """The crop answered 400 on `fieldId` (which the client had not sent): "Field big has no active boundary"."""
     from fields.models import Boundary, Field
 
-    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3))
+    field_create(core_user=core_user, id="corner", geometry=grid_box(columns=4, rows=3, margin=0))
     field_create(core_user=core_user, id="big", geometry=grid_box())
     processed_file(core_user, grid_table(start="2024-09-01T10:00:00"))
     operation = Operation.objects.get()
