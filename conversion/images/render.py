@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import shapely
 from PIL import Image
 
 from .grid import (
@@ -89,6 +90,23 @@ class _Occupancy:
         return cls(cells, slots[raster.point_cells])
 
 
+def _inside_with_points(inside: np.ndarray, coverage, lon: np.ndarray, lat: np.ndarray, raster: Raster) -> np.ndarray:
+    """`inside` (per cell: whether its centre lies in `coverage`), with the cells holding a point that lies in the
+    coverage (its edge included) taken in too. A file's coverage is drawn on cells one machine width wide, so the
+    cell of a point near its edge may have its centre just outside: that point was not drawn. Only the points of
+    cells left out are looked at."""
+    candidates = np.flatnonzero(~inside[raster.point_cells])
+    if not len(candidates):
+        return inside
+    shapely.prepare(coverage)
+    within = candidates[shapely.intersects_xy(coverage, lon[candidates], lat[candidates])]
+    if not len(within):
+        return inside
+    inside = inside.copy()
+    inside[raster.point_cells[within]] = True
+    return inside
+
+
 def _pack(rgba) -> np.ndarray:
     """RGBA rows (uint8, (n, 4)) as one native uint32 per colour, so a pixel is copied in one operation."""
     return np.ascontiguousarray(rgba, dtype=np.uint8).reshape(-1, 4).view(np.uint32).ravel()
@@ -150,7 +168,8 @@ def render_property_images(
     pixels on its long side, coarsening the cells when needed. A cell's colour is the `color_ramp` colour of the
     mean of its points' values, the ramp stops being percentiles of the property's values; cells without a value
     get the ramp's `nv` colour. With `coverage` (a WGS84 shapely polygon or multipolygon), cells whose centre lies
-    outside it are transparent, data or not. All images of one call share the grid and extent.
+    outside it are transparent, unless one of their points lies in it (`_inside_with_points`); a point outside it is
+    not drawn. All images of one call share the grid and extent.
 
     Points whose coordinates are not finite, off the globe or not projectable are ignored; with none left (or no
     properties) the result is empty.
@@ -193,7 +212,10 @@ def render_property_images(
     cell = cell_size_for(cell_degrees, lon, lat, transformer)
     build = hexagon_raster if shape_name == HEXAGON else square_raster
     raster = build(x, y, cell, max_side)
-    outside = np.flatnonzero(~coverage_cells(coverage, transformer, raster)) if coverage is not None else None
+    outside = None
+    if coverage is not None:
+        inside = _inside_with_points(coverage_cells(coverage, transformer, raster), coverage, lon, lat, raster)
+        outside = np.flatnonzero(~inside)
     occupancy = _Occupancy.of(raster)
 
     # Colouring is numpy; PNG compression (most of the time for large rasters) runs in threads: zlib releases the GIL.

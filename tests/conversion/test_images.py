@@ -421,6 +421,19 @@ def test_the_painted_cells_are_those_whose_centre_lies_in_the_coverage():
     assert ((decode(image)[:, :, 3] > 0) == inside).all()
 
 
+def test_a_point_in_the_coverage_is_drawn_though_the_centre_of_its_cell_is_outside():
+    """A file's coverage is drawn on cells a machine width wide, so the cell of a point at its edge may have its
+    centre just outside: the point is drawn. A point outside the coverage is not."""
+    lon = np.array([LON0, LON0 + 0.1 * RES, LON0 + 1.1 * RES])  # the anchor, then a point in each of two cells
+    lat = np.array([LAT0, LAT0 - 0.5 * RES, LAT0 - 0.5 * RES])
+    coverage = shapely.box(LON0 + 0.05 * RES, LAT0 - RES, LON0 + 0.3 * RES, LAT0)  # the first point, no centre
+    image = render_one(lon, lat, np.array([np.nan, 1.0, 2.0]), coverage=coverage)
+
+    assert (image.width, image.height) == (2, 1)
+    alpha = decode(image)[0, :, 3]
+    assert list(alpha) == [255, 0]
+
+
 def test_points_without_usable_coordinates_are_ignored():
     lon = np.array([LON0, np.nan, LON0 + 0.5 * RES])
     lat = np.array([LAT0, 10.0, LAT0 - 0.5 * RES])
