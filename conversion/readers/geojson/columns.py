@@ -24,6 +24,7 @@ from conversion.readers.shapefile.columns import (
     parse_text_times,
     rate_operation,
     rate_property,
+    time_warnings,
     unit_from_suffix,
 )
 from conversion.readers.units import normalize_unit, to_canonical
@@ -166,17 +167,24 @@ def _standard_column(
         units[prop] = source_units[prop] = STANDARD_UNITS[prop]
 
 
-def _timestamps(points: _Points, keep, count: int, keys: list[str], by_norm: dict[str, str]) -> np.ndarray:
+def _timestamps(
+    points: _Points, keep, count: int, keys: list[str], by_norm: dict[str, str]
+) -> tuple[np.ndarray, list[str]]:
     """The `count` kept points' times from the first time property in `_TIME_NAMES` order that gives any (our own
     `timestamp` first, then the exporters' names in any letter case; a column none of whose values parses gives way
-    to the next); NaT without one."""
-    candidates = ["timestamp"] if "timestamp" in keys else []
-    candidates += [by_norm[name] for name in _TIME_NAMES if name in by_norm]
-    for name in dict.fromkeys(candidates):
+    to the next); NaT without one. With the reader's warnings about them (`time_warnings`): a `timestamp` of epoch
+    seconds gave no time and no word why."""
+    candidates = list(
+        dict.fromkeys(
+            (["timestamp"] if "timestamp" in keys else []) + [by_norm[name] for name in _TIME_NAMES if name in by_norm]
+        )
+    )
+    for name in candidates:
         stamps = _times(points.columns[name].values(keep))
         if not np.isnat(stamps).all():
-            return stamps
-    return np.full(count, np.datetime64("NaT", "ms"))
+            return stamps, time_warnings(stamps, name)
+    stamps = np.full(count, np.datetime64("NaT", "ms"))
+    return stamps, time_warnings(stamps, candidates[0] if candidates else None)
 
 
 def _times(values: list) -> np.ndarray:

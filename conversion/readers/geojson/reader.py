@@ -97,7 +97,8 @@ class GeojsonReader(Reader):
         if operation not in ("harvested", "planted", "applied", "tillage", "other"):
             operation = None
         warnings = _exporter_columns(points, keep, by_norm, operation, columns, units, source_units)
-        columns["timestamp"] = _timestamps(points, keep, len(lon), keys, by_norm)
+        columns["timestamp"], time_said = _timestamps(points, keep, len(lon), keys, by_norm)
+        warnings.extend(time_said)
         if operation is None:
             operation = _guess_operation(columns)
         table = PointTable(

@@ -265,3 +265,17 @@ def parse_text_times(values: np.ndarray) -> np.ndarray:
             except ValueError:
                 continue
     return parsed[inverse]
+
+
+def time_warnings(stamps: np.ndarray, column: str | None) -> list[str]:
+    """What a reader says of its points' times, read from `column` (None: the file has no time column): none when
+    every point has one; else how many have none, since a point without a time is in no time range, and an
+    operation's times come from its points."""
+    missing = int(np.isnat(stamps).sum())
+    if not missing:
+        return []
+    if column is None:
+        return ["no time column; points have no timestamp"]
+    if missing == len(stamps):
+        return [f"{column}: no value is a time (ISO 8601, or as the exporters write it); points have no timestamp"]
+    return [f"{column}: {missing} of {len(stamps)} values are no time; those points have no timestamp"]

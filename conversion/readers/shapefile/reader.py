@@ -44,6 +44,7 @@ from .columns import (
     parse_text_times,
     rate_operation,
     rate_property,
+    time_warnings,
     unit_from_suffix,
 )
 from .decode import _dbf_codec, _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84, _wgs84_transformer
@@ -149,17 +150,18 @@ class ShapefileReader(Reader):
 
         # Timestamps: JD's IsoTime is UTC with ms; the plain Time column is local time of unknown zone.
         timestamp = None
-        iso_name = column_match(by_norm, TIME_ISO_NAMES, used)
+        iso_name = time_name = column_match(by_norm, TIME_ISO_NAMES, used)
         if iso_name is not None:
             timestamp = _parse_iso(records[iso_name])
             used.add(iso_name)
         text_name = column_match(by_norm, TIME_TEXT_NAMES, used)
         if text_name is not None and (timestamp is None or np.isnat(timestamp).all()):
             timestamp = parse_text_times(records[text_name])
+            time_name = text_name
             used.add(text_name)
         if timestamp is None:
             timestamp = np.full(len(lon), np.datetime64("NaT", "ms"))
-            warnings.append("no time column; points have no timestamp")
+        warnings.extend(time_warnings(timestamp, time_name))
         columns["timestamp"] = timestamp
 
         crops: list[str] = []

@@ -194,8 +194,29 @@ def test_a_rate_whose_unit_nothing_states_stays_unknown(tmp_path, extracted):
             "appliedRateTarget": "unknown",
         }
     assert [unnamed[0].columns[p][0] for p in ("appliedRate", "appliedRateTarget")] == [150.0, 140.0]
-    # And the file's warnings say so, as a shapefile's do
+    # And the file's warnings say so, as a shapefile's do (its points have no time either)
     assert unnamed[0].warnings == [
         "Rt Apd Ms Wet: no unit in the file; the value is kept as it is",
         "Tgt_Rate_k: no unit in the file; the value is kept as it is",
+        "no time column; points have no timestamp",
     ]
+
+
+def test_times_that_cannot_be_read_are_warned_of(tmp_path):
+    # Epoch seconds are no time the supplement names (`timestamp` is ISO 8601): the points had none, and no word why
+    epoch = _geojson(
+        tmp_path / "epoch.geojson", [_point(i, timestamp=1633089600 + i, appliedRate=1.0) for i in range(3)]
+    )
+    assert np.isnat(epoch.columns["timestamp"]).all()
+    assert epoch.warnings[-1] == (
+        "timestamp: no value is a time (ISO 8601, or as the exporters write it); points have no timestamp"
+    )
+    some = _geojson(
+        tmp_path / "some.geojson",
+        [_point(0, timestamp="2024-09-01T10:00:00Z"), _point(1, timestamp="soon"), _point(2, timestamp=None)],
+    )
+    assert np.isnat(some.columns["timestamp"]).tolist() == [False, True, True]
+    assert some.warnings[-1] == "timestamp: 2 of 3 values are no time; those points have no timestamp"
+    # Every point with a time: nothing to say
+    fine = _geojson(tmp_path / "fine.geojson", [_point(i, timestamp=f"2024-09-01T10:00:0{i}Z") for i in range(3)])
+    assert fine.warnings == []
