@@ -41,6 +41,11 @@ class ExtractionBudget:
     entries: int = 0
     total_bytes: int = 0
 
+    def too_compressed(self, size: int, compressed: int) -> bool:
+        """Whether `size` bytes from `compressed` expand past the ratio limit; under RATIO_MIN_BYTES never (a small
+        file compresses extremely well and is harmless)."""
+        return size >= RATIO_MIN_BYTES and size > self.max_ratio * max(compressed, 1)
+
     def add_entry(self, name: str) -> None:
         """Count one entry; fail past the entry limit."""
         self.entries += 1
@@ -133,7 +138,7 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
         # small zero-filled entries expanded a 2 MB upload to 2 GB. Declared sizes bound what is written (an entry
         # writing more than it declared fails).
         archive_size = zip_path.stat().st_size
-        if declared >= RATIO_MIN_BYTES and declared > budget.max_ratio * max(archive_size, 1):
+        if budget.too_compressed(declared, archive_size):
             raise ArchiveError(
                 f"{label} expands {declared / max(archive_size, 1):.0f} times its size (limit "
                 f"{budget.max_ratio:.0f}); this looks like a zip bomb"
@@ -191,7 +196,7 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
 
 
 def _check_ratio(size: int, compressed: int, name: str, budget: ExtractionBudget, label: str) -> None:
-    if size >= RATIO_MIN_BYTES and size > budget.max_ratio * max(compressed, 1):
+    if budget.too_compressed(size, compressed):
         raise ArchiveError(
             f"{label}: entry {name!r} expands {size / max(compressed, 1):.0f} times "
             f"(limit {budget.max_ratio:.0f}); this looks like a zip bomb"
@@ -236,7 +241,7 @@ def _stream_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budg
                     break
                 written += len(chunk)
                 budget.add_bytes(len(chunk), info.filename)
-                if written >= RATIO_MIN_BYTES and written > budget.max_ratio * max(info.compress_size, 1):
+                if budget.too_compressed(written, info.compress_size):
                     raise ArchiveError(
                         f"{label}: entry {info.filename!r} expands more than {budget.max_ratio:.0f} times its "
                         "compressed size; this looks like a zip bomb"
