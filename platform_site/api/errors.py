@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -207,17 +207,18 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
     return Response(body, status=code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 
 
-def _plain_problem(request, status_code: int, error_key: str, detail: str) -> JsonResponse:
-    """A problem answered outside DRF, written as DRF's renderer writes every other (compact, UTF-8)."""
-    return JsonResponse(
-        problem_body(status_code=status_code, error_key=error_key, detail=detail, path=request.path),
+def _plain_problem(request, status_code: int, error_key: str, detail: str) -> HttpResponse:
+    """A problem answered outside DRF, written by DRF's renderer as every other is (compact, UTF-8)."""
+    return HttpResponse(
+        JSONRenderer().render(
+            problem_body(status_code=status_code, error_key=error_key, detail=detail, path=request.path)
+        ),
         status=status_code,
         content_type=PROBLEM_CONTENT_TYPE,
-        json_dumps_params={"separators": (",", ":"), "ensure_ascii": False},
     )
 
 
-def length_required(request) -> JsonResponse:
+def length_required(request) -> HttpResponse:
     """411 for a body of unknown length (`platform_site.wsgi.length_unknown`)."""
     return _plain_problem(
         request,
