@@ -9,9 +9,8 @@ from shapely.geometry import shape
 
 from conversion import standardize
 from conversion.readers import PointTable
+from conversion.standardize import EARTH_RADIUS_M
 from fields.geodesy import geodesic_area_m2
-
-EARTH_RADIUS_M = 6_371_008.8
 
 
 def _table(lon, lat, width: float = 10.0) -> PointTable:

@@ -174,11 +174,9 @@ def _timestamps(
     `timestamp` first, then the exporters' names in any letter case; a column none of whose values parses gives way
     to the next); NaT without one. With the reader's warnings about them (`time_warnings`): a `timestamp` of epoch
     seconds gave no time and no word why."""
-    candidates = list(
-        dict.fromkeys(
-            (["timestamp"] if "timestamp" in keys else []) + [by_norm[name] for name in _TIME_NAMES if name in by_norm]
-        )
-    )
+    candidates = ["timestamp"] if "timestamp" in keys else []
+    candidates += [by_norm[name] for name in _TIME_NAMES if name in by_norm]
+    candidates = list(dict.fromkeys(candidates))
     for name in candidates:
         stamps = _times(points.columns[name].values(keep))
         if not np.isnat(stamps).all():
