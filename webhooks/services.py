@@ -175,7 +175,8 @@ def delivery_claim(delivery_id) -> Delivery | None:
     ).update(lease_until=now + max(LEASE, timedelta(seconds=_call_deadline() + 60)))
     if not claimed:
         return None
-    return Delivery.objects.select_related("webhook").get(pk=delivery_id)
+    # None too when its webhook was deleted between the claim and this read (the deletion takes its deliveries).
+    return Delivery.objects.select_related("webhook").filter(pk=delivery_id).first()
 
 
 def delivery_attempt(delivery_id) -> float | None:

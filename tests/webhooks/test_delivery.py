@@ -297,6 +297,34 @@ def test_a_delivery_another_worker_is_posting_is_not_posted_again(
     assert Delivery.objects.get().status == Delivery.Status.PENDING
 
 
+def test_a_delivery_whose_webhook_is_deleted_between_its_claim_and_its_read_is_not_attempted(
+    owner, core_user, subscribe, webhook_receiver, monkeypatch
+):
+    """The claim and the read are two statements: a webhook deleted between them (its deliveries with it) made the
+    task fail with DoesNotExist."""
+    from django.db import connection
+
+    from webhooks import tasks
+    from webhooks.models import Webhook
+
+    webhook = subscribe(owner, webhook_receiver, ["fieldCreated"])
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: None)  # sent below, by hand
+    emit(core_user)
+    delivery = Delivery.objects.get()
+    deleted = []
+
+    def delete_after_the_claim(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not deleted and sql.startswith("UPDATE") and "lease_until" in sql:
+            deleted.append(Webhook.objects.filter(pk=webhook.pk).delete())  # (autocommit: as another request would)
+        return result
+
+    with connection.execute_wrapper(delete_after_the_claim):
+        assert delivery_attempt(delivery.pk) is None
+    assert deleted and not Delivery.objects.exists()
+    assert webhook_receiver.wait_for(1, timeout=0.3) == []
+
+
 def test_a_delivery_held_by_a_dead_worker_is_picked_up_by_the_sweep(owner, core_user, subscribe, webhook_receiver):
     from datetime import timedelta
 
