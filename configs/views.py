@@ -4,6 +4,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from platform_site.api.parsers import replacement_document
 from platform_site.api.viewsets import owned_core_user_or_404
 
 from . import services
@@ -14,8 +15,8 @@ CORE_USER_ID = OpenApiParameter(
 )
 
 
-def _validated_entries(request) -> dict:
-    data = ConfigurationEntriesSerializer(data=request.data)
+def _validated_entries(body) -> dict:
+    data = ConfigurationEntriesSerializer(data=body)
     data.is_valid(raise_exception=True)
     return data.entries()
 
@@ -33,7 +34,7 @@ class OwnerConfigurationView(APIView):
         operation_id="configs_owner_update", request=ConfigurationEntriesSerializer, responses=ConfigurationSerializer
     )
     def patch(self, request):
-        entries = services.config_owner_update(owner=request.user, entries=_validated_entries(request))
+        entries = services.config_owner_update(owner=request.user, entries=_validated_entries(request.data))
         return Response(configuration_representation(owner=request.user, entries=entries))
 
 
@@ -62,7 +63,7 @@ class CoreUserConfigurationView(APIView):
     def post(self, request, coreUserId):
         core_user = self.core_user(request, coreUserId)
         entries, created = services.config_user_set(
-            core_user=core_user, entries=_validated_entries(request), replace=True
+            core_user=core_user, entries=_validated_entries(replacement_document(request)), replace=True
         )
         body = configuration_representation(owner=request.user, core_user=core_user, entries=entries)
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
@@ -75,7 +76,9 @@ class CoreUserConfigurationView(APIView):
     )
     def patch(self, request, coreUserId):
         core_user = self.core_user(request, coreUserId)
-        entries, _ = services.config_user_set(core_user=core_user, entries=_validated_entries(request), replace=False)
+        entries, _ = services.config_user_set(
+            core_user=core_user, entries=_validated_entries(request.data), replace=False
+        )
         return Response(configuration_representation(owner=request.user, core_user=core_user, entries=entries))
 
     @extend_schema(

@@ -7,6 +7,7 @@ from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from platform_site.api.parsers import replacement_document
 from platform_site.api.serializers import echo_validated
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404
 
@@ -208,7 +209,9 @@ class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     @extend_schema(request=FarmWriteSerializer, responses=FarmSerializer)
     def update(self, request, coreUserId=None, pk=None):
         farm = self.get_object()  # a missing or foreign id is 404 whatever the body
-        data = echo_validated(FarmWriteSerializer, request.data, FarmSerializer(farm).data, core_user=self.core_user)
+        data = echo_validated(
+            FarmWriteSerializer, replacement_document(request), FarmSerializer(farm).data, core_user=self.core_user
+        )
         farm = services.farm_replace(farm=farm, **data)
         return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data)
 
@@ -242,6 +245,6 @@ class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     @extend_schema(request=GrowerWriteSerializer, responses=GrowerSerializer)
     def update(self, request, coreUserId=None, pk=None):
         grower = self.get_object()  # a missing or foreign id is 404 whatever the body
-        data = echo_validated(GrowerWriteSerializer, request.data, GrowerSerializer(grower).data)
+        data = echo_validated(GrowerWriteSerializer, replacement_document(request), GrowerSerializer(grower).data)
         grower = services.grower_replace(grower=grower, **data)
         return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data)

@@ -54,3 +54,12 @@ class JSONParser(parsers.JSONParser):
             return super().parse(stream, media_type, {**context, "encoding": encoding})
         except RecursionError:
             raise exceptions.ParseError("JSON parse error - the body is nested too deeply.") from None
+
+
+def replacement_document(request):
+    """The JSON body of a request that replaces a resource (a farm's or a grower's PUT, `POST /configs/{id}`).
+    DRF reads a request without a body as `{}`, which such a request takes as "clear everything": a body left out
+    by mistake (`curl -X PUT` without `-d`) wiped the resource. No body at all is a 400; `{}` still clears."""
+    if request.stream is None:
+        raise exceptions.ParseError("The request has no body: send the JSON document that replaces the resource.")
+    return request.data

@@ -69,6 +69,16 @@ def test_post_replaces_the_users_own_entries_and_patch_merges(api_client, core_u
     assert patched["fieldsAutoMerge"] is True and patched["geoimagesProjection"] == "EPSG:4326"
 
 
+def test_a_post_without_a_body_is_400_and_keeps_the_users_entries(api_client, core_user):
+    """POST replaces the user's entries: no body at all (read as `{}` by DRF) dropped every one of them."""
+    api_client.post(f"{URL}/{core_user.id}", {"geoimagesShape": "HEXAGON"}, format="json")
+    response = api_client.generic("POST", f"{URL}/{core_user.id}", b"", content_type="application/json")
+    assert "no body" in assert_problem(response, 400, "malformedRequest")["detail"]
+    assert api_client.get(f"{URL}/{core_user.id}").json()["geoimagesShape"] == "HEXAGON"
+    # PATCH changes what is sent: without a body, nothing
+    assert api_client.generic("PATCH", f"{URL}/{core_user.id}", b"").json()["geoimagesShape"] == "HEXAGON"
+
+
 def test_delete_returns_the_user_to_full_inheritance(api_client, core_user):
     api_client.post(f"{URL}/{core_user.id}", {"operationsImageCreation": False}, format="json")
     assert config_resolve(core_user=core_user)["operationsImageCreation"] is False

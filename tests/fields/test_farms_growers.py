@@ -116,6 +116,26 @@ def test_bad_grower_bodies_are_400(api_client, core_user, body):
     assert Grower.objects.count() == 0
 
 
+def test_a_put_without_a_body_is_400_and_replaces_nothing(api_client, core_user):
+    """An empty JSON document clears a farm's name, but no body at all is a mistake (`curl -X PUT` without `-d`):
+    DRF read it as `{}` and wiped the farm."""
+    grower = api_client.post(growers_url(core_user), {"name": "Smith"}, format="json").json()
+    farm = api_client.post(farms_url(core_user), {"name": "Home", "growerId": grower["id"]}, format="json").json()
+    for url, before in (
+        (f"{farms_url(core_user)}/{farm['id']}", farm),
+        (f"{growers_url(core_user)}/{grower['id']}", None),
+    ):
+        before = api_client.get(url).json()
+        for content_type in ("application/json", None):
+            response = api_client.generic("PUT", url, b"", **({"content_type": content_type} if content_type else {}))
+            problem = assert_problem(response, 400, "malformedRequest")
+            assert "no body" in problem["detail"]
+        assert api_client.get(url).json() == before
+    # A missing farm is still a 404 first, and `{}` still clears
+    assert_problem(api_client.generic("PUT", f"{farms_url(core_user)}/999999", b""), 404, "notFound")
+    assert api_client.put(f"{farms_url(core_user)}/{farm['id']}", {}, format="json").json()["name"] is None
+
+
 def test_unknown_farm_or_grower_is_404(api_client, core_user):
     for url in (f"{farms_url(core_user)}/999999", f"{farms_url(core_user)}/abc", f"{growers_url(core_user)}/999999"):
         assert_problem(api_client.get(url), 404, "notFound")
