@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
+from platform_site.db.fields import UpdatedTimeField
 
 
 class OriginType(models.TextChoices):
@@ -56,7 +57,7 @@ class Machine(models.Model):
     vin_key = models.CharField(max_length=64, blank=True, default="", editable=False)
     name_key = models.CharField(max_length=800, blank=True, default="", editable=False)
     created_time = models.DateTimeField(default=timezone.now, db_index=True)
-    updated_time = models.DateTimeField(auto_now=True)
+    updated_time = UpdatedTimeField(created="created_time")
 
     class Meta:
         constraints = [

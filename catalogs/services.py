@@ -23,8 +23,9 @@ class CatalogNameEmpty(DomainError):
     error_key = "catalogNameEmpty"
 
 
-def _record(model: type[Model], *, core_user: CoreUser, name: str):
-    """The core user's record of `name` (by normalised name), created with this spelling if new."""
+def _record(model: type[Model], *, core_user: CoreUser, name: str) -> tuple[Model, bool]:
+    """The core user's record of `name` (by normalised name), created with this spelling if new; and whether it
+    was. A new record's updatedTime is its createdTime (one clock read)."""
     # Cut with a digest of the whole (`fit`): two long tank mixes that differ only past the cut stay two products.
     text = " ".join((name or "").split())
     display = fit(text, MAX_NAME)
@@ -32,25 +33,27 @@ def _record(model: type[Model], *, core_user: CoreUser, name: str):
     if not normalized:
         raise CatalogNameEmpty(f"{model.__name__} name {name!r} has no letters or digits.")
     for _ in range(2):
+        now = timezone.now()
         try:
             with transaction.atomic():
-                record, _created = model.objects.get_or_create(
-                    core_user=core_user, normalized_name=normalized, defaults={"name": display}
+                return model.objects.get_or_create(
+                    core_user=core_user,
+                    normalized_name=normalized,
+                    defaults={"name": display, "created_time": now, "updated_time": now},
                 )
-            return record
         except IntegrityError:  # lost the race to a concurrent insert; the row exists now
             continue
-    return model.objects.get(core_user=core_user, normalized_name=normalized)
+    return model.objects.get(core_user=core_user, normalized_name=normalized), False
 
 
 @transaction.atomic
 def product_record(*, core_user: CoreUser, name: str, core_file_id: uuid.UUID | str | None = None) -> Product:
     """Record that a file of `core_user` names product `name`: the product (one per normalised
     name) and, with `core_file_id`, the link to the file. Idempotent."""
-    product = _record(Product, core_user=core_user, name=name)
+    product, created = _record(Product, core_user=core_user, name=name)
     if core_file_id is not None:
         _, linked = ProductFile.objects.get_or_create(product=product, core_file_id=uuid.UUID(str(core_file_id)))
-        if linked:
+        if linked and not created:  # (a new product's first file is part of its creation)
             Product.objects.filter(pk=product.pk).update(updated_time=timezone.now())
     return product
 
@@ -65,11 +68,11 @@ def variety_record(
 ) -> Variety:
     """Record that a file of `core_user` names variety `name` (of `crop`, stored lower-case): the
     variety (one per normalised name) and, with `core_file_id`, the link to the file. Idempotent."""
-    variety = _record(Variety, core_user=core_user, name=name)
+    variety, created = _record(Variety, core_user=core_user, name=name)
     if core_file_id is not None:
         _, linked = VarietyFile.objects.get_or_create(
             variety=variety, core_file_id=uuid.UUID(str(core_file_id)), crop=crop_name(crop)
         )
-        if linked:
+        if linked and not created:
             Variety.objects.filter(pk=variety.pk).update(updated_time=timezone.now())
     return variety

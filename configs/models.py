@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from platform_site.db.fields import UpdatedTimeField
+
 
 class Configuration(models.Model):
     """Entries of an API owner (`core_user` empty) or of one core user (only the overridden ones)."""
@@ -15,7 +17,7 @@ class Configuration(models.Model):
     )
     entries = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     class Meta:
         constraints = [

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from assets.models import Provider
 from platform_site.accounts.models import CoreUser
+from platform_site.db.fields import UpdatedTimeField
 
 
 class BatchStatus(models.TextChoices):
@@ -138,7 +139,7 @@ class File(models.Model):
     status = models.CharField(max_length=16, choices=FileStatus.choices, default=FileStatus.PROCESSING)
     status_message = models.TextField(null=True, blank=True)
     created_time = models.DateTimeField(default=timezone.now, db_index=True)
-    updated_time = models.DateTimeField(auto_now=True)
+    updated_time = UpdatedTimeField(created="created_time")
     start_time = models.DateTimeField(null=True, blank=True)
     end_time = models.DateTimeField(null=True, blank=True)
     size_in_bytes = models.BigIntegerField(null=True, blank=True)

@@ -6,6 +6,7 @@ from django.contrib.gis.db import models as gis_models
 from django.db import models
 
 from platform_site.accounts.models import CoreUser
+from platform_site.db.fields import UpdatedTimeField
 
 
 class Grower(models.Model):
@@ -19,7 +20,7 @@ class Grower(models.Model):
     provider_user_id = models.CharField(max_length=255, null=True, blank=True)
     provider_grower_id = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     def __str__(self):
         return self.name or f"grower {self.pk}"
@@ -36,7 +37,7 @@ class Farm(models.Model):
     provider_farm_name = models.CharField(max_length=255, null=True, blank=True)
     provider_farm_id = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     def __str__(self):
         return self.name or f"farm {self.pk}"
@@ -73,7 +74,7 @@ class Field(models.Model):
     organization_id = models.CharField(max_length=255, null=True, blank=True)
     legacy = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     class Meta:
         indexes = [models.Index(fields=["core_user", "type"]), models.Index(fields=["provider_name"])]

@@ -5,6 +5,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from platform_site.db.fields import UpdatedTimeField
+
 
 class EventType(models.TextChoices):
     """Every event the platform emits (supplement "Webhooks and events"). Apps name events from here."""
@@ -92,7 +94,7 @@ class Delivery(models.Model):
     # A worker holds the delivery until then; a dead worker's claim simply runs out.
     lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     class Meta:
         indexes = [models.Index(fields=["status", "next_attempt_at"])]

@@ -60,10 +60,12 @@ def boundary_add(
     provider_status: str | None = None,
     provider_boundary_id: str | None = None,
     area_ha: float | None = None,
+    first: bool = False,
 ) -> Boundary:
     """A new immutable boundary that becomes the field's current one; the previous current one, if still
     ACTIVE, becomes INACTIVE (kept as history). The caller holds the field's lock (`field_lock`) or has just
-    created the field."""
+    created the field: then its `first` boundary is part of its creation, and its updatedTime stays its
+    createdTime."""
     Boundary.objects.filter(field=field, status=Boundary.Status.ACTIVE).update(status=Boundary.Status.INACTIVE)
     boundary = Boundary.objects.create(
         field=field,
@@ -74,5 +76,5 @@ def boundary_add(
         provider_boundary_id=provider_boundary_id,
     )
     field.boundary = boundary
-    field.save(update_fields=["boundary", "updated_at"])
+    field.save(update_fields=["boundary"] if first else ["boundary", "updated_at"])
     return boundary

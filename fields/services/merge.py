@@ -100,7 +100,7 @@ def merged_refresh(*, merged: Field, created: bool = False, sources_changed: boo
             merged.save(update_fields=["updated_at"])
             boundary = merged.boundary
         else:
-            boundary = boundary_add(field=merged, geometry=union)
+            boundary = boundary_add(field=merged, geometry=union, first=created)
     source_ids = sorted(Field.objects.filter(merged_field=merged).values_list("public_id", flat=True))
     payload = {"fieldId": merged.public_id, "boundaryId": str(boundary.pk) if boundary else None, "sources": source_ids}
     event_emit(

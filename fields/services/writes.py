@@ -112,7 +112,11 @@ def field_create(
     except IntegrityError:
         raise ConflictError(f"A field with id {field_id} already exists.", error_key="fieldAlreadyExists") from None
     boundary = boundary_add(
-        field=field, geometry=geometry, provider_status=provider_status, provider_boundary_id=provider_boundary_id
+        field=field,
+        geometry=geometry,
+        provider_status=provider_status,
+        provider_boundary_id=provider_boundary_id,
+        first=True,
     )
     event_emit(type=EventType.FIELD_CREATED, core_user=core_user, payload={"fieldId": field.public_id})
     event_emit(

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from platform_site.db.fields import UpdatedTimeField
+
 from .crypto import EncryptedTextField
 
 EXTERNAL_ID_IN_USE = "Already used by another core user of this API owner."
@@ -23,7 +25,7 @@ class CoreUser(models.Model):
     address = models.CharField(max_length=512, blank=True, default="")
     external_id = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     class Meta:
         constraints = [
@@ -65,7 +67,7 @@ class ProviderApplication(models.Model):
     token_url = models.URLField(max_length=2000)
     scopes = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["owner", "provider"], name="providerapplication_once_per_owner")]
@@ -96,7 +98,7 @@ class ProviderCredential(models.Model):
     # A refresh under way holds the tokens until then (`services.provider_credential_refresh_claim`).
     refresh_claimed_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = UpdatedTimeField()
 
     class Meta:
         constraints = [
