@@ -14,13 +14,16 @@ import environ
 # two copies corrupt the heap at interpreter exit, so pyproj is loaded before any connection.
 import pyproj  # noqa: F401
 
+from platform_site.secret_key import stored_secret_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="insecure-embedded-default-change-me")
+# Without SECRET_KEY, a random key made on the first start and kept in VAR_DIR/secret-key (never one in the code).
+SECRET_KEY = env.str("SECRET_KEY", default="") or stored_secret_key(VAR_DIR / "secret-key")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Public address of the API, used in links we hand out (magic links, download links).

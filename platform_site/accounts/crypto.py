@@ -1,8 +1,8 @@
 """Secrets at rest: provider client secrets and provider tokens are Fernet-encrypted in the database.
 
 Keys come from `PROVIDER_SECRETS_KEYS` (Fernet keys; the first encrypts, every one decrypts, so a key
-can be rotated by putting the new one first). Without it a key is derived from SECRET_KEY, which keeps
-the embedded default working but ties the stored secrets to SECRET_KEY.
+can be rotated by putting the new one first). Without it a key is derived from SECRET_KEY (the installation's
+own random one when none is set: `platform_site.secret_key`), which ties the stored secrets to SECRET_KEY.
 """
 
 import base64
