@@ -13,6 +13,7 @@ Two rules make the check mean something:
 """
 
 import ipaddress
+import logging
 import socket
 import threading
 from urllib.parse import urlsplit
@@ -26,9 +27,21 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, LocationParseError, NewConnectionError
 from urllib3.util import connection, parse_url
 
+logger = logging.getLogger(__name__)
+
 
 class UnsafeUrl(Exception):
-    """The URL may not be fetched by us; the message says why."""
+    """The URL may not be fetched by us; the message says why, to whoever sent the URL. `detail` may say more, for
+    the platform's operators only (the admin's forms, the logs)."""
+
+    def __init__(self, message: str, *, detail: str | None = None):
+        super().__init__(message)
+        self.detail = detail or message
+
+
+# What an API client is told of a host refused for its addresses. Naming them (or telling a name that does not
+# resolve from one that resolves inside) would let any tenant map our internal DNS through the checks.
+NOT_PUBLIC = "The URL's host must resolve to public internet addresses only."
 
 
 def url_host(url: str) -> tuple[str, int | None]:
@@ -65,11 +78,12 @@ def resolve_public(url: str) -> tuple[str, ...]:
 
 
 def validate_public_url(url: str) -> None:
-    """`resolve_public` as a form validator (the admin's URL fields): a refused URL is a form error saying why."""
+    """`resolve_public` as a form validator (the admin's URL fields): a refused URL is a form error saying why, in
+    full (the operators may know their network)."""
     try:
         resolve_public(url)
     except UnsafeUrl as exc:
-        raise ValidationError(str(exc), code="unsafe_url") from None
+        raise ValidationError(exc.detail, code="unsafe_url") from None
 
 
 def _resolve(url: str) -> tuple[str, tuple[str, ...]]:
@@ -80,15 +94,20 @@ def _resolve(url: str) -> tuple[str, tuple[str, ...]]:
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise UnsafeUrl(f"The host '{host}' does not resolve.") from exc
+        raise _not_public(f"The host '{host}' does not resolve.") from exc
     addresses = []
     for info in infos:
         address = ipaddress.ip_address(info[4][0].split("%")[0])
         if not _public(address):
-            raise UnsafeUrl(f"The host '{host}' resolves to a non-public address ({address}).")
+            raise _not_public(f"The host '{host}' resolves to a non-public address ({address}).")
         # A mapped address is connected to as the IPv4 address it is; the others as given (NAT64 needs its prefix).
         addresses.append(str(getattr(address, "ipv4_mapped", None) or address))
     return host, tuple(dict.fromkeys(addresses))
+
+
+def _not_public(detail: str) -> UnsafeUrl:
+    logger.info("URL refused: %s", detail)  # (the client is told `NOT_PUBLIC` only)
+    return UnsafeUrl(NOT_PUBLIC, detail=detail)
 
 
 # IPv6 forms that carry an IPv4 address in their last 32 bits: the IPv4 address is where a connection goes (through

@@ -10,7 +10,7 @@ PUBLIC_ADDRESS = "93.184.215.14"  # a global address; nothing in the tests may e
 @dataclass
 class FakeDns:
     """`answers[name]`: what the name resolves to, one entry per lookup (the last repeats): an address, or a tuple
-    of addresses answered together; `lookups` counts the lookups of each name."""
+    of addresses answered together (none: the name does not exist); `lookups` counts the lookups of each name."""
 
     answers: dict[str, list[str | tuple[str, ...]]] = field(default_factory=dict)
     lookups: dict[str, int] = field(default_factory=dict)
@@ -26,6 +26,8 @@ class FakeDns:
             self.lookups[name] = count + 1
             queue = self.answers[name]
             answer = queue[min(count, len(queue) - 1)]
+            if not answer:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
             return [
                 (
                     socket.AF_INET6 if ":" in address else socket.AF_INET,
