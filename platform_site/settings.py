@@ -190,6 +190,10 @@ JWT_REMEMBER_ME_LIFETIME = timedelta(days=env.int("JWT_REMEMBER_ME_DAYS", defaul
 # On PostgreSQL the owner (and core user) a token names is kept between requests until a change to it is announced
 # (platform_site/api/owner_cache.py), and at most this long; 0 reads it on every request.
 AUTH_CACHE_SECONDS = env.float("AUTH_CACHE_SECONDS", default=30.0)
+# Password guessing (`platform_site.accounts.throttle`): failures per user name and address, per address, in a window.
+LOGIN_FAILURES_PER_USER_AND_ADDRESS = env.int("LOGIN_FAILURES_PER_USER_AND_ADDRESS", default=10)
+LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=100)
+LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=900)
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
 

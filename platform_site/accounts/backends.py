@@ -4,11 +4,18 @@ Django's backend upgrades a password's hash when it logs in with it (new iterati
 upgrades). A token carries a fingerprint of the hash (`platform_site.api.authentication`), so that upgrade revoked
 every token of the owner although the password had not changed. Here the login checks the password and leaves the
 hash as it is; it is upgraded when the password is next set.
+
+A login over HTTP (with a request) is also refused while its user name and address, or its address, have failed
+too often (`throttle`): Django's `authenticate` then answers None, and the request says for how long
+(`request.login_refused_for`, seconds) so the API can answer 429.
 """
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.hashers import check_password
+from django.core.exceptions import PermissionDenied
+
+from . import throttle
 
 
 class OwnerBackend(ModelBackend):
@@ -20,6 +27,21 @@ class OwnerBackend(ModelBackend):
             username = kwargs.get(owner_model.USERNAME_FIELD)
         if username is None or password is None:
             return None
+        if request is None:
+            return self._check(owner_model, username, password)
+        address = request.META.get("REMOTE_ADDR") or ""
+        wait = throttle.login_refused_for(username, address)
+        if wait is not None:
+            request.login_refused_for = wait
+            raise PermissionDenied  # `authenticate` asks no other backend, and answers None
+        owner = self._check(owner_model, username, password)
+        if owner is None:
+            throttle.login_failed(username, address)
+        else:
+            throttle.login_succeeded(username, address)
+        return owner
+
+    def _check(self, owner_model, username, password):
         try:
             owner = owner_model._default_manager.get_by_natural_key(username)
         except owner_model.DoesNotExist:

@@ -107,3 +107,15 @@ class ProviderCredential(models.Model):
 
     def __str__(self):
         return f"{self.provider} credentials of {self.core_user_id} ({self.status})"
+
+
+class LoginFailure(models.Model):
+    """Failed logins counted in one window, per `key` (a digest of a user name and a client address, or of an
+    address alone: `platform_site.accounts.throttle`). In the database, so every process and server counts them."""
+
+    key = models.CharField(max_length=64, unique=True)
+    window_start = models.DateTimeField(db_index=True)
+    count = models.PositiveIntegerField(default=0)
+
+    def __str__(self):
+        return f"{self.count} failed logins since {self.window_start:%Y-%m-%d %H:%M:%S}"

@@ -46,9 +46,22 @@ class InvalidCredentials(DomainError):
     error_key = "invalidCredentials"
 
 
-def owner_authenticate(*, username: str, password: str, remember_me: bool = False) -> str:
-    """A bearer token for the API owner with these credentials, or 401."""
-    user = authenticate(username=username, password=password)
+class LoginRefused(DomainError):
+    status_code = 429
+    error_key = "tooManyRequests"
+
+    def __init__(self, wait: int):
+        super().__init__(f"Too many failed logins: try again in {wait} s.")
+        self.wait = wait
+
+
+def owner_authenticate(*, username: str, password: str, remember_me: bool = False, request=None) -> str:
+    """A bearer token for the API owner with these credentials, or 401; 429 while this login is refused for
+    too many failures (`throttle`: counted for requests only)."""
+    user = authenticate(request, username=username, password=password)
+    wait = getattr(request, "login_refused_for", None)
+    if wait is not None:
+        raise LoginRefused(wait)
     if user is None or not user.is_active:
         raise InvalidCredentials("Unknown username or wrong password.")
     return token_issue(user, remember_me=remember_me)

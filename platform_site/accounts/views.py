@@ -23,7 +23,13 @@ class AuthenticateView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    problem_responses = {"post": {401: "Unknown username or wrong password (`invalidCredentials`)."}}
+    problem_responses = {
+        "post": {
+            401: "Unknown username or wrong password (`invalidCredentials`).",
+            429: "Too many failed logins of this user name from this address, or from this address: refused, a "
+            "right password too, until `Retry-After` seconds have passed (`tooManyRequests`).",
+        }
+    }
 
     @extend_schema(request=AuthenticateSerializer, responses=TokenSerializer)
     def post(self, request):
@@ -33,6 +39,7 @@ class AuthenticateView(APIView):
             username=data.validated_data["username"],
             password=data.validated_data["password"],
             remember_me=data.validated_data["rememberMe"],
+            request=request,
         )
         return Response({"id_token": token})
 

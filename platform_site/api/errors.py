@@ -167,6 +167,8 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
 
     if isinstance(exc, DomainError):
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
         body = problem_body(
             status_code=exc.status_code,
             error_key=exc.error_key,

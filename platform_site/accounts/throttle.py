@@ -1,0 +1,80 @@
+"""Password guessing at login (`POST /api/authenticate`, the admin's login): failed attempts are counted per user
+name and client address, and per client address alone, in windows of `LOGIN_FAILURE_WINDOW_SECONDS`. Past
+`LOGIN_FAILURES_PER_USER_AND_ADDRESS` (or `LOGIN_FAILURES_PER_ADDRESS`) failures, every attempt from there is
+refused until the window ends, a right password too: otherwise guessing would go on, only slower. The owner can
+still log in from another address, and a guesser cannot lock it out everywhere. A successful login clears its user
+name's count at its address. 0 turns a limit off.
+
+The address is the connection's (`REMOTE_ADDR`): behind a proxy, every client has the proxy's, so there keep the
+per-address limit off or high."""
+
+import hashlib
+import math
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .models import LoginFailure
+
+
+def _user_key(username: str, address: str) -> str:
+    name = " ".join(username.split()).casefold()  # the login trims; a guesser may vary the case
+    return hashlib.sha256(f"user\x00{name}\x00{address}".encode()).hexdigest()
+
+
+def _keys(username: str, address: str) -> list[tuple[str, int]]:
+    """(digest, limit) of each count a login attempt adds to: its user name at its address, its address."""
+    counted = [
+        (_user_key(username, address), settings.LOGIN_FAILURES_PER_USER_AND_ADDRESS),
+        (hashlib.sha256(f"address\x00{address}".encode()).hexdigest(), settings.LOGIN_FAILURES_PER_ADDRESS),
+    ]
+    return [(key, limit) for key, limit in counted if limit > 0]
+
+
+def _window() -> timedelta:
+    return timedelta(seconds=settings.LOGIN_FAILURE_WINDOW_SECONDS)
+
+
+def login_refused_for(username: str, address: str) -> int | None:
+    """Seconds until a login of `username` from `address` is taken again, or None when it is taken now."""
+    now, window = timezone.now(), _window()
+    waits = [
+        math.ceil((failure.window_start + window - now).total_seconds())
+        for key, limit in _keys(username, address)
+        for failure in LoginFailure.objects.filter(key=key, count__gte=limit, window_start__gt=now - window)
+    ]
+    return max(waits, default=None)
+
+
+def login_failed(username: str, address: str) -> None:
+    """Count a failed login (a new window where the last one ended), and forget windows that ended."""
+    now, window = timezone.now(), _window()
+    for key, _ in _keys(username, address):
+        _count(key, now, window)
+    LoginFailure.objects.filter(window_start__lte=now - window).delete()
+
+
+def _count(key: str, now: datetime, window: timedelta) -> None:
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                failure, created = LoginFailure.objects.select_for_update().get_or_create(
+                    key=key, defaults={"window_start": now, "count": 1}
+                )
+                if created:
+                    return
+                if failure.window_start <= now - window:
+                    failure.window_start, failure.count = now, 1
+                else:
+                    failure.count += 1
+                failure.save(update_fields=["window_start", "count"])
+                return
+        except IntegrityError:  # another process counted the first failure at the same moment: count on it
+            continue
+
+
+def login_succeeded(username: str, address: str) -> None:
+    """The owner knows its password: its failures at this address no longer count (the address's still do)."""
+    LoginFailure.objects.filter(key=_user_key(username, address)).delete()

@@ -1,0 +1,83 @@
+"""Password guessing: after too many failed logins of a user name from one address (or from one address at all),
+every login from there is refused for the rest of the window, a right password too; elsewhere the owner logs in."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from rest_framework.test import APIClient
+
+from platform_site.accounts.models import LoginFailure
+from tests.factories import PASSWORD
+from tests.tenancy import assert_problem
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+GUESSER, OWNER_HOME = "203.0.113.7", "198.51.100.20"
+
+
+def login(username, password, address=GUESSER):
+    body = {"username": username, "password": password, "rememberMe": False}
+    return APIClient().post("/api/authenticate", body, format="json", REMOTE_ADDR=address)
+
+
+@pytest.fixture
+def limits(settings, owner):
+    # A fast hash, for the many logins here (the password is still checked)
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    owner.set_password(PASSWORD)
+    owner.save()
+    settings.LOGIN_FAILURES_PER_USER_AND_ADDRESS = 10
+    settings.LOGIN_FAILURES_PER_ADDRESS = 100
+    settings.LOGIN_FAILURE_WINDOW_SECONDS = 900
+    return settings
+
+
+def test_guessing_a_password_is_stopped_but_the_owner_logs_in_elsewhere(owner, limits):
+    for n in range(10):
+        assert_problem(login(owner.username, f"guess-{n}"), 401, "invalidCredentials")
+    refused = login(owner.username, PASSWORD)  # the right password, from the guesser's address
+    assert_problem(refused, 429, "tooManyRequests")
+    assert 890 <= int(refused["Retry-After"]) <= 900
+    # A guesser varying the case or the spaces of the name is the same guesser
+    assert_problem(login(f" {owner.username.upper()} ", "guess"), 429, "tooManyRequests")
+    assert login(owner.username, PASSWORD, address=OWNER_HOME).status_code == 200
+    # The window ends: the right password is taken again from there
+    LoginFailure.objects.update(window_start=LoginFailure.objects.first().window_start - timedelta(seconds=901))
+    assert login(owner.username, PASSWORD).status_code == 200
+
+
+def test_a_successful_login_clears_its_failures(owner, limits):
+    for _ in range(2):
+        for n in range(9):
+            assert_problem(login(owner.username, f"typo-{n}"), 401, "invalidCredentials")
+        assert login(owner.username, PASSWORD).status_code == 200
+
+
+def test_unknown_names_count_and_one_address_guessing_many_names_is_stopped(owner, limits):
+    limits.LOGIN_FAILURES_PER_ADDRESS = 5
+    for n in range(5):
+        assert_problem(login(f"nobody-{n}", "guess"), 401, "invalidCredentials")
+    assert_problem(login(owner.username, PASSWORD), 429, "tooManyRequests")
+    assert login(owner.username, PASSWORD, address=OWNER_HOME).status_code == 200
+
+
+def test_a_limit_of_0_is_off(owner, limits):
+    limits.LOGIN_FAILURES_PER_USER_AND_ADDRESS = limits.LOGIN_FAILURES_PER_ADDRESS = 0
+    for n in range(12):
+        assert_problem(login(owner.username, f"guess-{n}"), 401, "invalidCredentials")
+    assert login(owner.username, PASSWORD).status_code == 200
+    assert not LoginFailure.objects.exists()
+
+
+def test_the_admin_login_counts_and_refuses_alike(owner, limits):
+    get_user_model().objects.filter(pk=owner.pk).update(is_staff=True, is_superuser=True)
+    browser = Client(REMOTE_ADDR=GUESSER)
+    for n in range(10):
+        page = browser.post("/admin/login/", {"username": owner.username, "password": f"guess-{n}"})
+        assert page.status_code == 200 and "_auth_user_id" not in browser.session
+    page = browser.post("/admin/login/", {"username": owner.username, "password": PASSWORD})
+    assert page.status_code == 200 and "_auth_user_id" not in browser.session  # refused, the right password too
+    assert_problem(login(owner.username, PASSWORD), 429, "tooManyRequests")
+    home = Client(REMOTE_ADDR=OWNER_HOME)
+    assert home.post("/admin/login/", {"username": owner.username, "password": PASSWORD}).status_code == 302
