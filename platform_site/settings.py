@@ -13,6 +13,7 @@ import environ
 # pyproj's wheel carries its own PROJ; mod_spatialite links Debian's. Loaded in the other order the
 # two copies corrupt the heap at interpreter exit, so pyproj is loaded before any connection.
 import pyproj  # noqa: F401
+from kombu import Queue
 
 from platform_site.secret_key import stored_secret_key
 
@@ -220,6 +221,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBIL
 # time, up to TASK_DATABASE_RETRIES times (10 s to 160 s: about five minutes of outage); then the sweeps see to it.
 TASK_DATABASE_RETRY_SECONDS = env.float("TASK_DATABASE_RETRY_SECONDS", default=10.0)
 TASK_DATABASE_RETRIES = env.int("TASK_DATABASE_RETRIES", default=5)
+# Webhook deliveries have a queue of their own: a receiver that hangs holds a delivery up to twice
+# WEBHOOK_TIMEOUT_SECONDS, and on one queue a few such receivers of one owner held up every owner's conversions.
+# A worker started without `-Q` takes both queues (nothing is left unserved); production runs one for each (README).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (Queue("celery"), Queue("webhooks"))
+CELERY_TASK_ROUTES = {"webhooks.tasks.webhooks_delivery_send": {"queue": "webhooks"}}
 CELERY_BEAT_SCHEDULE: dict = {
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
     "conversion-sweep": {"task": "conversion.tasks.conversion_sweep", "schedule": 300.0},

@@ -1,14 +1,17 @@
 """The embedded default as `make run` starts it (`manage.py serve` on a SpatiaLite file, tasks in-process), under
 concurrent writes: every request waits its turn for the database instead of failing with "database is locked"."""
 
+import io
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,6 +49,7 @@ def embedded_server(tmp_path_factory):
     var_dir = tmp_path_factory.mktemp("embedded")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env |= {"VAR_DIR": str(var_dir), "DEBUG": "false", "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
+    env["WEBHOOK_TIMEOUT_SECONDS"] = "60"  # a receiver that hangs holds its delivery that long
     manage = [sys.executable, "manage.py"]
     for command in (["migrate", "-v0"], ["createapiowner", "embedded", "--password", PASSWORD]):
         done = subprocess.run(manage + command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
@@ -116,3 +120,99 @@ def test_a_chunked_body_is_411_on_the_embedded_server(embedded_server):
     assert _call(base, "GET", listed, token=token) == (200, [])
     assert _call(base, "POST", fields, json.loads(body), token)[0] == 201
     assert len(_call(base, "GET", listed, token=token)[1]) == 1
+
+
+class HangingReceiver:
+    """A webhook receiver that takes every connection and never answers; it notes when a client gives up."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.given_up = 0
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                connection, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            self.open.append(connection)
+            threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
+
+    def _hold(self, connection):
+        try:
+            while connection.recv(65536):
+                pass
+        except OSError:
+            pass
+        self.given_up += 1
+
+    def close(self):
+        self.sock.close()
+        for connection in self.open:
+            connection.close()
+
+
+def _upload(base: str, token: str, core_user_id: str, name: str, payload: bytes) -> tuple[int, dict]:
+    boundary = "----embedded-test"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+            "Content-Type: application/zip\r\n\r\n"
+        ).encode()
+        + payload
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    request = urllib.request.Request(
+        f"{base}/services/operations/api/batch?coreUserId={core_user_id}&provider=Other",
+        data=body,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status, json.loads(response.read())
+
+
+def test_receivers_that_hang_do_not_hold_up_conversions_on_the_embedded_server(embedded_server):
+    """Webhook deliveries have workers of their own: a conversion runs while every delivery worker waits on a
+    receiver that never answers (one worker for all held the conversion until the posts timed out)."""
+    base, token = embedded_server
+    receiver = HangingReceiver()
+    try:
+        hook = {"name": "hangs", "url": f"http://127.0.0.1:{receiver.port}/", "secret": "s"}
+        status, body = _call(
+            base, "POST", "/services/alerts/api/alerts/webhooks", hook | {"events": ["fieldBoundaryCreated"]}, token
+        )
+        assert status == 201, body
+        status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "hangs"}, token)
+        fields = f"/services/fields/api/users/{user['id']}/fields"
+        for n in range(8):  # more deliveries than there are delivery workers
+            square = [[[n, 0], [n + 0.01, 0], [n + 0.01, 0.01], [n, 0.01], [n, 0]]]
+            assert (
+                _call(base, "POST", fields, {"geometry": {"type": "Polygon", "coordinates": square}}, token)[0] == 201
+            )
+        deadline = time.monotonic() + 30
+        while receiver.accepted < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert receiver.accepted >= 2  # deliveries wait on the receiver (as many as a worker for all had threads)
+        feature = {"type": "Feature", "properties": {"Yield": 10.0},
+                   "geometry": {"type": "Point", "coordinates": [0.005, 0.005]}}  # fmt: skip
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as zipped:
+            zipped.writestr("points.geojson", json.dumps({"type": "FeatureCollection", "features": [feature]}))
+        status, batch = _upload(base, token, user["id"], "points.zip", archive.getvalue())
+        assert status == 201, batch
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline:
+            status, batch = _call(base, "GET", f"/services/operations/api/batch/{batch['id']}", token=token)
+            if batch["status"] != "RECEIVED":
+                break
+            time.sleep(0.2)
+        assert batch["status"] != "RECEIVED", batch
+        assert receiver.given_up == 0  # converted while the deliveries still waited
+    finally:
+        receiver.close()

@@ -1,8 +1,9 @@
 """`manage.py serve [ADDR:PORT]`: the embedded default in one process.
 
-Serves the API and, when no CELERY_BROKER_URL is configured, runs the tasks in-process: a Celery
-worker thread on the in-memory broker and an embedded beat thread for the periodic sweeps. With a
-real broker, it only serves (run `celery -A platform_site worker --beat` beside it).
+Serves the API and, when no CELERY_BROKER_URL is configured, runs the tasks in-process: two Celery
+workers in threads on the in-memory broker (one for the webhook deliveries, one for everything else, as
+production runs them) and an embedded beat thread for the periodic sweeps. With a real broker, it only
+serves (run the workers and beat beside it, README).
 """
 
 import threading
@@ -26,19 +27,35 @@ class Command(BaseCommand):
 
 
 def start_embedded_worker() -> None:
-    """A Celery worker and beat as daemon threads of this process, on the in-memory broker."""
+    """Celery workers and beat as daemon threads of this process, on the in-memory broker: one worker for the
+    webhook deliveries (posts that may hang on a receiver, up to 2 x WEBHOOK_TIMEOUT_SECONDS each), one for the
+    rest, so a hanging receiver never holds up a conversion."""
     from celery.beat import EmbeddedService
 
     from platform_site.celery import app
 
+    for queue, concurrency in (("celery", 2), ("webhooks", 4)):
+        _worker_start(app, queue, concurrency)
+    beat = EmbeddedService(app, thread=True, schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"))
+    beat.start()
+
+
+def _worker_start(app, queue: str, concurrency: int) -> None:
+    """A worker thread taking `queue` only. Celery keeps the queues a worker takes in the app (one selection for
+    the process), and a worker reads it as it starts consuming: so each is started, and ready, before the next
+    selects its own."""
+    ready = threading.Event()
     worker = app.WorkController(
         pool_cls="threads",
-        concurrency=2,
+        concurrency=concurrency,
+        queues=[queue],
+        hostname=f"{queue}@embedded",
         without_heartbeat=True,
         without_mingle=True,
         without_gossip=True,
         loglevel="INFO",
+        ready_callback=lambda consumer: ready.set(),
     )
-    threading.Thread(target=worker.start, name="celery-worker", daemon=True).start()
-    beat = EmbeddedService(app, thread=True, schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"))
-    beat.start()
+    threading.Thread(target=worker.start, name=f"celery-worker-{queue}", daemon=True).start()
+    if not ready.wait(timeout=60):
+        raise RuntimeError(f"the embedded Celery worker for queue {queue!r} did not start")
