@@ -64,7 +64,7 @@ def machine_check_writable(machine: Machine) -> None:
 @transaction.atomic
 def machine_update(*, machine: Machine, **changes) -> Machine:
     """Change the given attributes of a USER_CREATED machine (403 `providerResourceReadOnly`
-    otherwise). Emits machineUpdated."""
+    otherwise). Emits machineUpdated, when one of them changed."""
     machine_check_writable(machine)
     unknown = set(changes) - set(MACHINE_ATTRIBUTES)
     if unknown:
@@ -74,12 +74,17 @@ def machine_update(*, machine: Machine, **changes) -> Machine:
     machine = Machine.objects.select_for_update(of=("self",)).select_related("core_user").filter(pk=machine.pk).first()
     if machine is None:
         raise NotFoundError(NOT_FOUND)
+    changed = False
     for attribute, value in changes.items():
         if attribute == "name":
             value = (value or "").strip()
         elif attribute != "model_year":
             value = text_clean(value)
-        setattr(machine, attribute, value)
+        if getattr(machine, attribute) != value:
+            setattr(machine, attribute, value)
+            changed = True
+    if not changed:
+        return machine  # what it already was changes nothing: no updatedTime, no event
     machine_keys_set(machine)
     machine.save()
     event_emit(type=EventType.MACHINE_UPDATED, core_user=machine.core_user, payload={"machineId": str(machine.id)})

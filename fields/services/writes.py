@@ -131,22 +131,26 @@ def field_create(
 @transaction.atomic
 def field_update(*, field: Field, changes: dict) -> Field:
     """PATCH: any of `name`, `farm` (None detaches), `geometry` (a new boundary). Provider fields are
-    read-only (403 `providerResourceReadOnly`). Event fieldUpdated (and the boundary's events)."""
+    read-only (403 `providerResourceReadOnly`). Event fieldUpdated (and the boundary's events), when something
+    changed."""
     field_check_writable(field)
     field_lock(field, merge_may_follow="geometry" in changes)
     update_fields = []
-    if "name" in changes:
+    if "name" in changes and field.name != (changes["name"] or ""):
         field.name = changes["name"] or ""
         update_fields.append("name")
     if "farm" in changes:
         _check_farm(field.core_user, changes["farm"])
-        field.farm = changes["farm"]
-        update_fields.append("farm")
+        farm_id = changes["farm"].pk if changes["farm"] is not None else None
+        if field.farm_id != farm_id:
+            field.farm = changes["farm"]
+            update_fields.append("farm")
     if update_fields:
         field.save(update_fields=[*update_fields, "updated_at"])
     if "geometry" in changes and _boundary_set(field=field, geometry=changes["geometry"]):
         return _field_reload(field)  # its events are sent
-    if update_fields or "geometry" not in changes:
+    # What it already was (a name, a farm, an outline sent again) changes nothing: no updatedTime, no event.
+    if update_fields:
         event_emit(type=EventType.FIELD_UPDATED, core_user=field.core_user, payload={"fieldId": field.public_id})
     return _field_reload(field)
 

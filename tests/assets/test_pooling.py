@@ -236,6 +236,21 @@ def test_machine_and_implement_events(api_client, owner, core_user, webhook_rece
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.embedded
+def test_a_patch_that_changes_nothing_emits_nothing(api_client, owner, core_user, webhook_receiver, subscribe):
+    """The values the machine already has (or none at all): 200 with the machine as it is, no machineUpdated."""
+    subscribe(owner, webhook_receiver, ["machineUpdated"])
+    machines = f"{BASE}/{core_user.id}/machines"
+    machine = api_client.post(machines, {"name": "Mine", "vin": "V1", "modelYear": 2020}, format="json").json()
+    for body in ({}, {"name": "Mine"}, {"name": " Mine ", "vin": "V1", "modelYear": 2020}):
+        again = api_client.patch(f"{machines}/{machine['id']}", body, format="json")
+        assert again.status_code == 200 and again.json() == machine
+    api_client.patch(f"{machines}/{machine['id']}", {"vin": "V2"}, format="json")  # a real change, last
+    webhook_receiver.wait_for(2, timeout=1)  # (one is due: a second would be a no-op's)
+    assert [(e["type"], e["machineId"]) for e in webhook_receiver.events()] == [("machineUpdated", machine["id"])]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_read_only_attempt_emits_nothing(api_client, owner, core_user, webhook_receiver, subscribe):
     subscribe(owner, webhook_receiver, ["machineUpdated", "machineDeleted"])
     machine = machine_make(core_user, origin_type=OriginType.PROVIDER_POOLED)

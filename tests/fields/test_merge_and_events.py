@@ -285,6 +285,26 @@ def test_rejected_changes_emit_nothing(transactional_db, owner, core_user, api_c
     assert sorted(e["type"] for e in webhook_receiver.events()) == ["fieldBoundaryCreated", "fieldCreated"]
 
 
+def test_a_patch_that_changes_nothing_emits_nothing(
+    transactional_db, owner, core_user, api_client, webhook_receiver, subscribe
+):
+    """The name, farm and outline the field already has, sent again: no fieldUpdated, and updatedTime stays."""
+    subscribe(owner, webhook_receiver, FIELD_EVENTS)
+    farm = api_client.post(f"{BASE}/users/{core_user.id}/farms", {"name": "Home"}, format="json").json()
+    field = create_field(api_client, core_user, A, name="North", farmId=farm["id"])
+    url = field_url(core_user, field["id"])
+    for body in ({"name": "North"}, {"farmId": farm["id"]}, {"name": "North", "farmId": farm["id"], "geometry": A}):
+        again = api_client.patch(url, body, format="json")
+        assert again.status_code == 200 and again.json() == field
+    api_client.patch(url, {"name": "South"}, format="json")  # a real change, last
+    webhook_receiver.wait_for(4, timeout=1)  # (three are due: a fourth would be a no-op's)
+    assert sorted(e["type"] for e in webhook_receiver.events()) == [
+        "fieldBoundaryCreated",
+        "fieldCreated",
+        "fieldUpdated",
+    ]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_changes_of_two_sources_both_reach_the_merged_field(owner, core_user, make_client):
     needs_postgresql()
