@@ -4,6 +4,7 @@ their changes."""
 
 import uuid
 
+from django.db.models import Q
 from django.utils import timezone
 from shapely.ops import unary_union
 
@@ -47,6 +48,12 @@ def after_boundary_change(field: Field) -> None:
         merged_refresh(merged=field.merged_field)
 
 
+def fields_updated_announce(core_user, public_ids) -> None:
+    """fieldUpdated for each of these fields: they joined or left a merged field (`mergedFieldId` changed)."""
+    for public_id in public_ids:
+        event_emit(type=EventType.FIELD_UPDATED, core_user=core_user, payload={"fieldId": public_id})
+
+
 def _merge(*, field: Field, partners: list[Field]) -> None:
     group = {f.pk: f for f in [field, *partners]}
     merged_ids = {f.merged_field_id for f in group.values() if f.merged_field_id}
@@ -60,11 +67,16 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     else:
         target = merged_fields[0]
         joined = len(merged_fields) > 1 or any(f.merged_field_id != target.pk for f in group.values())
-        for absorbed in merged_fields[1:]:
-            # Two merged fields now overlap through this field: one merged field keeps them all.
-            Field.objects.filter(merged_field=absorbed).update(merged_field=target, updated_at=now)
-            absorbed.delete()
+    absorbed = merged_fields[1:]
+    # The fields whose `mergedFieldId` changes are announced as updated (the field changing now has its events).
+    moving = Field.objects.filter(Q(pk__in=list(group)) | Q(merged_field__in=absorbed)).exclude(merged_field=target)
+    announced = sorted(moving.exclude(pk=field.pk).values_list("public_id", flat=True))
+    for other in absorbed:
+        # Two merged fields now overlap through this field: one merged field keeps them all.
+        Field.objects.filter(merged_field=other).update(merged_field=target, updated_at=now)
+        other.delete()
     Field.objects.filter(pk__in=list(group)).exclude(merged_field=target).update(merged_field=target, updated_at=now)
+    fields_updated_announce(field.core_user, announced)
     field.merged_field = target
     merged_refresh(merged=target, created=created, sources_changed=joined)
 

@@ -20,7 +20,7 @@ from webhooks.services import event_emit
 from ..geometry import from_geos
 from ..models import Boundary, Farm, Field, FieldFile
 from .history import boundary_add, field_lock, user_lock
-from .merge import after_boundary_change, merged_refresh
+from .merge import after_boundary_change, fields_updated_announce, merged_refresh
 
 FIELD_ID_PATTERN = re.compile(r"[A-Za-z0-9._~:-]{1,255}")
 # Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`, and the
@@ -230,8 +230,12 @@ def field_delete(*, field: Field) -> None:
 
 
 def _sources_free(merged: Field) -> None:
-    """The sources of a MERGED field about to be deleted leave it: they changed, so their `updatedTime` moves."""
-    Field.objects.filter(merged_field=merged).update(merged_field=None, updated_at=timezone.now())
+    """The sources of a MERGED field about to be deleted leave it: they changed, so their `updatedTime` moves, and
+    each is announced (fieldUpdated)."""
+    sources = Field.objects.filter(merged_field=merged)
+    freed = sorted(sources.values_list("public_id", flat=True))
+    sources.update(merged_field=None, updated_at=timezone.now())
+    fields_updated_announce(merged.core_user, freed)
 
 
 @transaction.atomic

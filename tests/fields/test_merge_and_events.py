@@ -141,6 +141,32 @@ def test_a_source_freed_by_the_deletion_of_its_merged_field_is_updated(api_clien
         assert "mergedFieldId" not in freed and freed["updatedTime"] > b["updatedTime"]
 
 
+def test_a_field_that_joins_or_leaves_a_merged_field_is_announced_updated(
+    transactional_db, owner, core_user, api_client, webhook_receiver, subscribe
+):
+    """Its `mergedFieldId` changes and its `updatedTime` moves: a client syncing on fieldUpdated must hear of it.
+    The field whose own change merged them has its own events (fieldCreated here)."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    subscribe(owner, webhook_receiver, ["fieldUpdated"])
+    a = create_field(api_client, core_user, A)
+    b = create_field(api_client, core_user, B)  # A joins the new merged field with it
+    c = create_field(api_client, core_user, rect(0.1, 0, 0.12, 0.02))
+    d = create_field(api_client, core_user, rect(0.11, 0, 0.13, 0.02))  # C joins a second merged field with it
+    webhook_receiver.wait_for(3, timeout=1)
+    assert sorted(e["fieldId"] for e in webhook_receiver.events()) == sorted([a["id"], c["id"]])
+    # A field across both: the second merged field is absorbed into the first, C and D move to it
+    bridge = create_field(api_client, core_user, rect(0.02, 0, 0.11, 0.02))
+    assert api_client.get(field_url(core_user, d["id"])).json()["mergedFieldId"] == b["mergedFieldId"]
+    webhook_receiver.wait_for(5, timeout=1)
+    assert sorted(e["fieldId"] for e in webhook_receiver.events()[2:]) == sorted([c["id"], d["id"]])
+    # The merged field is deleted: its five sources leave it
+    api_client.delete(field_url(core_user, b["mergedFieldId"]))
+    webhook_receiver.wait_for(10, timeout=2)
+    assert sorted(e["fieldId"] for e in webhook_receiver.events()[4:]) == sorted(
+        [a["id"], b["id"], c["id"], d["id"], bridge["id"]]
+    )
+
+
 def test_a_field_joining_or_leaving_without_changing_the_union_updates_the_merged_field(
     transactional_db, owner, core_user, api_client, webhook_receiver, subscribe
 ):
