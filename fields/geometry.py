@@ -22,6 +22,11 @@ from .geodesy import WGS84, as_multipolygon, geodesic_areas_m2, geojson_crs, pol
 
 # Ratios are compared with this tolerance (in percent points) so that an exact 50 % is not lost to rounding.
 RATIO_TOLERANCE = 1e-7
+# The most a geometry sent to us may hold. Far past any field (a few parts, thousands of positions), and low enough
+# that every query over it stays bounded: 40,000 parts took minutes to check and overlay against others, while the
+# embedded database waited (every other request of every owner failed meanwhile).
+MAX_POLYGONS = 1_000
+MAX_POSITIONS = 200_000
 
 
 class InvalidGeometry(DomainError):
@@ -69,6 +74,17 @@ def _check_polygon(rings: Any, where: str) -> list[list[tuple[float, float]]]:
     return [_check_ring(ring, f"{where}[{index}]") for index, ring in enumerate(rings)]
 
 
+def _check_size(polygons: list) -> None:
+    """At most MAX_POLYGONS polygons and MAX_POSITIONS positions, counted before any is read."""
+    if len(polygons) > MAX_POLYGONS:
+        raise InvalidGeometry(f"{len(polygons)} polygons: a geometry may have at most {MAX_POLYGONS}.")
+    positions = sum(
+        len(ring) for rings in polygons if isinstance(rings, list) for ring in rings if isinstance(ring, list)
+    )
+    if positions > MAX_POSITIONS:
+        raise InvalidGeometry(f"{positions} positions: a geometry may have at most {MAX_POSITIONS}.")
+
+
 def _check_crs(member: Any) -> None:
     """Positions are WGS84 longitude/latitude (RFC 7946). A `crs` member is accepted only when it names WGS84
     (CRS84, EPSG:4326): other numbers are no degrees."""
@@ -98,13 +114,15 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     # Shapes are built from the checked 2D points: a ring mixing positions with and without an altitude was refused
     # with numpy's "inhomogeneous shape" when given to shapely as sent.
     if kind == "Polygon":
-        coordinates, kind = [_check_polygon(coordinates, "coordinates")], "MultiPolygon"
+        coordinates, kind = [coordinates], "MultiPolygon"
     elif kind == "MultiPolygon":
         if not isinstance(coordinates, list) or not coordinates:
             raise InvalidGeometry("coordinates must be a non-empty list of polygons.")
-        coordinates = [_check_polygon(polygon, f"coordinates[{index}]") for index, polygon in enumerate(coordinates)]
     else:
         raise InvalidGeometry(f"type must be 'MultiPolygon' or 'Polygon', not {kind!r}.")
+    _check_size(coordinates)
+    where = "coordinates" if data.get("type") == "Polygon" else "coordinates[{}]"
+    coordinates = [_check_polygon(polygon, where.format(index)) for index, polygon in enumerate(coordinates)]
     try:
         geometry = shape({"type": kind, "coordinates": coordinates})
     except (ValueError, TypeError, shapely.errors.ShapelyError) as exc:

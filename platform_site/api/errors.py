@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import OperationalError
 from django.http import Http404, HttpResponse
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
@@ -23,6 +24,7 @@ from platform_site.text import storable
 NOT_FOUND = "The resource was not found."
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
+DATABASE_BUSY_RETRY_SECONDS = 5
 
 DRF_ERROR_KEYS: list[tuple[type[Exception], str]] = [
     (exceptions.ValidationError, "validation"),
@@ -191,6 +193,13 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             headers["Retry-After"] = str(int(exc.wait))
         code = exc.status_code
         body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path, field_errors=field_errors)
+    elif isinstance(exc, OperationalError) and "database is locked" in str(exc):
+        # SQLite (the embedded default) waited its `timeout` for another request's write and gave up: that request
+        # is busy, not this one broken. PostgreSQL waits on row locks instead.
+        code = status.HTTP_503_SERVICE_UNAVAILABLE
+        detail = "The database is busy with another request's change; try again in a few seconds."
+        body = problem_body(status_code=code, error_key="databaseBusy", detail=detail, path=path)
+        headers["Retry-After"] = str(DATABASE_BUSY_RETRY_SECONDS)
     else:
         return None
 

@@ -14,6 +14,7 @@ import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -43,6 +44,12 @@ def _call(base: str, method: str, path: str, body: dict | None = None, token: st
         return error.code, json.loads(error.read() or b"null")
 
 
+class EmbeddedServer(NamedTuple):
+    base: str
+    token: str
+    database: Path
+
+
 @pytest.fixture(scope="module")
 def embedded_server(tmp_path_factory):
     """`make run`'s configuration in a scratch VAR_DIR: migrate, an owner, then `manage.py serve`."""
@@ -50,6 +57,7 @@ def embedded_server(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env |= {"VAR_DIR": str(var_dir), "DEBUG": "false", "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
     env["WEBHOOK_TIMEOUT_SECONDS"] = "60"  # a receiver that hangs holds its delivery that long
+    env["DATABASE_URL"] = f"spatialite:///{var_dir / 'platform.sqlite3'}?timeout=5"  # a writer waits 5 s at most
     manage = [sys.executable, "manage.py"]
     for command in (["migrate", "-v0"], ["createapiowner", "embedded", "--password", PASSWORD]):
         done = subprocess.run(manage + command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
@@ -71,7 +79,7 @@ def embedded_server(tmp_path_factory):
             time.sleep(0.2)
     status, body = _call(base, "POST", "/api/authenticate", {"username": "embedded", "password": PASSWORD})
     assert status == 200, body
-    yield base, body["id_token"]
+    yield EmbeddedServer(base, body["id_token"], var_dir / "platform.sqlite3")
     server.terminate()
     server.wait(timeout=20)
     log.close()
@@ -81,7 +89,7 @@ def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server)
     """Each of these requests reads, then writes, in one transaction (finding or creating the core user of an
     external id; the one-webhook-per-event rule). SQLite refused such a transaction at once when another held
     the write lock ("database is locked": a 500) instead of waiting for it."""
-    base, token = embedded_server
+    base, token, _ = embedded_server
 
     def link(i: int):
         return _call(base, "POST", "/services/widgets/api/magic-link/file-upload", {"externalId": f"grower-{i}"}, token)
@@ -106,7 +114,7 @@ def test_a_chunked_body_is_411_on_the_embedded_server(embedded_server):
     JSON was "geometry: This field is required."). It is refused with 411, and nothing is written."""
     from tests.api.raw_http import send_chunked
 
-    base, token = embedded_server
+    base, token, _ = embedded_server
     status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "chunked"}, token)
     assert status == 201, user
     body = json.dumps(
@@ -180,7 +188,7 @@ def _upload(base: str, token: str, core_user_id: str, name: str, payload: bytes)
 def test_receivers_that_hang_do_not_hold_up_conversions_on_the_embedded_server(embedded_server):
     """Webhook deliveries have workers of their own: a conversion runs while every delivery worker waits on a
     receiver that never answers (one worker for all held the conversion until the posts timed out)."""
-    base, token = embedded_server
+    base, token, _ = embedded_server
     receiver = HangingReceiver()
     try:
         hook = {"name": "hangs", "url": f"http://127.0.0.1:{receiver.port}/", "secret": "s"}
@@ -216,3 +224,22 @@ def test_receivers_that_hang_do_not_hold_up_conversions_on_the_embedded_server(e
         assert receiver.given_up == 0  # converted while the deliveries still waited
     finally:
         receiver.close()
+
+
+def test_a_request_that_waits_too_long_for_the_database_is_503_to_try_again(embedded_server):
+    """Another writer holds SQLite's lock past the server's wait (here 5 s; a long change): the request is told to
+    try again, not that the server failed (it was a 500)."""
+    import sqlite3
+
+    base, token, database = embedded_server
+    users = "/services/usermanagement/api/users"
+    holder = sqlite3.connect(database, timeout=30)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, as a long change holds it
+        status, problem = _call(base, "POST", users, {"name": "waits"}, token)
+        assert (status, problem["errorKey"]) == (503, "databaseBusy"), problem
+    finally:
+        holder.rollback()
+        holder.close()
+    status, user = _call(base, "POST", users, {"name": "waits"}, token)
+    assert status == 201, user

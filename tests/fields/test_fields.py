@@ -1,10 +1,12 @@
 """Fields API: create / get / list / patch / delete, geometry validation and areas."""
 
+import math
 import uuid
 
+import numpy as np
 import pytest
 
-from fields.geometry import parse_multipolygon
+from fields.geometry import MAX_POLYGONS, MAX_POSITIONS, parse_multipolygon
 from fields.models import Boundary, Field, FieldFile
 from fields.services import field_create
 from tests.factories import CoreUserFactory
@@ -393,3 +395,31 @@ def test_a_file_is_attached_only_to_the_fields_that_still_exist(api_client, core
     field_files_attach(fields=found, file_id="file-1")  # idempotent
     assert api_client.get(field_url(core_user, kept.pk)).json()["files"] == ["file-1"]
     assert list(FieldFile.objects.values_list("field_id", "file_id")) == [(kept.pk, "file-1")]
+
+
+def _squares(count: int) -> list:
+    """`count` small separate squares, as MultiPolygon coordinates."""
+    return [
+        [[[x, y], [x + 0.0005, y], [x + 0.0005, y + 0.0005], [x, y + 0.0005], [x, y]]]
+        for i in range(count)
+        for x, y in [(-80 + (i % 200) * 0.001, 50 + (i // 200) * 0.001)]
+    ]
+
+
+def test_a_geometry_past_the_size_limits_is_400_and_nothing_is_written(api_client, core_user):
+    """Bounded work for every request: 40,000 parts took minutes to check and overlay (the embedded database
+    waited, and every other request failed meanwhile)."""
+    many = {"type": "MultiPolygon", "coordinates": _squares(MAX_POLYGONS + 1)}
+    ring = [[-80 + 0.01 * math.cos(a), 50 + 0.01 * math.sin(a)] for a in np.linspace(0, 2 * math.pi, MAX_POSITIONS)]
+    long = {"type": "Polygon", "coordinates": [[*ring, ring[0]]]}
+    for geometry, limit in ((many, f"at most {MAX_POLYGONS}"), (long, f"at most {MAX_POSITIONS}")):
+        for url, body in (
+            (fields_url(core_user), {"geometry": geometry}),
+            (f"{fields_url(core_user)}/intersects", {"geometry": geometry}),
+            (f"{BASE}/fields/query/intersects", {"geometry": geometry}),
+        ):
+            problem = assert_problem(api_client.post(url, body, format="json"), 400, "invalidGeometry")
+            assert limit in problem["detail"]
+    assert not Field.objects.exists()
+    # At the limits, taken
+    assert create_field(api_client, core_user, {"type": "MultiPolygon", "coordinates": _squares(MAX_POLYGONS)})
