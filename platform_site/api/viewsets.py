@@ -1,9 +1,11 @@
 """Tenant-scoped viewsets. Every queryset is scoped to the authenticated API owner; another
 owner's id answers 404 exactly like a missing one."""
 
+import re
+
 from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import IntegerField, QuerySet
+from django.db.models import IntegerField, QuerySet, UUIDField
 from django.utils.functional import cached_property
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import NotFound
@@ -26,8 +28,14 @@ def get_or_404(queryset: QuerySet, **lookup):
         raise NotFound(NOT_FOUND) from None
 
 
+# A UUID as the API writes it (either case): Python also reads `{...}`, `urn:uuid:...` and 32 bare hex digits, which
+# gave one resource many URLs (a cache or a proxy rule keyed on the path saw another resource).
+CANONICAL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 def _canonical_id(model, name: str, value) -> bool:
-    """False for text given for an integer column that is not its plain decimal writing."""
+    """False for text given for an integer column that is not its plain decimal writing, or for a UUID column
+    that is not a UUID's 8-4-4-4-12 writing."""
     if not isinstance(value, str):
         return True
     try:
@@ -36,6 +44,8 @@ def _canonical_id(model, name: str, value) -> bool:
         return True
     if field.is_relation:
         field = field.target_field
+    if isinstance(field, UUIDField):
+        return CANONICAL_UUID.fullmatch(value) is not None
     if not isinstance(field, IntegerField):
         return True
     # (Compared as text: Python refuses to read a number of over 4,300 digits, a 500 for a long enough id.)
@@ -44,6 +54,8 @@ def _canonical_id(model, name: str, value) -> bool:
 
 def owned_core_user_or_404(owner, core_user_id) -> CoreUser:
     """The core user `core_user_id` of `owner`, or 404 (every `/users/{coreUserId}/...` request asks this)."""
+    if not _canonical_id(CoreUser, "id", core_user_id):
+        raise NotFound(NOT_FOUND)
     core_user = row_get(CoreUser, id=core_user_id, owner=owner.pk)
     if core_user is None:
         raise NotFound(NOT_FOUND)
@@ -82,6 +94,8 @@ class CoreUserScopedViewSet(OwnerScopedViewSet):
     @cached_property
     def core_user(self) -> CoreUser:
         core_user_id = self.kwargs[self.core_user_url_kwarg]
+        if not _canonical_id(CoreUser, "id", core_user_id):
+            raise NotFound(NOT_FOUND)
         # The bearer authentication read it with the owner, in the same query.
         looked_up = getattr(self.request, "core_user_lookup", None)
         if looked_up is not None and looked_up[0] == core_user_id:

@@ -150,3 +150,26 @@ def test_core_users_are_listed_by_name_unless_sorted(api_client, owner):
     CoreUserFactory(owner=owner, name="B", email="a@example.com")
     CoreUserFactory(owner=owner, name="A", email="z@example.com")
     assert [u["name"] for u in api_client.get(URL).json() if u["name"] in ("A", "B")] == ["A", "B"]
+
+
+@pytest.mark.parametrize("form", ["{%s}", "urn:uuid:%s", "nodash"])
+def test_a_uuid_path_id_in_another_writing_names_nothing(api_client, core_user, form):
+    """One resource, one URL: Python reads `{...}`, `urn:uuid:...` and 32 bare hex digits as the same UUID, so a
+    DELETE of such a writing deleted the user (and a cache keyed on the path saw another resource)."""
+    text = str(core_user.id)
+    other = text.replace("-", "") if form == "nodash" else form % text
+    for url in (
+        f"{URL}/{other}",
+        f"/services/fields/api/users/{other}/fields/x",
+        f"/services/config/api/configs/{other}",
+        f"/services/beta/api/users/{other}/machines",
+    ):
+        assert_problem(api_client.get(url), 404, "notFound")
+    assert_problem(api_client.delete(f"{URL}/{other}"), 404, "notFound")
+    machines = f"/services/beta/api/users/{text}/machines"
+    machine = api_client.post(machines, {"name": "8R"}, format="json").json()["id"]
+    written = machine.replace("-", "") if form == "nodash" else form % machine
+    assert_problem(api_client.get(f"{machines}/{written}"), 404, "notFound")
+    # The canonical writing in either case names the user (input is case-insensitive, RFC 9562)
+    assert api_client.get(f"{URL}/{text.upper()}").json()["id"] == text
+    assert api_client.get(f"/services/config/api/configs/{text.upper()}").status_code == 200
