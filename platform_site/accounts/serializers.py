@@ -90,6 +90,16 @@ class CoreUserSerializer(ApiModelSerializer):
         }
 
 
+    def to_internal_value(self, data):
+        # The service assigns the id (`externalId` is the client's): a sent one was dropped without a word, and a
+        # client retrying with "its" id made a second user.
+        if isinstance(data, dict) and "id" in data and self.fields["id"].read_only:
+            raise serializers.ValidationError(
+                {"id": ["Read-only: the service assigns a core user's id; send yours as externalId."]}
+            )
+        return super().to_internal_value(data)
+
+
 class CoreUserReplaceSerializer(CoreUserSerializer):
     """PUT /users: the id travels in the body."""
 

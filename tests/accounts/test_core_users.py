@@ -173,3 +173,11 @@ def test_a_uuid_path_id_in_another_writing_names_nothing(api_client, core_user, 
     # The canonical writing in either case names the user (input is case-insensitive, RFC 9562)
     assert api_client.get(f"{URL}/{text.upper()}").json()["id"] == text
     assert api_client.get(f"/services/config/api/configs/{text.upper()}").status_code == 200
+
+
+def test_a_created_users_id_is_the_services_and_a_sent_one_is_400(api_client):
+    """A sent `id` was dropped without a word: a client retrying with "its" id made a second user."""
+    body = {"name": "x", "id": "00000000-0000-0000-0000-000000000000"}
+    problem = assert_problem(api_client.post(URL, body, format="json"), 400, "validation")
+    assert problem["fieldErrors"][0]["field"] == "id" and "externalId" in problem["detail"]
+    assert api_client.get(URL).json() == []
