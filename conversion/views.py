@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from fields.models import Field
 from platform_site.api.errors import DomainError
+from platform_site.api.parsers import no_body
 from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload, ZipDownload
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404, owned_core_user_or_404
 
@@ -300,7 +301,9 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
     @extend_schema(request=None, responses=BatchReceivedSerializer)
     @action(detail=True, methods=["put"])
     def retry(self, request, pk=None):
-        batch = services.batch_retry(batch=self.get_object())
+        batch = self.get_object()  # a missing or foreign id is 404 whatever the body
+        no_body(request)
+        batch = services.batch_retry(batch=batch)
         return Response(BatchReceivedSerializer(batch).data)
 
 

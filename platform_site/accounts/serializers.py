@@ -89,7 +89,6 @@ class CoreUserSerializer(ApiModelSerializer):
             "address": {"required": False, "allow_blank": True},
         }
 
-
     def to_internal_value(self, data):
         # The service assigns the id (`externalId` is the client's): a sent one was dropped without a word, and a
         # client retrying with "its" id made a second user.

@@ -63,3 +63,13 @@ def replacement_document(request):
     if request.stream is None:
         raise exceptions.ParseError("The request has no body: send the JSON document that replaces the resource.")
     return request.data
+
+
+def no_body(request) -> None:
+    """A request that takes no body (`PUT .../batch/{id}/retry`) has none, or the empty JSON document `{}`. Anything
+    else is refused as on every other write, the body read: malformed JSON 400, another media type 415, another
+    document 400. It was ignored whatever it was (XML, a form), and the request done."""
+    if request.stream is None:
+        return
+    if request.data != {}:
+        raise exceptions.ValidationError({"body": ["This request takes no body (or the empty JSON document {})."]})

@@ -393,6 +393,20 @@ def test_retrying_a_batch_of_what_cannot_be_read_changes_nothing(
     assert len(webhook_receiver.wait_for(3, timeout=0.5)) == 2
 
 
+def test_a_retry_takes_no_body_or_an_empty_document(api_client, core_user, samples_dir):
+    """It ignored any body (XML, a form, broken JSON) and ran: a body is refused as on every other write."""
+    card = (samples_dir / "johndeere-sampledata/Display data/Gen4 - 4600 Harvest Data.zip").read_bytes()
+    url = f"{BATCH_URL}/{_upload_ok(api_client, core_user, card)['id']}/retry"
+    assert_problem(api_client.put(url, b"{", content_type="application/json"), 400, "malformedRequest")
+    assert_problem(api_client.put(url, b"<a/>", content_type="application/xml"), 415, "unsupportedMediaType")
+    assert_problem(api_client.put(url, {"force": True}, format="json"), 400, "validation")
+    assert api_client.put(url, {}, format="json").status_code == 200
+    assert api_client.put(url).status_code == 200
+    # Another owner's batch is 404 whatever the body
+    assert_problem(api_client.put(f"{BATCH_URL}/00000000-0000-0000-0000-000000000000/retry", b"{",
+                                  content_type="application/json"), 404, "notFound")  # fmt: skip
+
+
 # --- events ---------------------------------------------------------------------------------------------------------
 
 
