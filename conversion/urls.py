@@ -2,6 +2,8 @@
 
 from django.urls import path
 
+from platform_site.api.parsers import JSONParser
+
 from .views import BatchViewSet, FileViewSet
 
 files = FileViewSet.as_view({"get": "list"})
@@ -26,5 +28,8 @@ urlpatterns = [
     path("batch", batches, name="batch-list"),
     path("batch/<str:pk>", batch, name="batch-detail"),
     path("batch/<str:pk>/status", BatchViewSet.as_view({"get": "batch_status"}), name="batch-status"),
-    path("batch/<str:pk>/retry", BatchViewSet.as_view({"put": "retry"}), name="batch-retry"),
+    # (the view reads uploads, a form; a retry takes no body, or `{}`)
+    path(
+        "batch/<str:pk>/retry", BatchViewSet.as_view({"put": "retry"}, parser_classes=[JSONParser]), name="batch-retry"
+    ),
 ]
