@@ -275,6 +275,12 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
         if all(params.values()):
             core_user, provider = self._upload_target(params)
         upload = upload_parse(request).get("file")
+        differing = [key for key, value in params.items() if value and request.data.get(key) not in (None, value)]
+        if differing:  # which one counts? (the query's did, silently)
+            raise DomainError(
+                f"{', '.join(differing)}: the query string and the form say different things; give one, or both alike.",
+                field_errors=[{"field": key, "message": "Differs between query string and form."} for key in differing],
+            )
         if not all(params.values()):
             params = {key: params[key] or request.data.get(key) for key in params}
             core_user, provider = self._upload_target(params)

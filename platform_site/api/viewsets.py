@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import IntegerField, QuerySet, UUIDField
 from django.utils.functional import cached_property
 from rest_framework import mixins, viewsets
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import NOT_FOUND
@@ -52,6 +52,22 @@ def _canonical_id(model, name: str, value) -> bool:
     return value.isascii() and value.isdigit() and (value == "0" or not value.startswith("0"))
 
 
+# The one query parameter meant to be given more than once (`sort=name&sort=id,desc`).
+REPEATABLE_QUERY_PARAMETERS = frozenset({"sort"})
+
+
+def query_parameters_check(request) -> None:
+    """Any other parameter given twice is a 400: which value counts was the last one's, silently
+    (`?coreUserId=A&coreUserId=B` answered for B)."""
+    repeated = sorted(
+        name
+        for name, values in request.query_params.lists()
+        if len(values) > 1 and name not in REPEATABLE_QUERY_PARAMETERS
+    )
+    if repeated:
+        raise ValidationError({name: ["Given more than once: give it once."] for name in repeated})
+
+
 def owned_core_user_or_404(owner, core_user_id) -> CoreUser:
     """The core user `core_user_id` of `owner`, or 404 (every `/users/{coreUserId}/...` request asks this)."""
     if not _canonical_id(CoreUser, "id", core_user_id):
@@ -75,6 +91,7 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        query_parameters_check(request)
         # No id holds a NUL character, and PostgreSQL refuses one in a query parameter (a 500): such an id
         # names nothing, so it is a 404 before any query.
         if any("\x00" in value for value in self.kwargs.values() if isinstance(value, str)):

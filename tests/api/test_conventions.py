@@ -90,6 +90,15 @@ def test_bad_paging_values_are_400(api_client, param, value):
     assert body["fieldErrors"][0]["field"] == param
 
 
+def test_a_query_parameter_given_twice_is_400_but_sort(api_client, core_user, users):
+    """Which value counted was the last one's, silently (`?externalId=a&externalId=b` answered for b)."""
+    problem = assert_problem(api_client.get(f"{URL}?externalId=a&externalId=b&size=5&size=6"), 400, "validation")
+    assert sorted(e["field"] for e in problem["fieldErrors"]) == ["externalId", "size"]
+    fields = f"/services/fields/api/fields?coreUserId={core_user.id}&coreUserId={core_user.id}"
+    assert assert_problem(api_client.get(fields), 400)["fieldErrors"][0]["field"] == "coreUserId"
+    assert api_client.get(f"{URL}?sort=name&sort=id,desc").status_code == 200
+
+
 def test_sort_is_multi_valued_and_directional(api_client, owner):
     CoreUserFactory(owner=owner, name="b", email="2@x.io")
     CoreUserFactory(owner=owner, name="a", email="3@x.io")

@@ -45,6 +45,22 @@ def test_parameters_may_travel_as_form_fields(api_client, core_user):
     assert response.json()["coreUserId"] == str(core_user.pk)
 
 
+def test_parameters_that_query_and_form_give_differently_are_400_and_nothing_is_kept(
+    api_client, core_user, monkeypatch
+):
+    """The query string's counted, silently, over the form's: a client meaning ProviderA got Other."""
+    monkeypatch.setattr(tasks.batch_open, "delay", lambda *a: None)
+    file = io.BytesIO(SMALL_ZIP)
+    file.name = "card.zip"
+    url = f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other"
+    problem = assert_problem(api_client.post(url, {"file": file, "provider": "ProviderA"}), 400, "validation")
+    assert [e["field"] for e in problem["fieldErrors"]] == ["provider"]
+    assert Batch.objects.count() == 0 and _leftovers() == []
+    # Both alike: taken
+    file.seek(0)
+    assert api_client.post(url, {"file": file, "provider": "Other", "coreUserId": str(core_user.pk)}).status_code == 201
+
+
 def test_a_body_that_is_not_a_zip_is_refused_and_nothing_is_kept(api_client, core_user):
     body = assert_problem(upload(api_client, core_user.pk, b"%PDF-1.7 not a zip" * 1000), 400, "invalidArchive")
     assert "not a zip" in body["detail"]
