@@ -94,8 +94,8 @@ class ProductSearchByQueryViewSet(ProductSearchViewSet):
 
     @cached_property
     def core_user(self):
-        if getattr(self, "swagger_fake_view", False):
-            return None
+        if getattr(self, "swagger_fake_view", False) or self.action == "metadata":
+            return None  # (OPTIONS describes the route, for any core user)
         core_user_id = self.request.query_params.get("coreUserId")
         if not core_user_id:
             raise ValidationError({"coreUserId": ["This query parameter is required."]})

@@ -123,8 +123,9 @@ class CoreUserScopedViewSet(OwnerScopedViewSet):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        # Resolve the core user before anything else, so a foreign one is a 404 on every method.
-        if getattr(self, "swagger_fake_view", False):
+        # Resolve the core user before anything else, so a foreign one is a 404 on every method the route has (one
+        # it has not is a 405, whatever the id).
+        if getattr(self, "swagger_fake_view", False) or self.action is None:
             return
         self.core_user  # noqa: B018
 

@@ -195,6 +195,15 @@ class TestProductEndpoints:
         assert_problem(api_client.get(products_url(core_user, "search"), {"coreFileId": "x"}), 400, "validation")
         assert_problem(api_client.get(f"{BASE}/products/search"), 400, "validation")
 
+    def test_a_method_a_route_has_not_is_405_whatever_the_core_user(self, api_client, other_client, core_user):
+        """It was a 400 about the missing `coreUserId` (or a 404 for another owner's) before the method was looked at;
+        OPTIONS describes the route."""
+        for url in (f"{BASE}/products/search", products_url(core_user, "search")):
+            for client in (api_client, other_client):
+                assert_problem(client.post(url), 405, "methodNotAllowed")
+                assert_problem(client.delete(url), 405, "methodNotAllowed")
+        assert api_client.options(f"{BASE}/products/search").status_code == 200
+
     def test_another_owner_gets_404(self, api_client, other_client, core_user, catalog):
         product_id = Product.objects.filter(core_user=core_user).first().id
         for url in (
