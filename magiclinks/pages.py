@@ -6,13 +6,13 @@ Referer only to ourselves (`same-origin`: a logo host or a provider never sees t
 would make browsers send `Origin: null` on our own forms, which the CSRF check refuses)."""
 
 import secrets
+from functools import wraps
 
-from django.http import HttpResponseNotAllowed, HttpResponseRedirect, JsonResponse
+from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from assets.models import Provider
 from platform_site.api.errors import DomainError
@@ -72,6 +72,28 @@ def _page(request, template: str, context: dict, *, link: MagicLink | None = Non
     return _secure(response)
 
 
+def _allow(*methods: str):
+    """The page answers `methods` only; any other is the 405 page (with `Allow`), before the CSRF check: the CSRF
+    middleware answered Django's own 403 page ("CSRF verification failed") to a DELETE or a PUT, though this page
+    takes neither and changes nothing for them. A page taking POST checks CSRF itself (`csrf_protect`)."""
+
+    def decorate(view):
+        @wraps(view)
+        def allowed(request, *args, **kwargs):
+            if request.method not in methods:
+                message = f"This address answers {' and '.join(methods)} only."
+                response = _page(
+                    request, "unavailable.html", {"title": "Not available", "message": message}, status=405
+                )
+                response["Allow"] = ", ".join(methods)
+                return response
+            return view(request, *args, **kwargs)
+
+        return csrf_exempt(allowed)
+
+    return decorate
+
+
 def _unavailable(request, exc: services.LinkUnavailable):
     title, message = UNAVAILABLE.get(exc.reason, UNAVAILABLE["unknown"])
     return _page(request, "unavailable.html", {"title": title, "message": message}, status=exc.status)
@@ -111,7 +133,7 @@ def _upload_context(token: str, **extra) -> dict:
     }
 
 
-@require_safe
+@_allow("GET", "HEAD")
 def link_page(request, token: str):
     """The page of a link: provider buttons, or the upload form. Counts the visit (a GET, not a HEAD)."""
     try:
@@ -123,7 +145,7 @@ def link_page(request, token: str):
     return _page(request, "providers.html", _provider_context(link, token), link=link)
 
 
-@require_GET
+@_allow("GET")
 def link_connect(request, token: str, provider: str):
     """Start the OAuth 2.0 authorization-code flow: redirect to the provider's authorize URL. The browser
     gets a nonce cookie (the callback must come back to the same browser) and, signed, the link's token
@@ -173,7 +195,7 @@ def _outcome(request, link, token, provider, *, ok: bool, message: str, status: 
     return _page(request, "outcome.html", context, link=link, status=status)
 
 
-@require_GET
+@_allow("GET")
 def oauth_callback(request):
     """The provider sends the user back here with `code` and `state` (or `error`)."""
     try:
@@ -193,7 +215,7 @@ def oauth_callback(request):
     return _outcome(request, result.link, token, result.provider, ok=True, message=message, status=200)
 
 
-@require_POST
+@_allow("POST")
 @csrf_protect
 def link_disconnect(request, token: str):
     """The end user disconnects a provider (only offered when the link's settings allow it)."""
@@ -210,12 +232,10 @@ def link_disconnect(request, token: str):
     return _outcome(request, link, token, provider, ok=True, message=message, status=200)
 
 
-@csrf_exempt
+@_allow("POST")
 def link_upload(request, token: str):
     """Receive the zip: the link is checked before a byte of the body is read, the body streams through
     the batch pipeline's upload handler (size cap, zip check), then the CSRF token is checked."""
-    if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
     try:
         link = services.magic_link_resolve(token)
         if link.widget != MagicLink.Widget.FILEUPLOAD:
@@ -262,7 +282,7 @@ def _progress_or_404(token: str, batch_id):
     return link, services.link_batch_progress(link=link, batch_id=batch_id)
 
 
-@require_safe
+@_allow("GET", "HEAD")
 def batch_page(request, token: str, batch_id):
     """Live status of an uploaded batch; refreshes itself (JavaScript polling, or a meta refresh without)."""
     try:
@@ -278,7 +298,7 @@ def batch_page(request, token: str, batch_id):
     return _page(request, "batch.html", context, link=link)
 
 
-@require_safe
+@_allow("GET", "HEAD")
 def batch_status(request, token: str, batch_id):
     """The batch's progress as JSON, for the status page's polling."""
     try:

@@ -12,6 +12,7 @@ import pytest
 import requests
 from django.db import connection
 from django.db.models import F
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -891,3 +892,24 @@ def test_a_refusal_of_tokens_the_user_replaced_since_marks_and_tells_nothing(
     credentials_unauthenticated(core_user=core_user, provider="ProviderA", message="invalid_grant", read=current)
     assert ProviderCredential.objects.get(core_user=core_user).status == "UNAUTHENTICATED"
     assert len(webhook_receiver.wait_for(1)) == 1
+
+
+@pytest.mark.embedded
+def test_a_method_a_page_has_not_is_the_405_page_not_a_csrf_refusal(core_user):
+    """The CSRF middleware answered Django's own 403 page to a DELETE or a PUT of a page that takes neither."""
+    browser = Client(enforce_csrf_checks=True)
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings=SETTINGS)
+    for method, path, allow in (
+        ("delete", url, "GET, HEAD"),
+        ("put", url, "GET, HEAD"),
+        ("patch", f"{url}/upload", "POST"),
+        ("get", f"{url}/upload", "POST"),
+        ("post", f"{url}/disconnect", None),  # a method it has: CSRF is checked (no token: 403)
+    ):
+        response = getattr(browser, method)(path)
+        if allow is None:
+            assert response.status_code == 403
+            continue
+        page = response.content.decode()
+        assert (response.status_code, response["Allow"]) == (405, allow), (method, path)
+        assert f"answers {allow.replace(', ', ' and ')} only" in page and "CSRF" not in page
