@@ -48,12 +48,15 @@ def link_url(token: str) -> str:
 # --- API ---------------------------------------------------------------------------------------------
 
 
-def _require_provider_apps(owner_id, providers: list[str]) -> None:
+def _require_provider_apps(owner_id, providers: list[str], widget: str) -> None:
+    """400 `providerAppNotConfigured` naming the body's key: an authentication link's `provider`, a provider
+    link's `allowedProviders`."""
     missing = [p for p in providers if provider_application_find(owner_id=owner_id, provider=p) is None]
     if missing:
+        key = "provider" if widget == MagicLink.Widget.AUTHENTICATION else "allowedProviders"
         raise ProviderAppNotConfigured(
             f"Set up the provider application first for: {', '.join(missing)}.",
-            field_errors=[{"field": "provider", "message": f"No application set up for {p}."} for p in missing],
+            field_errors=[{"field": key, "message": f"No application set up for {p}."} for p in missing],
         )
 
 
@@ -79,7 +82,7 @@ def magic_link_create(
     Provider and authentication links need the owner's application at each provider (400 otherwise)."""
     providers = [provider] if widget == MagicLink.Widget.AUTHENTICATION else list(allowed_providers or [])
     if widget != MagicLink.Widget.FILEUPLOAD:
-        _require_provider_apps(core_user.owner_id, providers)
+        _require_provider_apps(core_user.owner_id, providers, widget)
     core_user_keep(core_user.pk)
     token = secrets.token_urlsafe(32)  # 256 bits
     link = MagicLink.objects.create(
@@ -102,9 +105,9 @@ def magic_link_create_with_user(
     the externalId) unless they exist. Nothing is created when the link is refused."""
     widget = link_values["widget"]
     if widget == MagicLink.Widget.AUTHENTICATION:
-        _require_provider_apps(owner.pk, [link_values["provider"]])
+        _require_provider_apps(owner.pk, [link_values["provider"]], widget)
     elif widget == MagicLink.Widget.PROVIDER:
-        _require_provider_apps(owner.pk, link_values["allowed_providers"])
+        _require_provider_apps(owner.pk, link_values["allowed_providers"], widget)
     for _attempt in range(3):
         core_user, _created = core_user_find_or_create(
             owner=owner, external_id=external_id, name=name or external_id, email=email or external_id

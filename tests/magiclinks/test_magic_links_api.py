@@ -150,6 +150,8 @@ def test_missing_required_entries_are_400(api_client, core_user, apps):
 def test_provider_links_need_the_provider_application(api_client, owner, core_user, kind):
     body = assert_problem(create_link(api_client, core_user, kind), 400, "providerAppNotConfigured")
     assert "ProviderA" in body["detail"]
+    # The body's key: a provider link's `allowedProviders` (it named `provider`), an authentication link's `provider`
+    assert body["fieldErrors"][0]["field"] == {"provider": "allowedProviders", "authentication": "provider"}[kind]
     provider_app(owner, "ProviderA")
     if kind == "provider":
         body = assert_problem(
