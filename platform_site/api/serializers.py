@@ -3,6 +3,7 @@ and rejection of unknown body keys (a typo must not be silently ignored)."""
 
 import json
 import math
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -98,14 +99,36 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+# C0 controls but tab, LF and CR (NUL is DRF's own "Null characters are not allowed."), DEL and the C1 controls: no
+# name, address or label holds one, and a BEL or an escape stored in a name reached every client and terminal.
+CONTROL_CHARACTERS = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Secrets are the client's bytes, whatever they are.
+CONTROL_CHARACTERS_ALLOWED = frozenset({"password", "secret", "clientSecret"})
+
+
+def _holds_control_characters(value) -> bool:
+    if isinstance(value, str):
+        return CONTROL_CHARACTERS.search(value) is not None
+    return isinstance(value, list) and any(isinstance(item, str) and CONTROL_CHARACTERS.search(item) for item in value)
+
+
 class RejectUnknownFieldsMixin:
-    """A body key the resource does not have is a 400, not silently dropped."""
+    """A body key the resource does not have is a 400, not silently dropped; so is text holding control
+    characters (but tab and line breaks) in any key but a secret."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+            controls = sorted(
+                key
+                for key, value in data.items()
+                if key not in CONTROL_CHARACTERS_ALLOWED and _holds_control_characters(value)
+            )
+            if controls:
+                message = "Control characters are not allowed (tab and line breaks are)."
+                raise serializers.ValidationError({key: [message] for key in controls})
         return super().to_internal_value(data)
 
 

@@ -343,3 +343,25 @@ def test_paging_links_behind_a_tls_proxy_follow_its_forwarded_proto(trust, schem
         response = make_client(owner).get(URL, {"size": 1}, HTTP_X_FORWARDED_PROTO="https")
     assert response.status_code == 200
     assert re.findall(r"<([a-z]+)://", response["Link"]) == [scheme] * 3
+
+
+@pytest.mark.parametrize("text", ["bell\u0007", "escape\u001b[31m", "del\u007f", "c1\u0085"])
+def test_text_holding_control_characters_is_400_and_nothing_is_stored(api_client, core_user, text):
+    """A BEL or an escape sequence stored in a name reached every client and terminal that showed it."""
+    problem = assert_problem(api_client.post(URL, {"name": text}, format="json"), 400, "validation")
+    assert problem["fieldErrors"][0]["field"] == "name" and "Control characters" in problem["detail"]
+    square = {"type": "Polygon", "coordinates": [[[0, 0], [0.01, 0], [0.01, 0.01], [0, 0]]]}
+    fields = f"/services/fields/api/users/{core_user.id}/fields"
+    assert_problem(api_client.post(fields, {"name": text, "geometry": square}, format="json"), 400, "validation")
+    machines = f"/services/beta/api/users/{core_user.id}/machines"
+    assert_problem(api_client.post(machines, {"name": "8R", "model": text}, format="json"), 400, "validation")
+    assert [u["id"] for u in api_client.get(URL).json()] == [str(core_user.id)]
+    assert api_client.get(f"/services/fields/api/fields?coreUserId={core_user.id}").json() == []
+    assert api_client.get(machines).json() == []
+
+
+def test_tabs_and_line_breaks_are_text_and_a_secret_is_the_clients_bytes(api_client):
+    created = api_client.post(URL, {"name": "Jo\tSmith", "address": "1 Main St\r\nSpringfield"}, format="json")
+    assert created.status_code == 201 and created.json()["address"] == "1 Main St\r\nSpringfield"
+    hook = {"name": "ops", "url": "https://example.com/h", "secret": "s\u0001\u001bcret", "events": ["fieldCreated"]}
+    assert api_client.post("/services/alerts/api/alerts/webhooks", hook, format="json").status_code == 201
