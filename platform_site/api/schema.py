@@ -82,6 +82,10 @@ UPLOAD_PROBLEM_DESCRIPTIONS = {
 UNAUTHORIZED_HEADERS = {
     "WWW-Authenticate": {"description": f"`{BEARER_CHALLENGE}`.", "schema": {"type": "string"}},
 }
+# A 429 (a refused login) and a 503 say when to try again.
+RETRY_AFTER_HEADERS = {
+    "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}},
+}
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -269,5 +273,7 @@ def postprocess_problem_responses(result, generator, request, public):
                 }
                 if status == 401:
                     response["headers"] = UNAUTHORIZED_HEADERS
+                elif status in (429, 503) and "Retry-After" in statuses[status]:
+                    response["headers"] = RETRY_AFTER_HEADERS
                 responses.setdefault(str(status), response)
     return result

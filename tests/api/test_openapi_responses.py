@@ -176,6 +176,16 @@ def test_a_refused_login_carries_the_bearer_challenge(schema, client):
     assert refused["WWW-Authenticate"] == client.get(USERS)["WWW-Authenticate"] == 'Bearer realm="api"'
 
 
+def test_a_login_refused_for_too_many_failures_is_a_documented_429_with_retry_after(schema, client, settings):
+    settings.LOGIN_FAILURES_PER_USER_AND_ADDRESS = 1
+    body = {"username": "nobody", "password": "not-the-password"}
+    client.post("/api/authenticate", body, content_type="application/json")
+    refused = client.post("/api/authenticate", body, content_type="application/json")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Retry-After" in operation(schema, "post", "/api/authenticate")["responses"]["429"]["headers"]
+    assert_documented(schema, "post", "/api/authenticate", refused)
+
+
 def test_an_accept_the_operation_cannot_answer_is_a_documented_406(schema, api_client):
     # Negotiation comes before the lookup: any id shows it
     some = uuid.uuid4()
