@@ -163,6 +163,17 @@ def _call_deadline() -> float:
     return call_deadline(settings.WEBHOOK_TIMEOUT_SECONDS)
 
 
+# How often a delivery held back by its owner's limit asks again (seconds).
+OWNER_BUSY_RETRY_SECONDS = 2.0
+
+
+def owner_deliveries_in_flight(owner_id) -> int:
+    """Deliveries of the owner being posted now (claimed, their lease running)."""
+    return Delivery.objects.filter(
+        owner_id=owner_id, status=Delivery.Status.PENDING, lease_until__gt=timezone.now()
+    ).count()
+
+
 def delivery_claim(delivery_id) -> Delivery | None:
     """Take the delivery for one attempt if it is due and nobody holds it; None otherwise. The claim
     is a lease in the row, so two workers never post the same attempt and a dead worker's claim expires."""
@@ -181,7 +192,15 @@ def delivery_claim(delivery_id) -> Delivery | None:
 
 def delivery_attempt(delivery_id) -> float | None:
     """Post a due delivery once and record the attempt. Returns the seconds until the next attempt
-    when it failed and will be retried, else None. Network I/O happens outside any transaction."""
+    when it failed and will be retried (or when its owner already has `WEBHOOK_MAX_IN_FLIGHT_PER_OWNER` deliveries
+    being posted: then nothing is attempted), else None. Network I/O happens outside any transaction."""
+    limit = settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER
+    if limit:
+        # One owner's receivers that hang take at most `limit` of the delivery workers: the others stay free for
+        # every other owner. Held back, a delivery asks again shortly; no attempt is counted.
+        owner_id = Delivery.objects.filter(pk=delivery_id).values_list("owner_id", flat=True).first()
+        if owner_id is not None and owner_deliveries_in_flight(owner_id) >= limit:
+            return OWNER_BUSY_RETRY_SECONDS
     delivery = delivery_claim(delivery_id)
     if delivery is None:
         return None

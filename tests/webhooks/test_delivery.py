@@ -9,15 +9,17 @@ import socketserver
 import threading
 import time
 import uuid
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from tests.factories import CoreUserFactory
 from tests.tenancy import assert_problem
 from webhooks.models import Delivery
-from webhooks.services import deliveries_due, delivery_attempt, event_emit
+from webhooks.services import OWNER_BUSY_RETRY_SECONDS, deliveries_due, delivery_attempt, event_emit
 from webhooks.tasks import webhooks_deliveries_sweep
 
 URL = "/services/alerts/api/alerts/webhooks"
@@ -425,3 +427,35 @@ def test_a_claim_lasts_longer_than_the_longest_call(
     before = timezone.now()
     claimed = delivery_claim(Delivery.objects.get().pk)
     assert claimed.lease_until >= before + timedelta(seconds=call_deadline(100) + 60)
+
+
+@pytest.mark.embedded
+def test_one_owner_takes_at_most_its_share_of_the_delivery_workers(
+    owner, other_owner, core_user, subscribe, webhook_receiver, settings
+):
+    """Receivers that hang held every delivery worker, and every other owner's events waited behind them. Past
+    WEBHOOK_MAX_IN_FLIGHT_PER_OWNER deliveries being posted, an owner's next one waits its turn (no attempt is
+    counted), while another owner's goes out."""
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 4
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    for n in range(4):
+        emit(core_user, fieldId=f"busy-{n}")
+    webhook_receiver.wait_for(4)
+    # Those four are being posted now (their receiver hangs): leased, pending
+    future = timezone.now() + timedelta(minutes=1)
+    Delivery.objects.filter(owner=owner).update(status=Delivery.Status.PENDING, lease_until=future)
+    emit(core_user, fieldId="waits")
+    held = Delivery.objects.get(owner=owner, body__contains='"waits"')
+    assert held.status == Delivery.Status.PENDING and held.attempts == 0 and held.lease_until is None
+    assert delivery_attempt(str(held.pk)) == OWNER_BUSY_RETRY_SECONDS
+    # Another owner's event goes out meanwhile
+    other_user = CoreUserFactory(owner=other_owner)
+    subscribe(other_owner, webhook_receiver, ["fieldCreated"])
+    emit(other_user, fieldId="other-owner")
+    assert [json.loads(r.body)["fieldId"] for r in webhook_receiver.wait_for(5)][4:] == ["other-owner"]
+    # The owner's deliveries end: its next one goes out
+    Delivery.objects.filter(lease_until=future).update(status=Delivery.Status.SUCCEEDED, lease_until=None)
+    assert delivery_attempt(str(held.pk)) is None
+    assert json.loads(webhook_receiver.wait_for(6)[5].body)["fieldId"] == "waits"
+    held.refresh_from_db()
+    assert held.status == Delivery.Status.SUCCEEDED and held.attempts == 1

@@ -34,7 +34,8 @@ def start_embedded_worker() -> None:
 
     from platform_site.celery import app
 
-    for queue, concurrency in (("celery", 2), ("webhooks", 4)):
+    # (8 delivery threads: one owner's receivers take at most WEBHOOK_MAX_IN_FLIGHT_PER_OWNER, 4, of them)
+    for queue, concurrency in (("celery", 2), ("webhooks", 8)):
         _worker_start(app, queue, concurrency)
     beat = EmbeddedService(app, thread=True, schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"))
     beat.start()
