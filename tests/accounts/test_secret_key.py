@@ -49,3 +49,14 @@ def test_processes_started_together_without_secret_key_share_one_random_key(tmp_
     other = tmp_path / "other"
     assert _settings_key({"VAR_DIR": str(other), "SECRET_KEY": "from-the-environment"}) == "from-the-environment"
     assert not (other / "secret-key").exists()
+
+
+def test_a_file_system_without_hard_links_still_gets_one_kept_key(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    path = tmp_path / "secret-key"
+    key = stored_secret_key(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stored_secret_key(path) == key
+    assert [p.name for p in tmp_path.iterdir()] == ["secret-key"]  # no draft left behind
