@@ -225,7 +225,9 @@ TASK_DATABASE_RETRIES = env.int("TASK_DATABASE_RETRIES", default=5)
 # WEBHOOK_TIMEOUT_SECONDS, and on one queue a few such receivers of one owner held up every owner's conversions.
 # A worker started without `-Q` takes both queues (nothing is left unserved); production runs one for each (README).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-CELERY_TASK_QUEUES = (Queue("celery"), Queue("webhooks"))
+# Each queue bound by its own name (without one, both were bound to the exchange by the default key "celery"; Celery
+# sends to a queue by its name anyway, but a binding that says what it routes keeps any other sender right).
+CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("webhooks", routing_key="webhooks"))
 CELERY_TASK_ROUTES = {"webhooks.tasks.webhooks_delivery_send": {"queue": "webhooks"}}
 CELERY_BEAT_SCHEDULE: dict = {
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
