@@ -169,8 +169,6 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
 
     if isinstance(exc, DomainError):
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
         body = problem_body(
             status_code=exc.status_code,
             error_key=exc.error_key,
@@ -189,8 +187,6 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             detail = str(exc.detail)
         if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
             exc.status_code = status.HTTP_401_UNAUTHORIZED
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
         code = exc.status_code
         body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path, field_errors=field_errors)
     elif isinstance(exc, OperationalError) and "database is locked" in str(exc):
@@ -202,6 +198,9 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
         headers["Retry-After"] = str(DATABASE_BUSY_RETRY_SECONDS)
     else:
         return None
+
+    if getattr(exc, "wait", None):  # DRF's Throttled, and our errors that say when to try again
+        headers["Retry-After"] = str(int(exc.wait))
 
     if code == status.HTTP_401_UNAUTHORIZED:
         # RFC 9110: a 401 carries a challenge, a domain one too (a refused login answered without it).
