@@ -167,11 +167,16 @@ def _call_deadline() -> float:
 OWNER_BUSY_RETRY_SECONDS = 2.0
 
 
-def owner_deliveries_in_flight(owner_id) -> int:
-    """Deliveries of the owner being posted now (claimed, their lease running)."""
-    return Delivery.objects.filter(
-        owner_id=owner_id, status=Delivery.Status.PENDING, lease_until__gt=timezone.now()
-    ).count()
+def _owner_busy(delivery: Delivery) -> bool:
+    """Whether the delivery's owner already has `WEBHOOK_MAX_IN_FLIGHT_PER_OWNER` other deliveries being posted
+    (claimed, their lease running)."""
+    limit = settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER
+    if not limit:
+        return False
+    in_flight = Delivery.objects.filter(
+        owner_id=delivery.owner_id, status=Delivery.Status.PENDING, lease_until__gt=timezone.now()
+    ).exclude(pk=delivery.pk)
+    return in_flight.count() >= limit
 
 
 def delivery_claim(delivery_id) -> Delivery | None:
@@ -194,16 +199,14 @@ def delivery_attempt(delivery_id) -> float | None:
     """Post a due delivery once and record the attempt. Returns the seconds until the next attempt
     when it failed and will be retried (or when its owner already has `WEBHOOK_MAX_IN_FLIGHT_PER_OWNER` deliveries
     being posted: then nothing is attempted), else None. Network I/O happens outside any transaction."""
-    limit = settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER
-    if limit:
-        # One owner's receivers that hang take at most `limit` of the delivery workers: the others stay free for
-        # every other owner. Held back, a delivery asks again shortly; no attempt is counted.
-        owner_id = Delivery.objects.filter(pk=delivery_id).values_list("owner_id", flat=True).first()
-        if owner_id is not None and owner_deliveries_in_flight(owner_id) >= limit:
-            return OWNER_BUSY_RETRY_SECONDS
     delivery = delivery_claim(delivery_id)
     if delivery is None:
         return None
+    if _owner_busy(delivery):
+        # One owner's receivers that hang take at most its share of the delivery workers: the others stay free for
+        # every other owner. Held back, the delivery is let go and asks again shortly; no attempt is counted.
+        Delivery.objects.filter(pk=delivery.pk).update(lease_until=None)
+        return OWNER_BUSY_RETRY_SECONDS
     body = delivery.body.encode()
     webhook = delivery.webhook
     status_code, response_text, error = None, "", ""
