@@ -114,17 +114,17 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     # Shapes are built from the checked 2D points: a ring mixing positions with and without an altitude was refused
     # with numpy's "inhomogeneous shape" when given to shapely as sent.
     if kind == "Polygon":
-        coordinates, kind = [coordinates], "MultiPolygon"
+        polygons, where = [coordinates], "coordinates"
     elif kind == "MultiPolygon":
         if not isinstance(coordinates, list) or not coordinates:
             raise InvalidGeometry("coordinates must be a non-empty list of polygons.")
+        polygons, where = coordinates, "coordinates[{}]"
     else:
         raise InvalidGeometry(f"type must be 'MultiPolygon' or 'Polygon', not {kind!r}.")
-    _check_size(coordinates)
-    where = "coordinates" if data.get("type") == "Polygon" else "coordinates[{}]"
-    coordinates = [_check_polygon(polygon, where.format(index)) for index, polygon in enumerate(coordinates)]
+    _check_size(polygons)
+    checked = [_check_polygon(polygon, where.format(index)) for index, polygon in enumerate(polygons)]
     try:
-        geometry = shape({"type": kind, "coordinates": coordinates})
+        geometry = shape({"type": "MultiPolygon", "coordinates": checked})
     except (ValueError, TypeError, shapely.errors.ShapelyError) as exc:
         raise InvalidGeometry(str(exc)) from None
     if geometry.is_empty:

@@ -4,7 +4,6 @@ their changes."""
 
 import uuid
 
-from django.db.models import Q
 from django.utils import timezone
 from shapely.ops import unary_union
 
@@ -68,14 +67,15 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
         target = merged_fields[0]
         joined = len(merged_fields) > 1 or any(f.merged_field_id != target.pk for f in group.values())
     absorbed = merged_fields[1:]
+    joining = Field.objects.filter(pk__in=list(group)).exclude(merged_field=target)
     # The fields whose `mergedFieldId` changes are announced as updated (the field changing now has its events).
-    moving = Field.objects.filter(Q(pk__in=list(group)) | Q(merged_field__in=absorbed)).exclude(merged_field=target)
+    moving = joining | Field.objects.filter(merged_field__in=absorbed)
     announced = sorted(moving.exclude(pk=field.pk).values_list("public_id", flat=True))
     for other in absorbed:
         # Two merged fields now overlap through this field: one merged field keeps them all.
         Field.objects.filter(merged_field=other).update(merged_field=target, updated_at=now)
         other.delete()
-    Field.objects.filter(pk__in=list(group)).exclude(merged_field=target).update(merged_field=target, updated_at=now)
+    joining.update(merged_field=target, updated_at=now)
     fields_updated_announce(field.core_user, announced)
     field.merged_field = target
     merged_refresh(merged=target, created=created, sources_changed=joined)
