@@ -43,22 +43,30 @@ class UtcDateTimeField(forms.Field):
             raise forms.ValidationError(self.error_messages["range"], code="range") from None
 
 
+# The last whole millisecond a timestamp can hold.
+LAST_MILLISECOND = datetime.max.replace(microsecond=999_000, tzinfo=UTC)
+
+
 class UtcDateTimeFilter(django_filters.Filter):
-    """A timestamp filter; `lookup_expr="exact"` matches the whole millisecond that the API prints,
-    so a value copied from a response finds its record."""
+    """A timestamp filter that reads a value written to the millisecond (as the API prints times) as that whole
+    millisecond, since what is stored may carry microseconds: `exact` matches it, `gt` ("after") starts after it
+    and `lte` ("ended by then") takes it in, so a value copied from a response finds its record, and "after the
+    last `createdTime` seen" does not answer that record again. `gte` and `lt` need no widening."""
 
     field_class = UtcDateTimeField
 
     def filter(self, qs, value):
-        if value is None:
-            return qs
-        if self.lookup_expr == "exact" and value.microsecond % 1000 == 0:
-            if value > datetime.max.replace(tzinfo=UTC) - timedelta(milliseconds=1):
-                return qs.filter(**{f"{self.field_name}__gte": value})  # the last millisecond there is
-            return qs.filter(
-                **{f"{self.field_name}__gte": value, f"{self.field_name}__lt": value + timedelta(milliseconds=1)}
-            )
-        return super().filter(qs, value)
+        if value is None or self.lookup_expr not in ("exact", "gt", "lte") or value.microsecond % 1000:
+            return super().filter(qs, value)
+        name = self.field_name
+        last = value >= LAST_MILLISECOND  # (nothing comes after it)
+        following = None if last else value + timedelta(milliseconds=1)
+        if self.lookup_expr == "gt":
+            return qs.none() if last else qs.filter(**{f"{name}__gte": following})
+        if self.lookup_expr == "lte":
+            return qs if last else qs.filter(**{f"{name}__lt": following})
+        within = qs.filter(**{f"{name}__gte": value})
+        return within if last else within.filter(**{f"{name}__lt": following})
 
 
 class _PlainNumber:

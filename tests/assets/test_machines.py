@@ -143,7 +143,7 @@ def fleet(core_user):
         make="Make-C",
         category="COMBINE",
         model_year=2019,
-        created_time=ts("2024-01-01T10:00:00.250"),
+        created_time=ts("2024-01-01T10:00:00.250600"),  # stored to the microsecond, printed .250
     )
     b = machine_make(
         core_user,
@@ -203,6 +203,11 @@ def names(response) -> list[str]:
         ({"createdTime": "2024-01-01T10:00:00.249"}, []),  # the millisecond before, not up to and including it
         ({"createdTime": "2024-01-01T10:00:00"}, []),
         ({"beforeCreatedTime": "2024-02-01T10:00:00"}, ["Alpha combine"]),
+        # "after" the time a record is printed with is after that whole millisecond: not the record again
+        ({"afterCreatedTime": "2024-01-01T10:00:00.250Z"}, ["Bravo tractor", "Charlie sprayer"]),
+        ({"afterCreatedTime": "2024-01-01T10:00:00.249Z"}, ["Alpha combine", "Bravo tractor", "Charlie sprayer"]),
+        ({"beforeCreatedTime": "2024-01-01T10:00:00.250Z"}, []),
+        ({"beforeCreatedTime": "2024-01-01T10:00:00.251Z"}, ["Alpha combine"]),
         ({"afterCreatedTime": "2024-02-01T10:00:00"}, ["Charlie sprayer"]),
         ({"afterCreatedTime": "2024-01-15T00:00:00", "beforeCreatedTime": "2024-02-15T00:00:00"}, ["Bravo tractor"]),
         ({"afterCreatedTime": "2024-01-15", "provider": "ProviderC"}, ["Charlie sprayer"]),

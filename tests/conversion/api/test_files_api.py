@@ -2,8 +2,10 @@
 
 import io
 import zipfile
+from datetime import timedelta
 
 import pytest
+from django.db.models import F
 from shapely.geometry import MultiPoint, MultiPolygon, box
 
 from assets.models import Machine
@@ -153,6 +155,20 @@ def test_time_and_area_filters_hold_their_bounds(api_client, core_user, converte
     area = File.objects.get(pk=harvest["id"]).area  # square metres, as minArea
     assert harvest["id"] in _ids(api_client.get(FILES_URL, {"minArea": repr(area)}))
     assert harvest["id"] not in _ids(api_client.get(FILES_URL, {"minArea": repr(area * (1 + 1e-9))}))
+
+
+def test_an_end_time_filter_takes_in_the_whole_millisecond_it_names(api_client, core_user, converted):
+    """A file that ended within the millisecond a response prints has ended by then (`endTime` is "ended then or
+    earlier"), though its time holds microseconds past it."""
+    from conversion.models import File
+
+    field, _, _, files = converted
+    seeding = files["seeding"]
+    File.objects.filter(pk=seeding["id"]).update(end_time=F("end_time") + timedelta(microseconds=600))
+    printed = api_client.get(f"{FILES_URL}/{seeding['id']}").json()["endTime"]
+    assert printed == seeding["endTime"]
+    for url in (FIELDS.format(user=core_user.pk, field=field.pk) + "/files", FILES_URL):
+        assert seeding["id"] in _ids(api_client.get(url, {"endTime": printed, "origin": "uploaded"})), url
 
 
 @pytest.mark.parametrize(("threshold", "attached"), [(None, True), (40.0, True), (60.0, False)])
