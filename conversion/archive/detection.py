@@ -177,7 +177,9 @@ def _shapefile_parts(shp: Path, files: list[Path]) -> list[Path]:
 
 
 def _is_point_collection(path: Path) -> bool:
-    """Cheap check on the first MiB: a FeatureCollection whose first geometries are points."""
+    """Cheap check on the first MiB: a FeatureCollection whose first geometries are points. A file that short which
+    looks like one but is no JSON (cut short, nested too deeply, not UTF-8) is one: its reader fails it with the
+    reason, named after it; otherwise the upload was "No valid files found", or failed whole."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
@@ -194,7 +196,7 @@ def _is_point_collection(path: Path) -> bool:
     if len(head) < _SNIFF_BYTES:
         try:
             doc = json.loads(head.decode("utf-8-sig"))
-        except (ValueError, UnicodeDecodeError):
-            return False
+        except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+            return True
         return isinstance(doc, dict) and doc.get("type") == "FeatureCollection"
     return True

@@ -71,14 +71,21 @@ def _meta_unit(meta_units: dict[str, str | None], name: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
+# A JD metadata sidecar names a few dozen columns (a few KB); a larger one is no sidecar we know.
+JD_METADATA_MAX_BYTES = 16 * 1024 * 1024
+
+
 def _jd_metadata(shp_path: Path) -> dict | None:
-    """The JD `-Deere-Metadata.json` sidecar of the shapefile; None when there is none or it is not a JSON object.
-    Its values are as the file wrote them: read names with `_meta_units` and `_meta_products`."""
+    """The JD `-Deere-Metadata.json` sidecar of the shapefile; None when there is none or it is not a JSON object
+    (no JSON, nested too deeply, or over JD_METADATA_MAX_BYTES). Its values are as the file wrote them: read names
+    with `_meta_units` and `_meta_products`."""
     for candidate in shp_path.parent.iterdir():
         if candidate.name.lower() == f"{shp_path.stem}-deere-metadata.json".lower():
             try:
+                if candidate.stat().st_size > JD_METADATA_MAX_BYTES:
+                    return None
                 metadata = json.loads(candidate.read_text(encoding="utf-8-sig"))
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
                 return None
             return metadata if isinstance(metadata, dict) else None
     return None

@@ -281,3 +281,42 @@ def test_a_task_data_set_at_the_top_is_named_and_packed_on_its_own(api_client, c
     data = b"".join(response.streaming_content)
     assert sorted(zipfile.ZipFile(io.BytesIO(data)).namelist()) == sorted(isoxml)
     assert file["sizeInBytes"] == len(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (  # json gives up (recursion) on a property nested a hundred thousand times
+            '{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": {"type": "Point", '
+            '"coordinates": [10, 54]}, "properties": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}]}",
+            "notes.geojson: not valid JSON (values nested too deeply)",
+        ),
+        (  # cut short
+            _points(_good_coordinates(20)).decode()[:700],
+            "notes.geojson: not valid JSON",
+        ),
+    ],
+    ids=["nested-too-deeply", "cut-short"],
+)
+def test_a_small_geojson_that_is_no_json_fails_its_own_file_and_the_rest_converts(api_client, core_user, text, reason):
+    # Given an upload of a good shapefile and, next to it, a small GeoJSON of points that json cannot read
+    entries = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
+    entries["notes.geojson"] = text.encode()
+    batch = _batch(api_client, core_user, zip_entries(entries))
+    # Then the shapefile converts, and the GeoJSON fails its own file with json's reason, named after it
+    files = {f["fileFormat"]: f for f in (_file(api_client, file_id) for file_id in batch["files"])}
+    assert files["SHAPEFILE"]["status"] == "processed", files
+    assert files["GEOJSON"]["status"] == "failed"
+    assert files["GEOJSON"]["statusDetails"].startswith(UNABLE_TO_READ)
+    assert reason in files["GEOJSON"]["statusDetails"], files["GEOJSON"]
+
+
+@pytest.mark.parametrize("metadata", [b"[" * 100_000 + b"]" * 100_000, b'{"DataAttributes": [', b"\xff\xfe"])
+def test_a_deere_metadata_sidecar_that_is_no_json_is_left_aside(api_client, core_user, metadata):
+    # Given a shapefile with a JD metadata sidecar that json cannot read (nested too deeply, cut short, no UTF-8)
+    entries = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
+    entries["rate-Deere-Metadata.json"] = metadata
+    batch = _batch(api_client, core_user, zip_entries(entries))
+    # Then the shapefile converts as one without the sidecar
+    assert batch["status"] == "PROCESSED", batch
+    assert _file(api_client, batch["files"][0])["status"] == "processed"
