@@ -35,6 +35,32 @@ def test_the_specs_threshold_example(api_client, core_user):
         assert intersects(api_client, core_user, geometry, threshold) == [], threshold
 
 
+def _triangle(west: float, south: float, width: float) -> dict:
+    ring = [[west, south], [west + width, south], [west + width / 2, south + width / 2], [west, south]]
+    return {"type": "MultiPolygon", "coordinates": [[ring]]}
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        rect(30.08, 10.04, 30.12, 10.06),  # a box 0.04 degrees wide at 10 N
+        _triangle(29.9505, 45.0, 0.099),  # a triangle 0.099 degrees wide at 45 N, its apex on the fields' edge
+        _triangle(29.75, 60.0, 0.5),
+    ],
+    ids=["box", "triangle", "wide-triangle"],
+)
+def test_a_geometry_halved_by_two_fields_covers_50_percent_of_itself_in_each(api_client, core_user, geometry):
+    # Given two fields side by side, their common edge on the meridian 30.0 (or 30.1), and a geometry whose halves
+    # lie one in each: edges are straight lines in longitude and latitude, so each half is exactly half of it
+    edge = 30.1 if geometry["coordinates"][0][0][0][0] > 30 else 30.0
+    west = create_field(api_client, core_user, rect(edge - 1, 0.0, edge, 80.0))
+    east = create_field(api_client, core_user, rect(edge, 0.0, edge + 1, 80.0))
+    # Then both are answered up to the spec's 50 % and neither above (measured with geodesic edges, a 0.1 degree
+    # triangle's halves came out 0.02 % larger than the whole; the box's 0.0000014 % smaller)
+    assert sorted(intersects(api_client, core_user, geometry, 50)) == sorted([west["id"], east["id"]])
+    assert intersects(api_client, core_user, geometry, 50.000001) == []
+
+
 def test_the_larger_of_both_ratios_counts(api_client, core_user):
     # A small field fully inside a large geometry: 100 % of the field, ~1 % of the geometry.
     small = create_field(api_client, core_user, rect(0.0, 0.0, 0.01, 0.01))
