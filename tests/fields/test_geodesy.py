@@ -7,8 +7,8 @@ import math
 import random
 
 import pytest
-from pyproj import Geod
 import shapely
+from pyproj import Geod
 from shapely.geometry import GeometryCollection, LineString, MultiPolygon, Point, Polygon, box, mapping
 from shapely.geometry.polygon import orient
 
