@@ -12,6 +12,7 @@ from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
+from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from assets.models import Provider
@@ -107,6 +108,7 @@ def _browser_nonce(request) -> str:
 
 def _provider_context(link: MagicLink, token: str) -> dict:
     connections = services.link_connections(link)
+    set_up = services.link_providers_set_up(link)
     rows = []
     for provider in link.providers:
         credential = connections.get(provider)
@@ -114,7 +116,7 @@ def _provider_context(link: MagicLink, token: str) -> dict:
             {
                 "name": provider,
                 "state": "none" if credential is None else credential.status.lower(),
-                "connect_url": reverse("magiclink-connect", args=[token, provider]),
+                "connect_url": reverse("magiclink-connect", args=[token, provider]) if provider in set_up else None,
             }
         )
     return {
@@ -187,9 +189,11 @@ def _return_token(request, link: MagicLink | None) -> str | None:
 LINK_GONE_STATUSES = (403, 410)
 
 
-def _outcome(request, link, token, provider, *, ok: bool, message: str, status: int):
+def _outcome(request, link, token, provider, *, ok: bool, message: str, status: int, link_gone: bool | None = None):
     context = {"ok": ok, "message": message, "provider": provider, "back_url": None}
-    if link is not None and token and status not in LINK_GONE_STATUSES:
+    if link_gone is None:
+        link_gone = status in LINK_GONE_STATUSES
+    if link is not None and token and not link_gone:
         context["back_url"] = reverse("magiclink-page", args=[token])
         context.update(_provider_context(link, token))
     return _page(request, "outcome.html", context, link=link, status=status)
@@ -225,6 +229,8 @@ def link_disconnect(request, token: str):
         disconnected = services.link_disconnect(link=link, provider=provider)
     except services.LinkUnavailable as exc:
         return _unavailable(request, exc)
+    except services.AuthorizationRefused as exc:
+        return _outcome(request, link, token, None, ok=False, message=exc.message, status=exc.status)
     if disconnected:
         message = f"You are disconnected from {provider}."
     else:  # nothing to do (another tab disconnected it, or it never connected): said, not claimed done
@@ -309,3 +315,23 @@ def batch_status(request, token: str, batch_id):
 
 
 FINAL_STATUSES = ("PROCESSED", "FAILED")
+
+
+CSRF_REFUSED = (
+    "This form has expired, or your browser did not send its cookie back. Go back to the page, reload it and try "
+    "again (the page needs cookies from this site)."
+)
+
+
+def csrf_failure(request, reason=""):
+    """Django's CSRF refusal (`CSRF_FAILURE_VIEW`): on a link's page, a 403 page of the link saying what to do
+    (Django's own page, in English and unbranded, asked to turn DEBUG on); anywhere else (the admin), Django's."""
+    match = request.resolver_match
+    token = match.kwargs.get("token") if match is not None and (match.url_name or "").startswith("magiclink-") else None
+    if token is None:
+        return django_csrf_failure(request, reason)
+    try:
+        link = services.magic_link_resolve(token)
+    except services.LinkUnavailable as exc:
+        return _unavailable(request, exc)
+    return _outcome(request, link, token, None, ok=False, message=CSRF_REFUSED, status=403, link_gone=False)

@@ -27,6 +27,8 @@ DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="") or stored_secret_key(VAR_DIR / "secret-key")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# A link page's form refused for CSRF gets the link's own page; the admin gets Django's.
+CSRF_FAILURE_VIEW = "magiclinks.pages.csrf_failure"
 # Public address of the API, used in links we hand out (magic links, download links).
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 # Behind a proxy that ends TLS, links built from the request (paging `Link` headers, file downloads) would say

@@ -35,7 +35,8 @@ CALLBACK_PATH = "/links/oauth/callback"
 
 
 class AuthorizationRefused(Exception):
-    """The OAuth callback cannot be honoured; `status` and a message for the end user."""
+    """A step of connecting or disconnecting a provider cannot be honoured; `status` and a message for the end
+    user."""
 
     def __init__(self, status: int, message: str, link: MagicLink | None = None):
         super().__init__(message)
@@ -57,10 +58,23 @@ def link_connections(link: MagicLink) -> dict[str, ProviderCredential]:
     }
 
 
+def link_providers_set_up(link: MagicLink) -> set[str]:
+    """The link's providers its API owner still has an application for (one deleted since the link was made
+    cannot be connected: the page offers no button for it)."""
+    return set(
+        ProviderApplication.objects.filter(owner_id=link.core_user.owner_id, provider__in=link.providers).values_list(
+            "provider", flat=True
+        )
+    )
+
+
 def link_disconnect(*, link: MagicLink, provider: str) -> bool:
-    """The end user chose to disconnect `provider` (only when the link allows it)."""
-    if not link.settings.get("disconnectedEnabled") or provider not in link.providers:
-        raise LinkUnavailable(404, "disconnect not offered")
+    """The end user chose to disconnect `provider` (only when the link allows it: otherwise a 400 saying so, the
+    link itself being fine)."""
+    if provider not in link.providers:
+        raise AuthorizationRefused(400, "This link does not offer that provider.", link)
+    if not link.settings.get("disconnectedEnabled"):
+        raise AuthorizationRefused(400, f"This link does not offer to disconnect from {provider}.", link)
     return provider_credential_delete(core_user=link.core_user, provider=provider)
 
 

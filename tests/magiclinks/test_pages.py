@@ -413,7 +413,12 @@ def test_disconnect_only_when_the_link_allows_it(client, core_user, oauth_server
     _link, closed_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
     response, _ = connect(client, closed_url)
     assert "Disconnect ProviderA" not in response.content.decode()
-    assert client.post(f"{closed_url}/disconnect", {"provider": "ProviderA"}).status_code == 404
+    refused = client.post(f"{closed_url}/disconnect", {"provider": "ProviderA"})
+    # (the link is fine: its page is offered again, not "Link not found")
+    assert refused.status_code == 400
+    page = refused.content.decode()
+    assert "This link does not offer to disconnect from ProviderA." in page and "Link not found" not in page
+    assert f'href="{closed_url}"' in page
     assert ProviderCredential.objects.filter(core_user=core_user).exists()
 
     _link, url = make_link(
@@ -435,7 +440,18 @@ def test_disconnect_needs_the_csrf_token(core_user, oauth_app):
     _link, url = make_link(
         core_user, MagicLink.Widget.AUTHENTICATION, provider="ProviderA", settings={"disconnectedEnabled": True}
     )
-    assert Client(enforce_csrf_checks=True).post(f"{url}/disconnect", {"provider": "ProviderA"}).status_code == 403
+    refused = Client(enforce_csrf_checks=True).post(f"{url}/disconnect", {"provider": "ProviderA"})
+    assert refused.status_code == 403
+    # The link's own page says what to do and leads back (Django's page asked to turn DEBUG on)
+    page = refused.content.decode()
+    assert "This form has expired" in page and f'href="{url}"' in page and "DEBUG" not in page
+
+
+def test_the_admin_keeps_djangos_csrf_page(core_user):
+    from django.test import Client
+
+    refused = Client(enforce_csrf_checks=True).post("/admin/login/", {"username": "x", "password": "y"})
+    assert refused.status_code == 403 and "CSRF verification failed" in refused.content.decode()
 
 
 def _zip_file(data: bytes, name="upload.zip"):
@@ -572,7 +588,7 @@ def test_upload_needs_the_csrf_token(core_user):
 
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     response = Client(enforce_csrf_checks=True).post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))})
-    assert response.status_code == 403
+    assert response.status_code == 403 and "This form has expired" in response.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -793,7 +809,8 @@ def test_a_link_disconnects_only_its_own_providers(client, owner, core_user, oau
     _link, url = make_link(
         core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"], settings={"disconnectedEnabled": True}
     )
-    assert client.post(f"{url}/disconnect", {"provider": "ProviderB"}).status_code == 404
+    refused = client.post(f"{url}/disconnect", {"provider": "ProviderB"})
+    assert refused.status_code == 400 and "This link does not offer that provider." in refused.content.decode()
     assert ProviderCredential.objects.get(core_user=core_user, provider="ProviderB").status == "AUTHENTICATED"
 
 
@@ -913,3 +930,19 @@ def test_a_method_a_page_has_not_is_the_405_page_not_a_csrf_refusal(core_user):
         page = response.content.decode()
         assert (response.status_code, response["Allow"]) == (405, allow), (method, path)
         assert f"answers {allow.replace(', ', ' and ')} only" in page and "CSRF" not in page
+
+
+def test_a_provider_whose_application_was_deleted_is_offered_no_connect_button(client, core_user, oauth_app):
+    from platform_site.accounts.services import provider_application_delete
+
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    assert 'id="connect-ProviderA"' in client.get(url).content.decode()
+    # When the API owner deletes its ProviderA application after making the link
+    provider_application_delete(application=oauth_app)
+    # Then the page names ProviderA without a button that could only fail
+    page = client.get(url).content.decode()
+    assert 'id="connect-ProviderA"' not in page and f"{url}/connect/ProviderA" not in page
+    assert "Not available at the moment" in page
+    # and the connect address itself still says why
+    response = client.get(f"{url}/connect/ProviderA")
+    assert response.status_code == 503 and "not set up for this service any more" in response.content.decode()
