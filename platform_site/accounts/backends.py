@@ -30,14 +30,12 @@ class OwnerBackend(ModelBackend):
         if request is None:
             return self._check(owner_model, username, password)
         address = request.META.get("REMOTE_ADDR") or ""
-        wait = throttle.login_refused_for(username, address)
+        wait = throttle.login_attempt(username, address)  # (counted as failed until the password is right)
         if wait is not None:
             request.login_refused_for = wait
             raise PermissionDenied  # `authenticate` asks no other backend, and answers None
         owner = self._check(owner_model, username, password)
-        if owner is None:
-            throttle.login_failed(username, address)
-        else:
+        if owner is not None:
             throttle.login_succeeded(username, address)
         return owner
 
