@@ -217,3 +217,39 @@ def test_an_operation_whose_fields_are_gone_needs_a_field_id(api_client, core_us
     operation.field_links.all().delete()
     body = assert_problem(api_client.post(CROP_URL, {"id": str(operation.pk)}, format="json"), 400, "validation")
     assert "no field with an active boundary" in body["detail"]
+
+
+def test_a_crop_arriving_while_its_field_is_being_deleted_is_a_400_unknown_field(owner, make_client, operation):
+    """The crop read the field and its boundary, then inserted its record: the deletion committed meanwhile and
+    the record's foreign keys failed at commit, a 500."""
+    from fields.models import Field
+    from fields.services import field_delete
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+
+    needs_postgresql()
+    with transaction.atomic():
+        field_delete(field=Field.objects.get(public_id="whole"))
+        crop = run_meanwhile(
+            request_later(make_client, owner, "post", CROP_URL, {"id": str(operation.pk), "fieldId": "whole"})
+        )
+    body = assert_problem(crop(), 400, "validation")
+    assert body["fieldErrors"] == [{"field": "fieldId", "message": "Unknown field whole for this user."}]
+    assert not File.objects.filter(origin=FileOrigin.MERGED).exclude(operations__isnull=False).exists()
+
+
+def test_a_field_deleted_while_a_crop_to_it_is_under_way_goes_with_the_crop(owner, make_client, operation, monkeypatch):
+    from fields.models import Field
+    from operations import tasks
+    from operations.models import OperationCrop
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+
+    needs_postgresql()
+    monkeypatch.setattr(tasks.operation_crop_process, "delay", lambda *args: None)
+    field = Field.objects.get(public_id="whole")
+    with transaction.atomic():
+        operation_crop(operation=Operation.objects.get(pk=operation.pk), field_id="whole")
+        deletion = run_meanwhile(
+            request_later(make_client, owner, "delete", f"/services/fields/api/users/{field.core_user_id}/fields/whole")
+        )
+    assert deletion().status_code == 204
+    assert not Field.objects.filter(pk=field.pk).exists() and not OperationCrop.objects.exists()
