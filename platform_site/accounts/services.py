@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.hashers import check_password
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -120,6 +120,7 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
 
 
 DELETION_ATTEMPTS = 3
+DEADLOCK = "40P01"  # PostgreSQL's deadlock_detected
 
 
 @transaction.atomic
@@ -162,7 +163,13 @@ def _deleted_whole(delete_once, conflict: str) -> None:
     the rows first and deletes them after; a write's rows that commit between the two were not collected, and
     Django checks foreign keys only at commit, where the deletion failed (500). They are checked before the end
     and the deletion is made again from a savepoint, collecting them (at most `DELETION_ATTEMPTS` times, then
-    409). SQLite serialises writers: nothing to collect there."""
+    409). SQLite serialises writers: nothing to collect there.
+
+    The cascade deletes the user's rows before the user, while a write keeps the user before it locks a row of
+    theirs: a write waiting for a row the deletion took, while the deletion waits for the user the write keeps, is
+    a deadlock. The one PostgreSQL makes give way is the one that waited first: the deletion is then made again
+    from its savepoint (which lets the write have the row and finish), the write is a 503 to send again
+    (`errors.database_busy_wait`)."""
     for attempt in range(1, DELETION_ATTEMPTS + 1):
         try:
             with transaction.atomic():
@@ -173,6 +180,9 @@ def _deleted_whole(delete_once, conflict: str) -> None:
         except IntegrityError:
             if attempt == DELETION_ATTEMPTS:
                 raise ConflictError(conflict) from None
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) != DEADLOCK or attempt == DELETION_ATTEMPTS:
+                raise
 
 
 def core_user_find_or_create(*, owner, external_id: str, name: str, email: str) -> tuple[CoreUser, bool]:

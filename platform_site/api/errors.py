@@ -25,6 +25,22 @@ NOT_FOUND = "The resource was not found."
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 DATABASE_BUSY_RETRY_SECONDS = 5
+# PostgreSQL's answers to a request that another one's change got in the way of: a deadlock (it was chosen to give
+# way), a serialisation failure, a lock it waited for too long. The other request went on; this one may be sent again.
+POSTGRESQL_CONFLICTS = frozenset({"40P01", "40001", "55P03"})
+CONFLICT_RETRY_SECONDS = 1
+
+
+def database_busy_wait(exc: OperationalError) -> int | None:
+    """Seconds after which a request that failed with `exc` may be sent again, when `exc` says another request's
+    change was in the way rather than that something is broken; None otherwise. SQLite (the embedded default)
+    waited its `timeout` for another request's write and gave up; PostgreSQL gave way in a deadlock or a
+    serialisation failure, or waited for a lock longer than `lock_timeout`."""
+    if "database is locked" in str(exc):
+        return DATABASE_BUSY_RETRY_SECONDS
+    if getattr(exc.__cause__, "sqlstate", None) in POSTGRESQL_CONFLICTS:
+        return CONFLICT_RETRY_SECONDS
+    return None
 
 DRF_ERROR_KEYS: list[tuple[type[Exception], str]] = [
     (exceptions.ValidationError, "validation"),
@@ -189,13 +205,11 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             exc.status_code = status.HTTP_401_UNAUTHORIZED
         code = exc.status_code
         body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path, field_errors=field_errors)
-    elif isinstance(exc, OperationalError) and "database is locked" in str(exc):
-        # SQLite (the embedded default) waited its `timeout` for another request's write and gave up: that request
-        # is busy, not this one broken. PostgreSQL waits on row locks instead.
+    elif isinstance(exc, OperationalError) and (wait := database_busy_wait(exc)) is not None:
         code = status.HTTP_503_SERVICE_UNAVAILABLE
         detail = "The database is busy with another request's change; try again in a few seconds."
         body = problem_body(status_code=code, error_key="databaseBusy", detail=detail, path=path)
-        headers["Retry-After"] = str(DATABASE_BUSY_RETRY_SECONDS)
+        headers["Retry-After"] = str(wait)
     else:
         return None
 

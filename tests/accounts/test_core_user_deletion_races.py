@@ -188,3 +188,46 @@ def test_an_owner_deleted_while_a_change_is_announced_goes_with_the_announcement
     deletion()
     assert not type(owner).objects.filter(pk=owner.pk).exists()
     assert not CoreUser.objects.exists() and not Webhook.objects.exists() and not Delivery.objects.exists()
+
+
+def _field_of(owner, make_client, core_user) -> tuple[str, Field]:
+    url = f"{BASE}/users/{core_user.id}/fields/north"
+    created = make_client(owner).post(
+        f"{BASE}/users/{core_user.id}/fields", {"id": "north", "geometry": square(10, 50)}, format="json"
+    )
+    assert created.status_code == 201
+    return url, Field.objects.get(core_user=core_user)
+
+
+def test_a_deletion_that_gives_way_in_a_deadlock_with_a_write_is_made_again(owner, make_client):
+    """The deletion took the field (deleting it) and waits for the user a write keeps; the write, keeping the user,
+    then waits for the field: a deadlock, the deletion waiting first, so the one PostgreSQL made give way, a 500.
+    Now it is made again once the write had the field."""
+    from platform_site.accounts.services import core_user_keep
+    from platform_site.db import row_locked
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    _url, field = _field_of(owner, make_client, core_user)
+    with transaction.atomic():
+        core_user_keep(core_user.pk)  # a write under way (a field change keeps its user first)
+        deletion = run_meanwhile(request_later(make_client, owner, "delete", f"{USERS}/{core_user.id}"))
+        row_locked(Field, field.pk)  # the write now locks the field the deletion took
+    assert deletion().status_code == 204
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not Field.objects.exists()
+
+
+def test_a_write_that_gives_way_in_a_deadlock_with_a_deletion_is_a_503_to_send_again(owner, make_client):
+    """The deletion took the field and then waits for the user; the write kept the user and waited for the field
+    first, so it is the one PostgreSQL makes give way: a 503 `databaseBusy` with `Retry-After`, not a 500."""
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    url, field = _field_of(owner, make_client, core_user)
+    with transaction.atomic():
+        Field.objects.select_for_update().filter(pk=field.pk).exists()  # the deletion took the field
+        rename = run_meanwhile(request_later(make_client, owner, "patch", url, {"name": "Renamed"}))
+        CoreUser.objects.select_for_update().filter(pk=core_user.pk).exists()  # and now waits for the user
+    response = rename()
+    assert_problem(response, 503, "databaseBusy")
+    assert response["Retry-After"] == "1"
+    assert Field.objects.get(pk=field.pk).name != "Renamed"
