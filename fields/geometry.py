@@ -1,11 +1,12 @@
 """GeoJSON parsing, validation and geodesic measures, with shapely and pyproj only.
 
 We parse GeoJSON ourselves (not through GDAL) so that PostGIS and SpatiaLite deployments see exactly the
-same geometry, and compute areas and overlap ratios in Python on WGS84 (pyproj `Geod`), so both databases
+same geometry, and compute areas and overlap ratios in Python on WGS84 (pyproj, `fields.geodesy`), so both databases
 give the same numbers. The database only supplies candidates through an indexed `intersects` lookup.
 """
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,8 +138,30 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
                 "antimeridian is sent as a MultiPolygon split at longitude 180."
             )
     if not geometry.is_valid:
-        raise InvalidGeometry(explain_validity(geometry))
+        raise InvalidGeometry(_invalidity(geometry))
     return geometry
+
+
+# GEOS's reason a shape is invalid, with the position it found: "Ring Self-intersection[1 1]".
+_GEOS_REASON = re.compile(r"^(?P<reason>[^\[]+)\[(?P<x>\S+) (?P<y>\S+)\]$")
+
+
+def _invalidity(geometry: MultiPolygon) -> str:
+    """Why an invalid MultiPolygon is, in words with the polygon and the position: GEOS's "Self-intersection[0.5
+    0.5]" named neither the polygon nor, for parts that overlap, that they do."""
+
+    def reason(shape) -> str:
+        found = explain_validity(shape)
+        match = _GEOS_REASON.match(found)
+        return f"{match['reason'].strip().lower()} at [{match['x']}, {match['y']}]" if match else found
+
+    for index, polygon in enumerate(geometry.geoms):
+        if not polygon.is_valid:
+            return f"polygon {index}: {reason(polygon)}."
+    return (
+        f"its polygons overlap or share an edge ({reason(geometry)}); the polygons of a MultiPolygon may touch at "
+        "points only."
+    )
 
 
 def to_geojson_each(geometries) -> list[dict]:

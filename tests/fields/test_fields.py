@@ -116,6 +116,26 @@ BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
         ({"type": "Polygon", "coordinates": [[[0, 0], [True, 0], [1, 1], [0, 0]]]}, "position"),
         ({"type": "Polygon", "coordinates": [BOWTIE]}, "Self-intersection"),
         ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [2, 0], [0, 0]]]}, "Self-intersection"),
+        # GEOS's reason, with the polygon it is in and the position in GeoJSON's order
+        ({"type": "Polygon", "coordinates": [BOWTIE]}, "polygon 0: self-intersection at [0.5, 0.5]."),
+        (
+            {"type": "MultiPolygon", "coordinates": [[[[5, 5], [6, 5], [6, 6], [5, 5]]], [BOWTIE]]},
+            "polygon 1: self-intersection at [0.5, 0.5].",
+        ),
+        (
+            {
+                "type": "Polygon",
+                "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]], [[2, 2], [3, 2], [3, 3], [2, 2]]],
+            },
+            "polygon 0: hole lies outside shell at [2, 2].",
+        ),
+        (
+            {
+                "type": "MultiPolygon",
+                "coordinates": [[[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]], [[[1, 0], [2, 0], [2, 1], [1, 1], [1, 0]]]],
+            },
+            "its polygons overlap or share an edge",
+        ),
         # Across the antimeridian as one polygon: the database would read it as 358 degrees wide.
         ({"type": "Polygon", "coordinates": [[[179, 0], [-179, 0], [-179, 1], [179, 1], [179, 0]]]}, "antimeridian"),
         ({"type": "Polygon", "coordinates": [[[-180, -90], [180, -90], [180, 90], [-180, 90], [-180, -90]]]}, "360"),
