@@ -42,6 +42,7 @@ def database_busy_wait(exc: OperationalError) -> int | None:
         return CONFLICT_RETRY_SECONDS
     return None
 
+
 DRF_ERROR_KEYS: list[tuple[type[Exception], str]] = [
     (exceptions.ValidationError, "validation"),
     (exceptions.ParseError, "malformedRequest"),
