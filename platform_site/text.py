@@ -3,6 +3,10 @@
 import hashlib
 import re
 
+# A number written in plain ASCII decimals (`12.5`, `-3`, `1e3`; not `1_000`, `nan`, other scripts' digits, which
+# Python's own `float()` also reads): query parameters, and numbers that files write as text.
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
 # NUL and the other C0 controls but tab, LF and CR; the surrogate code points (in a Python str always lone: a valid
 # pair is one character).
 _UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")

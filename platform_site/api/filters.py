@@ -10,8 +10,9 @@ from django import forms
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
+from platform_site.text import PLAIN_NUMBER
+
 PLAIN_INTEGER = re.compile(r"[+-]?[0-9]+")
-PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 class UtcDateTimeField(forms.Field):

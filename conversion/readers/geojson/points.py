@@ -9,6 +9,8 @@ from array import array
 
 import numpy as np
 
+from platform_site.text import PLAIN_NUMBER
+
 # Property names are taken from the first KEY_SAMPLE points (a property that first appears later is left out): a
 # column per name of every point, so a file naming a new property on each point cannot make millions of columns.
 KEY_SAMPLE = 1000
@@ -32,15 +34,18 @@ class _Points:
         self._sampled_finite = 0
         self._sampled_on_globe = 0
         self._strings: dict[str, str] = {}
+        self.left_out = 0  # features that are no Point with two coordinates
 
     def add(self, feature: dict) -> None:
-        """Take the feature when it is a Point (or the first point of a MultiPoint) with two coordinates."""
+        """Take the feature when it is a Point (or the first point of a MultiPoint) with two coordinates; count
+        it in `left_out` otherwise."""
         geom = feature.get("geometry")
         geom = geom if isinstance(geom, dict) else {}
         coords = geom.get("coordinates")
         if geom.get("type") == "MultiPoint" and isinstance(coords, list) and coords:
             coords = coords[0]
         if geom.get("type") not in ("Point", "MultiPoint") or not isinstance(coords, list) or len(coords) < 2:
+            self.left_out += 1
             return
         lon, lat = _coordinate(coords[0]), _coordinate(coords[1])
         properties = feature.get("properties")
@@ -155,9 +160,13 @@ def _coordinate(value) -> float:
 
 
 def _floats(values: list) -> np.ndarray:
-    """The values as floats; NaN where one is not a number or an integer beyond float range (missing values)."""
+    """The values as floats; NaN where one is not a number or an integer beyond float range (missing values). A
+    number written as text ("20", " 12.5 ", "1e3": plain ASCII decimals, as exporters writing every property as a
+    string give them) is that number: a moisture of "20" was dropped, and with it every dry value, without a word."""
     out = np.full(len(values), np.nan)
     for i, v in enumerate(values):
+        if type(v) is str and PLAIN_NUMBER.fullmatch(v.strip()):
+            v = float(v)
         if isinstance(v, int | float) and not isinstance(v, bool):
             try:
                 out[i] = v

@@ -99,6 +99,11 @@ class GeojsonReader(Reader):
         warnings = _exporter_columns(points, keep, by_norm, operation, columns, units, source_units)
         columns["timestamp"], time_said = _timestamps(points, keep, len(lon), keys, by_norm)
         warnings.extend(time_said)
+        if points.left_out:
+            warnings.append(
+                f"{points.left_out} features left out: not a Point (or MultiPoint) with two coordinates (lines, "
+                "polygons, a missing geometry)."
+            )
         if operation is None:
             operation = _guess_operation(columns)
         table = PointTable(

@@ -91,3 +91,35 @@ def test_a_property_that_only_contains_a_rates_name_is_not_that_rate(tmp_path):
     [dataset] = detect(tmp_path).datasets
     [table] = get_reader("GEOJSON").read(dataset)
     assert "appliedRate" not in table.columns and table.operation_type == "harvested"
+
+
+def test_numbers_written_as_text_are_read_as_numbers(tmp_path):
+    """An exporter that writes every property as a string: a moisture of "20" was dropped without a word, and with
+    it every dry value. Text that is no plain number stays a missing value; the raw column keeps the text."""
+    features = [
+        _point(-93.0, 41.0, wetMassPerArea="5000", harvestMoisture="20", Moisture_2=" 18.5 ", crop="Corn"),
+        _point(-93.0001, 41.0, wetMassPerArea="4.8e3", harvestMoisture="n/a", crop="Corn"),
+        _point(-93.0002, 41.0, wetMassPerArea=5200, harvestMoisture="1_0", crop="Corn"),
+    ]
+    (tmp_path / "yield.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    np.testing.assert_array_equal(table.columns["wetMassPerArea"], [5000.0, 4800.0, 5200.0])
+    np.testing.assert_array_equal(table.columns["harvestMoisture"], [20.0, np.nan, np.nan])
+    assert table.raw_columns["harvestMoisture"].tolist() == ["20", "n/a", "1_0"]
+
+
+def test_features_that_are_no_points_are_left_out_with_a_warning(tmp_path):
+    polygon = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}
+    features = [
+        _point(10.0, 54.0, appliedRate=3.0),
+        {"type": "Feature", "geometry": polygon, "properties": {}},
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1]}, "properties": {}},
+        {"type": "Feature", "geometry": None, "properties": {}},
+        _point(10.0001, 54.0, appliedRate=3.0),
+    ]
+    (tmp_path / "rate.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert len(table.columns["lon"]) == 2
+    assert any(w.startswith("3 features left out: not a Point") for w in table.warnings), table.warnings
