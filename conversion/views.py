@@ -286,7 +286,8 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
             core_user, provider = self._upload_target(params)
         if upload is None:
             raise DomainError(
-                "Send the zip as the multipart form field `file`.",
+                "Send the zip as the multipart form field `file`: the body holds no complete part of that name (a "
+                "body cut short, or without its closing boundary, has none).",
                 field_errors=[{"field": "file", "message": "This field is required."}],
             )
         if upload.size == 0:

@@ -164,6 +164,19 @@ def test_missing_file_is_400(api_client, core_user):
     assert body["fieldErrors"] == [{"field": "file", "message": "This field is required."}]
 
 
+@pytest.mark.parametrize("end", [b"", b"\r\n--BB"], ids=["cut-short", "no-closing-boundary"])
+def test_a_body_whose_file_part_never_ends_says_so_and_nothing_is_kept(api_client, core_user, end):
+    body = b'--BB\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\n' + SMALL_ZIP[:100] + end
+    response = api_client.generic(
+        "POST", f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", body,
+        content_type="multipart/form-data; boundary=BB",
+    )  # fmt: skip
+    problem = assert_problem(response, 400, "validation")
+    assert "no complete part" in problem["detail"] and "cut short" in problem["detail"]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
 def test_json_body_is_415(api_client, core_user):
     response = api_client.post(
         f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"file": "x"}, content_type="application/json"
