@@ -16,7 +16,7 @@ from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from assets.models import Provider
-from platform_site.api.errors import DomainError
+from platform_site.api.errors import PROBLEM_CONTENT_TYPE, DomainError, problem_body
 
 from . import services
 from .models import MagicLink
@@ -310,8 +310,16 @@ def batch_status(request, token: str, batch_id):
     try:
         _link, progress = _progress_or_404(token, batch_id)
     except services.LinkUnavailable as exc:
-        return _secure(JsonResponse({"error": exc.reason}, status=exc.status))
+        title, message = UNAVAILABLE.get(exc.reason, UNAVAILABLE["unknown"])
+        body = problem_body(
+            status_code=exc.status, error_key=LINK_PROBLEMS[exc.status], detail=f"{title}. {message}", path=request.path
+        )
+        return _secure(JsonResponse(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE))
     return _secure(JsonResponse(progress))
+
+
+# The problem a link's status JSON answers when the link cannot be used (`services.LinkUnavailable`'s statuses).
+LINK_PROBLEMS = {404: "notFound", 410: "magicLinkExpired", 403: "magicLinkUnavailable"}
 
 
 FINAL_STATUSES = ("PROCESSED", "FAILED")

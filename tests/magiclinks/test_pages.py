@@ -19,6 +19,7 @@ from django.utils import timezone
 from magiclinks import services
 from magiclinks.models import MagicLink
 from platform_site.accounts.models import ProviderCredential
+from tests.tenancy import assert_problem
 
 from .helpers import provider_app
 
@@ -480,13 +481,17 @@ def test_upload_goes_into_the_batch_pipeline_and_shows_its_progress(client, core
 
 @pytest.mark.django_db(transaction=True)
 def test_batch_pages_show_only_batches_uploaded_through_the_link(client, core_user, samples_dir):
-    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     _other, other_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     data = (samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip").read_bytes()
     location = client.post(f"{url}/upload", {"file": _zip_file(data)})["Location"]
     batch_id = location.rsplit("/", 1)[1]
     assert client.get(f"{other_url}/batches/{batch_id}").status_code == 404
-    assert client.get(f"{other_url}/batches/{batch_id}/status").status_code == 404
+    assert_problem(client.get(f"{other_url}/batches/{batch_id}/status"), 404, "notFound")
+    # A revoked link's status JSON is a problem document too (it was {"error": "revoked"}), with the spec's key
+    services.magic_link_delete(link=link)
+    problem = assert_problem(client.get(f"{url}/batches/{batch_id}/status"), 410, "magicLinkExpired")
+    assert problem["detail"].startswith("This link is no longer valid.")
 
 
 @pytest.mark.django_db(transaction=True)
