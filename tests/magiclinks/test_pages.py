@@ -85,6 +85,10 @@ def test_the_user_name_shows_only_when_asked(client, core_user):
     page = client.get(url).content.decode()
     assert core_user.name not in page
     assert "--page-bg: #F5F5F5; --page-fg: #111111" in page
+    # Shown, it says whose account the page is for: the end user signed in nowhere ("Signed in as" said they had)
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings={"showLeafUserName": True})
+    page = client.get(url).content.decode()
+    assert f"For <strong>{core_user.name}</strong>" in page and "Signed in" not in page
 
 
 @pytest.mark.embedded
