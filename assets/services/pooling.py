@@ -142,7 +142,7 @@ def machine_pool_from_file(
     if not (serial or vin or name_key(values["name"])):
         raise AssetIdentityMissing("A machine needs a serial number, a VIN or a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
-    core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user
+    core_user_lock(core_user.pk)  # one pooling at a time per core user
 
     def create() -> Machine:
         machine = Machine(
@@ -228,7 +228,7 @@ def implement_pool_from_file(
     if not (serial or name_key(values["name"])):
         raise AssetIdentityMissing("An implement needs a serial number or a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
-    core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user
+    core_user_lock(core_user.pk)  # one pooling at a time per core user
     implements = Implement.objects.filter(core_user=core_user).order_by("created_time", "id")
 
     def find() -> Implement | None:
@@ -275,7 +275,7 @@ def operator_pool_from_file(
     if not key:
         raise AssetIdentityMissing("An operator needs a name to be pooled.")
     core_file_id = uuid.UUID(str(core_file_id))
-    core_user_lock(core_user.pk, no_key=True)  # one pooling at a time per core user
+    core_user_lock(core_user.pk)  # one pooling at a time per core user
     operators = Operator.objects.filter(core_user=core_user).order_by("created_time", "id")
 
     def create() -> Operator:

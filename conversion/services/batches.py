@@ -62,7 +62,7 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
         with transaction.atomic():
             # The user was found before the body streamed in; deleted meanwhile, the upload is a 404 (and its
             # stored zip is removed), not a foreign-key violation at commit. Locked, it cannot go until we commit.
-            if not core_user_lock(core_user.pk, no_key=True):
+            if not core_user_lock(core_user.pk):
                 raise NotFoundError(NOT_FOUND)
             batch.save(force_insert=True)
             send_on_commit(_tasks().batch_open, str(batch.id))

@@ -84,9 +84,9 @@ def file_complete(file: File, produced: outputs.Produced) -> File:
     or it failed meanwhile) is answered as it is: no event, no rewrite."""
     with transaction.atomic():
         file = File.objects.select_for_update(of=("self",)).select_related("core_user").get(pk=file.pk)
-        # Its user's other derived writes (pooling, merges, builds) queue here; FOR NO KEY UPDATE, so a change of
-        # the user's fields, farms or machines (which keeps the user, `core_user_keep`) does not wait for the file.
-        core_user_lock(file.core_user_id, no_key=True)
+        # Its user's other derived writes (pooling, merges, builds) queue here (`core_user_lock`); a change of the
+        # user's fields, farms or machines (which keeps the user, `core_user_keep`) does not wait for the file.
+        core_user_lock(file.core_user_id)
         if file.status != FileStatus.PROCESSING:
             return file
         produced.apply(file)

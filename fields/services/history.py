@@ -16,10 +16,9 @@ from ..models import Boundary, Field
 
 def user_lock(core_user_id, *, merge_may_follow: bool) -> bool:
     """The first lock of a field change, its core user's (a field's deletion takes it first too); whether the user
-    is still there. FOR UPDATE when the change may end in an auto-merge (a new boundary while `fieldsAutoMerge` is
-    on), as the merge locks it so, then the partner fields: upgraded from a lock several changes shared, each
-    waited for the others, a deadlock. Otherwise it is only kept from deletion (`core_user_keep`). By id: the user
-    may have been deleted since the field was read."""
+    is still there. Locked (`core_user_lock`) when the change may end in an auto-merge (a new boundary while
+    `fieldsAutoMerge` is on), as the merge locks it so, then the partner fields. Otherwise it is only kept from
+    deletion (`core_user_keep`). By id: the user may have been deleted since the field was read."""
     if merge_may_follow:
         core_user = CoreUser.objects.select_related("owner").filter(pk=core_user_id).first()
         if core_user is not None and config_resolve(core_user=core_user).get("fieldsAutoMerge"):
@@ -28,11 +27,11 @@ def user_lock(core_user_id, *, merge_may_follow: bool) -> bool:
 
 
 def merge_lock_held(core_user_id) -> bool:
-    """The core user's FOR UPDATE lock a merge needs, taken when the change began (`user_lock`: auto-merge was on
-    then) or free to take now. Switched on during the change, while another change of the user kept it and waited
-    for this one, the merge would have upgraded its lock and waited for that change: a deadlock. Then no merge: the
-    configuration of when the change began decides."""
-    return row_locked(CoreUser, core_user_id, skip_locked=True)
+    """The core user's lock a merge needs (`core_user_lock`), taken when the change began (`user_lock`: auto-merge
+    was on then) or free to take now. Switched on during the change, while another change holding that lock waited
+    for this one, the merge would have waited for that change: a deadlock. Then no merge: the configuration of when
+    the change began decides."""
+    return row_locked(CoreUser, core_user_id, no_key=True, skip_locked=True)
 
 
 def field_lock(field: Field, *, missing_ok: bool = False, merge_may_follow: bool = False) -> bool:

@@ -205,12 +205,11 @@ def field_delete(*, field: Field) -> None:
     # Locked first, so the boundaries a concurrent change is adding are committed and deleted with the field
     # (otherwise they would reference a field being deleted: a foreign-key violation). Gone already: done.
     # The lock order of every change: core user, fields, merged field. The core user always: the deletion
-    # cascades to rows that merges and operation builds write while they hold its lock. FOR NO KEY UPDATE, which
-    # waits for those but not for writes that only keep the user: FOR UPDATE waited for every one of them, so under
-    # a stream of other changes of the user's fields it never came (PostgreSQL lets a new keeper in ahead of it),
-    # and a crop that had locked the field waited for it at its commit while it waited for the crop, a deadlock.
-    # A MERGED field's sources before it, as its deletion updates them.
-    core_user_lock(field.core_user_id, no_key=True)
+    # cascades to rows that merges and operation builds write while they hold its lock (`core_user_lock`, which
+    # does not wait for writes that only keep the user: as FOR UPDATE it never came under a stream of changes of
+    # the user's other fields, and a crop that had locked the field waited for it at its commit while it waited for
+    # the crop, a deadlock). A MERGED field's sources before it, as its deletion updates them.
+    core_user_lock(field.core_user_id)
     if field.type == Field.Type.MERGED:
         list(Field.objects.select_for_update(no_key=True).filter(merged_field=field).order_by("pk").values_list("pk"))
     if not field_lock(field, missing_ok=True):

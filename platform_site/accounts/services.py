@@ -20,13 +20,16 @@ USERNAME_MAX = 150  # Django's user name column
 PASSWORD_MIN, PASSWORD_MAX = 8, 1024  # what `createapiowner` sets is what `POST /api/authenticate` takes
 
 
-def core_user_lock(core_user_id, *, no_key: bool = False) -> bool:
+def core_user_lock(core_user_id) -> bool:
     """Lock the core user's row until the transaction ends: the one point where the writes of one core user that
-    must not interleave (merges, operation grouping and builds, asset pooling, field deletion) queue up; take it
-    before any other row those writes lock. `no_key`: FOR NO KEY UPDATE, which does not block inserts of rows
-    that reference the user (nor other such locks), but does block the user's deletion. Returns whether the user
-    is still there. The lock is a no-op on SQLite, whose writers are serial anyway."""
-    return row_locked(CoreUser, core_user_id, no_key=no_key)
+    must not interleave (merges, operation grouping and builds, asset pooling, auto-merges, field deletion, file
+    completion) queue up; take it before any other row those writes lock. FOR NO KEY UPDATE: those writes wait for
+    each other, and the user's deletion for them, but the writes that only keep the user (`core_user_keep`: a
+    field renamed, a farm, a machine...) do not wait for them, nor they for those. (FOR UPDATE waited for every
+    keeper, and PostgreSQL lets a new keeper in ahead of it: under a stream of changes of the user's fields it never
+    came.) Returns whether the user is still there. The lock is a no-op on SQLite, whose writers are serial
+    anyway."""
+    return row_locked(CoreUser, core_user_id, no_key=True)
 
 
 def core_user_keep(core_user_id, *, missing_ok: bool = False) -> bool:

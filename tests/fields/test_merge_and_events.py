@@ -452,3 +452,25 @@ def test_auto_merge_switched_on_during_a_boundary_change_while_the_field_is_rena
         )
     assert rename["answer"]().status_code == 200
     assert Field.objects.get(public_id=field_id).name == "Renamed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_boundary_change_with_auto_merge_on_goes_ahead_of_changes_that_only_keep_the_user(
+    owner, core_user, make_client
+):
+    """With auto-merge on, a boundary change locked its core user FOR UPDATE, which waits for every change that keeps
+    the user: under a stream of renames of the user's other fields it never came (20 s, 831 renames meanwhile)."""
+    from django.db import transaction
+
+    from platform_site.accounts.services import core_user_keep
+    from tests.concurrency import run_meanwhile
+
+    needs_postgresql()
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    client = make_client(owner)
+    url = f"{field_url(core_user, create_field(client, core_user, square(10, 50))['id'])}/boundary"
+    with transaction.atomic():
+        core_user_keep(core_user.pk)  # a rename of another field of the user, under way
+        put = run_meanwhile(request_later(make_client, owner, "put", url, {"geometry": square(11, 50)}))
+        assert Field.objects.get().boundaries.count() == 2  # done before the rename ends
+    assert put().status_code == 200
