@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from platform_site.api.authentication import token_issue
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError
-from platform_site.db import row_locked, rows_kept
+from platform_site.db import DEADLOCK, row_locked, rows_kept, sqlstate
 
 from .models import EXTERNAL_ID_IN_USE, CoreUser, ProviderApplication, ProviderCredential
 from .signals import core_user_deleting
@@ -123,7 +123,6 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
 
 
 DELETION_ATTEMPTS = 3
-DEADLOCK = "40P01"  # PostgreSQL's deadlock_detected
 
 
 @transaction.atomic
@@ -184,7 +183,7 @@ def _deleted_whole(delete_once, conflict: str) -> None:
             if attempt == DELETION_ATTEMPTS:
                 raise ConflictError(conflict) from None
         except OperationalError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) != DEADLOCK or attempt == DELETION_ATTEMPTS:
+            if sqlstate(exc) != DEADLOCK or attempt == DELETION_ATTEMPTS:
                 raise
 
 
@@ -240,6 +239,15 @@ def provider_application_delete(*, application: ProviderApplication) -> None:
 
 def provider_application_find(*, owner_id, provider: str) -> ProviderApplication | None:
     return ProviderApplication.objects.filter(owner_id=owner_id, provider=provider).first()
+
+
+def providers_set_up(*, owner_id, providers) -> set[str]:
+    """Those of `providers` the API owner has an application for (one query)."""
+    return set(
+        ProviderApplication.objects.filter(owner_id=owner_id, provider__in=list(providers)).values_list(
+            "provider", flat=True
+        )
+    )
 
 
 @transaction.atomic

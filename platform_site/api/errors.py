@@ -18,6 +18,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from platform_site.api.authentication import BEARER_CHALLENGE
+from platform_site.db import DEADLOCK, sqlstate
 from platform_site.text import storable
 
 # The detail of every 404: a missing id and another owner's id answer alike.
@@ -27,7 +28,7 @@ PROBLEM_CONTENT_TYPE = "application/problem+json"
 DATABASE_BUSY_RETRY_SECONDS = 5
 # PostgreSQL's answers to a request that another one's change got in the way of: a deadlock (it was chosen to give
 # way), a serialisation failure, a lock it waited for too long. The other request went on; this one may be sent again.
-POSTGRESQL_CONFLICTS = frozenset({"40P01", "40001", "55P03"})
+POSTGRESQL_CONFLICTS = frozenset({DEADLOCK, "40001", "55P03"})
 CONFLICT_RETRY_SECONDS = 1
 
 
@@ -38,7 +39,7 @@ def database_busy_wait(exc: OperationalError) -> int | None:
     serialisation failure, or waited for a lock longer than `lock_timeout`."""
     if "database is locked" in str(exc):
         return DATABASE_BUSY_RETRY_SECONDS
-    if getattr(exc.__cause__, "sqlstate", None) in POSTGRESQL_CONFLICTS:
+    if sqlstate(exc) in POSTGRESQL_CONFLICTS:
         return CONFLICT_RETRY_SECONDS
     return None
 

@@ -5,6 +5,15 @@ from contextlib import contextmanager, suppress
 
 from django.db import Error, connection
 
+# PostgreSQL's SQLSTATE for a deadlock it broke by making this transaction give way.
+DEADLOCK = "40P01"
+
+
+def sqlstate(exc: Error) -> str | None:
+    """PostgreSQL's SQLSTATE of a database error Django raised (that of psycopg's error it wraps); None for
+    another database's error."""
+    return getattr(exc.__cause__, "sqlstate", None)
+
 
 @contextmanager
 def session_lock(*key: int, wait_seconds: float | None = None) -> Iterator[bool]:
