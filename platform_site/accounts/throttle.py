@@ -29,11 +29,15 @@ def _user_key(username: str, address: str) -> str:
     return hashlib.sha256(f"user\x00{name}\x00{address}".encode()).hexdigest()
 
 
+def _address_key(address: str) -> str:
+    return hashlib.sha256(f"address\x00{address}".encode()).hexdigest()
+
+
 def _keys(username: str, address: str) -> list[tuple[str, int]]:
     """(digest, limit) of each count a login attempt adds to: its user name at its address, its address."""
     counted = [
         (_user_key(username, address), settings.LOGIN_FAILURES_PER_USER_AND_ADDRESS),
-        (hashlib.sha256(f"address\x00{address}".encode()).hexdigest(), settings.LOGIN_FAILURES_PER_ADDRESS),
+        (_address_key(address), settings.LOGIN_FAILURES_PER_ADDRESS),
     ]
     return [(key, limit) for key, limit in counted if limit > 0]
 
@@ -59,7 +63,7 @@ def login_attempt(username: str, address: str) -> int | None:
 def _count(key: str, now: datetime, window: timedelta) -> LoginFailure:
     """One more failure of `key` (a new window where the last one ended): its count now. Counted under the row's
     lock, so concurrent attempts each see the others'."""
-    while True:
+    for attempt in range(2):
         try:
             with transaction.atomic():
                 failure, created = LoginFailure.objects.select_for_update().get_or_create(
@@ -74,12 +78,12 @@ def _count(key: str, now: datetime, window: timedelta) -> LoginFailure:
                 failure.save(update_fields=["window_start", "count"])
                 return failure
         except IntegrityError:  # another process counted the first failure at the same moment: count on it
-            continue
+            if attempt:
+                raise
 
 
 def login_succeeded(username: str, address: str) -> None:
     """The attempt (`login_attempt`) had the right password: its user name's failures at this address no longer
     count, and the address's count takes the attempt back (its earlier failures still count)."""
     LoginFailure.objects.filter(key=_user_key(username, address)).delete()
-    counted = [key for key, _ in _keys(username, address) if key != _user_key(username, address)]
-    LoginFailure.objects.filter(key__in=counted, count__gt=0).update(count=F("count") - 1)
+    LoginFailure.objects.filter(key=_address_key(address), count__gt=0).update(count=F("count") - 1)
