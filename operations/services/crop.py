@@ -10,7 +10,6 @@ from fields.geometry import from_geos
 from fields.models import Boundary, Field
 from platform_site.api.errors import ConflictError, DomainError
 from platform_site.celery import send_on_commit
-from platform_site.db import row_locked
 
 from ..models import Operation, OperationCrop
 from .grouping import _tasks
@@ -55,12 +54,13 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
         if link is None:
             raise _field_error("The operation covers no field with an active boundary: give a fieldId.")
         field_id = link.field.public_id
-    field = Field.objects.filter(core_user=operation.core_user, public_id=field_id).first()
-    # The field is locked (as its changes lock it) before its boundary is read, then read again: deleted meanwhile,
-    # it is unknown (the crop's record failed its foreign keys at commit, a 500); its deletion waits for the crop.
-    if field is None or not row_locked(Field, field.pk, no_key=True):
+    # The field is locked (as its changes lock it) as it is found, its boundary read after: deleted meanwhile, it is
+    # unknown (the crop's record failed its foreign keys at commit, a 500); its deletion waits for the crop.
+    field = (
+        Field.objects.select_for_update(no_key=True).filter(core_user=operation.core_user, public_id=field_id).first()
+    )
+    if field is None:
         raise _field_error(f"Unknown field {field_id} for this user.")
-    field = Field.objects.select_related("boundary").get(pk=field.pk)
     if field.boundary is None or field.boundary.status != Boundary.Status.ACTIVE:
         raise _field_error(f"Field {field_id} has no active boundary.")
     file = File.objects.create(
