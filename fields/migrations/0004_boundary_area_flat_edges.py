@@ -21,11 +21,11 @@ def measure_again(apps, schema_editor):
         if not boundaries:
             return
         last = boundaries[-1].pk
-        shapes = [shapely.from_wkb(bytes(b.geometry.wkb)) if b.geometry is not None else None for b in boundaries]
+        shapes = [shapely.from_wkb(bytes(b.geometry.wkb)) for b in boundaries]
         changed = []
         for boundary, area_m2 in zip(boundaries, geodesic_areas_m2(shapes).tolist(), strict=True):
             area_ha = area_m2 / SQUARE_METRES_PER_HECTARE
-            if boundary.geometry is not None and area_ha != boundary.area_ha:
+            if area_ha != boundary.area_ha:
                 boundary.area_ha = area_ha
                 changed.append(boundary)
         Boundary.objects.bulk_update(changed, ["area_ha"])
