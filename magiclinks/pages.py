@@ -95,8 +95,13 @@ def _allow(*methods: str):
     return decorate
 
 
+def _unavailable_words(exc: services.LinkUnavailable) -> tuple[str, str]:
+    """The title and message that say why a link cannot be used."""
+    return UNAVAILABLE.get(exc.reason, UNAVAILABLE["unknown"])
+
+
 def _unavailable(request, exc: services.LinkUnavailable):
-    title, message = UNAVAILABLE.get(exc.reason, UNAVAILABLE["unknown"])
+    title, message = _unavailable_words(exc)
     return _page(request, "unavailable.html", {"title": title, "message": message}, status=exc.status)
 
 
@@ -310,7 +315,7 @@ def batch_status(request, token: str, batch_id):
     try:
         _link, progress = _progress_or_404(token, batch_id)
     except services.LinkUnavailable as exc:
-        title, message = UNAVAILABLE.get(exc.reason, UNAVAILABLE["unknown"])
+        title, message = _unavailable_words(exc)
         body = problem_body(
             status_code=exc.status, error_key=LINK_PROBLEMS[exc.status], detail=f"{title}. {message}", path=request.path
         )

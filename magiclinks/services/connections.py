@@ -21,6 +21,7 @@ from platform_site.accounts.services import (
     provider_credential_mark_unauthenticated,
     provider_credential_refresh_claim,
     provider_credential_store,
+    providers_set_up,
 )
 from platform_site.api.errors import NotFoundError
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
@@ -61,11 +62,7 @@ def link_connections(link: MagicLink) -> dict[str, ProviderCredential]:
 def link_providers_set_up(link: MagicLink) -> set[str]:
     """The link's providers its API owner still has an application for (one deleted since the link was made
     cannot be connected: the page offers no button for it)."""
-    return set(
-        ProviderApplication.objects.filter(owner_id=link.core_user.owner_id, provider__in=link.providers).values_list(
-            "provider", flat=True
-        )
-    )
+    return providers_set_up(owner_id=link.core_user.owner_id, providers=link.providers)
 
 
 def link_disconnect(*, link: MagicLink, provider: str) -> bool:

@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_find_or_create, core_user_keep, provider_application_find
+from platform_site.accounts.services import core_user_find_or_create, core_user_keep, providers_set_up
 from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError
 
 from ..models import LinkUpload, MagicLink
@@ -51,7 +51,8 @@ def link_url(token: str) -> str:
 def _require_provider_apps(owner_id, providers: list[str], widget: str) -> None:
     """400 `providerAppNotConfigured` naming the body's key: an authentication link's `provider`, a provider
     link's `allowedProviders`."""
-    missing = [p for p in providers if provider_application_find(owner_id=owner_id, provider=p) is None]
+    set_up = providers_set_up(owner_id=owner_id, providers=providers)
+    missing = [p for p in providers if p not in set_up]
     if missing:
         key = "provider" if widget == MagicLink.Widget.AUTHENTICATION else "allowedProviders"
         raise ProviderAppNotConfigured(
