@@ -103,6 +103,10 @@ if DATABASES["default"]["ENGINE"].endswith("spatialite"):
     options.setdefault("timeout", 30)
     options.setdefault("transaction_mode", "IMMEDIATE")
     SPATIALITE_LIBRARY_PATH = env.str("SPATIALITE_LIBRARY_PATH", default="mod_spatialite")
+    if DATABASES["default"]["ENGINE"] == "django.contrib.gis.db.backends.spatialite":
+        # The same backend, sending geometries as WKB: GeoDjango's WKT rounds positions, and SpatiaLite parses
+        # large WKT very slowly (platform_site/db/spatialite/base.py).
+        DATABASES["default"]["ENGINE"] = "platform_site.db.spatialite"
 else:
     # A server database keeps each worker's connection between requests (opening one costs more than most
     # requests); a connection found broken is replaced before use. The embedded server opens a thread per

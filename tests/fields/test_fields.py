@@ -161,6 +161,17 @@ def test_invalid_geometry_is_400_with_the_reason(api_client, core_user, geometry
     assert Field.objects.count() == 0 and Boundary.objects.count() == 0
 
 
+def test_a_boundary_is_stored_to_the_last_digit(api_client, core_user):
+    """Positions come back exactly as sent from either database: the embedded one was sent WKT, which rounded them to
+    16 digits (0.30000000000000004 came back 0.3)."""
+    west, south = 0.1 + 0.2, 50.123456789012344
+    ring = [[west, south], [west + 0.01, south], [west + 0.01, south + 0.01], [west, south + 0.01], [west, south]]
+    created = create_field(api_client, core_user, {"type": "Polygon", "coordinates": [ring]})
+    stored = api_client.get(f"{fields_url(core_user)}/{created['id']}").json()["geometry"]["coordinates"][0][0]
+    assert stored == ring
+    assert stored[0] == [0.30000000000000004, 50.123456789012344]
+
+
 @pytest.mark.parametrize(
     "crs",
     [
