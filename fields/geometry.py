@@ -8,13 +8,14 @@ give the same numbers. The database only supplies candidates through an indexed 
 import math
 import re
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
 from shapely.affinity import translate
-from shapely.geometry import MultiPolygon, Point, shape
+from shapely.geometry import MultiPolygon, Point, Polygon
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
@@ -28,6 +29,8 @@ RATIO_TOLERANCE = 1e-7
 # embedded database waited (every other request of every owner failed meanwhile).
 MAX_POLYGONS = 1_000
 MAX_POSITIONS = 200_000
+# Rings of this many positions or more are checked with numpy (`_check_ring`); fewer are checked faster one by one.
+VECTORISED_FROM = 32
 
 
 class InvalidGeometry(DomainError):
@@ -39,9 +42,34 @@ class InvalidGeometry(DomainError):
         super().__init__(f"Invalid geometry: {reason}", field_errors=[{"field": field, "message": reason}])
 
 
-def _check_ring(ring: Any, where: str) -> list[tuple[float, float]]:
+def _check_ring(ring: Any, where: str) -> np.ndarray:
+    """The ring's (longitude, latitude) points as an (n, 2) array, altitudes dropped. A long ring is checked all at
+    once when every position is a list of two or three numbers (the usual case: a ring of 200,000 positions took
+    0.4 s position by position, 0.05 s so); a short one, or one that fails a check, position by position, which names
+    the first wrong position."""
     if not isinstance(ring, list) or len(ring) < 4:
         raise InvalidGeometry(f"{where} must be a list of at least 4 positions.")
+    if len(ring) < VECTORISED_FROM:
+        return np.array(_ring_positions(ring, where), dtype=np.float64)
+    sizes = set(map(len, ring)) if set(map(type, ring)) == {list} else None
+    if sizes and sizes <= {2, 3} and set(map(type, chain.from_iterable(ring))) <= {int, float}:  # (a bool is no int)
+        try:  # (one size: no copy of each position, which the garbage collector would walk for a large ring)
+            points = np.array(ring if len(sizes) == 1 else [position[:2] for position in ring], dtype=np.float64)[:, :2]
+        except OverflowError:  # an integer no float holds
+            pass
+        else:
+            if (
+                np.isfinite(points).all()
+                and (np.abs(points[:, 0]) <= 180.0).all()
+                and (np.abs(points[:, 1]) <= 90.0).all()
+                and (points[0] == points[-1]).all()
+            ):
+                return points
+    return np.array(_ring_positions(ring, where), dtype=np.float64)
+
+
+def _ring_positions(ring: list, where: str) -> list[tuple[float, float]]:
+    """`_check_ring` position by position: the first wrong position raises `InvalidGeometry`, named."""
     points = []
     for index, position in enumerate(ring):
         if (
@@ -68,8 +96,8 @@ def _check_ring(ring: Any, where: str) -> list[tuple[float, float]]:
     return points
 
 
-def _check_polygon(rings: Any, where: str) -> list[list[tuple[float, float]]]:
-    """The polygon's rings as checked (longitude, latitude) points, altitudes dropped."""
+def _check_polygon(rings: Any, where: str) -> list[np.ndarray]:
+    """The polygon's rings as checked (longitude, latitude) points (`_check_ring`)."""
     if not isinstance(rings, list) or not rings:
         raise InvalidGeometry(f"{where} must be a non-empty list of linear rings.")
     return [_check_ring(ring, f"{where}[{index}]") for index, ring in enumerate(rings)]
@@ -125,7 +153,7 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
     _check_size(polygons)
     checked = [_check_polygon(polygon, where.format(index)) for index, polygon in enumerate(polygons)]
     try:
-        geometry = shape({"type": "MultiPolygon", "coordinates": checked})
+        geometry = MultiPolygon([Polygon(rings[0], rings[1:]) for rings in checked])
     except (ValueError, TypeError, shapely.errors.ShapelyError) as exc:
         raise InvalidGeometry(str(exc)) from None
     if geometry.is_empty:

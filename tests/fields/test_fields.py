@@ -6,7 +6,7 @@ import uuid
 import numpy as np
 import pytest
 
-from fields.geometry import MAX_POLYGONS, MAX_POSITIONS, parse_multipolygon
+from fields.geometry import MAX_POLYGONS, MAX_POSITIONS, InvalidGeometry, parse_multipolygon
 from fields.models import Boundary, Field, FieldFile
 from fields.services import field_create
 from tests.factories import CoreUserFactory
@@ -170,6 +170,66 @@ def test_a_boundary_is_stored_to_the_last_digit(api_client, core_user):
     stored = api_client.get(f"{fields_url(core_user)}/{created['id']}").json()["geometry"]["coordinates"][0][0]
     assert stored == ring
     assert stored[0] == [0.30000000000000004, 50.123456789012344]
+
+
+def _long_ring(size: int = 100) -> list:
+    """A closed ring of `size` positions (a circle), long enough to be checked all at once."""
+    ring = [[10 + 0.01 * math.cos(a), 50 + 0.01 * math.sin(a)] for a in np.linspace(0, 2 * math.pi, size)[:-1]]
+    return [*ring, list(ring[0])]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("10", "coordinates[0][57] must be a position"),
+        ([True, 50], "coordinates[0][57] must be a position"),
+        ([10, None], "coordinates[0][57] must be a position"),
+        ([10, "50"], "coordinates[0][57] must be a position"),
+        ([10, 50, 1, 2], "coordinates[0][57] must be a position"),
+        ([10], "coordinates[0][57] must be a position"),
+        ([10, [50]], "coordinates[0][57] must be a position"),
+        ([10, 50, {"z": 1}], "coordinates[0][57] must be a position"),
+        ([181, 50], "coordinates[0][57]: longitude 181.0 is outside"),
+        ([-180.5, 50], "coordinates[0][57]: longitude -180.5 is outside"),
+        ([10, -91], "coordinates[0][57]: latitude -91.0 is outside"),
+        ([10, 10**400], "coordinates[0][57] is not a finite number"),
+    ],
+)
+def test_a_long_ring_names_its_first_wrong_position(api_client, core_user, bad, reason):
+    """Long rings are checked all at once (fields.geometry.VECTORISED_FROM); a wrong position is still found and
+    named, as in a short ring."""
+    ring = _long_ring()
+    ring[57] = bad
+    ring[80] = [200, 0]  # a later wrong position is not the one named
+    response = api_client.post(
+        fields_url(core_user), {"geometry": {"type": "Polygon", "coordinates": [ring]}}, format="json"
+    )
+    body = assert_problem(response, 400, "invalidGeometry")
+    assert reason in body["detail"], body["detail"]
+    assert Field.objects.count() == 0
+
+
+def test_a_long_ring_that_is_not_closed_is_400():
+    ring = _long_ring()
+    ring[-1] = [ring[-1][0], ring[-1][1] + 1e-9]
+    with pytest.raises(InvalidGeometry, match=r"coordinates\[0\] is not closed"):
+        parse_multipolygon({"type": "Polygon", "coordinates": [ring]})
+
+
+def test_a_long_ring_with_integers_and_altitudes_on_some_positions_is_read_as_sent(api_client, core_user):
+    plain = _long_ring()
+    mixed = [[*position, 120.5] if index % 3 else position for index, position in enumerate(plain)]
+    mixed[10] = [10, 50]  # an integer longitude and latitude (the circle passes near no such point: moved here)
+    plain[10] = [10.0, 50.0]
+    both = [parse_multipolygon({"type": "Polygon", "coordinates": [ring]}) for ring in (plain, mixed)]
+    assert both[0].equals_exact(both[1], tolerance=0)
+    assert list(both[1].geoms[0].exterior.coords)[10] == (10.0, 50.0)
+    # All three position forms at the 200,000-position limit, through the API
+    ring = [[-80 + 0.01 * math.cos(a), 50 + 0.01 * math.sin(a)] for a in np.linspace(0, 2 * math.pi, MAX_POSITIONS)]
+    ring = [[lon, lat, 3.0] if index % 2 else [lon, lat] for index, (lon, lat) in enumerate(ring[:-1])]
+    created = create_field(api_client, core_user, {"type": "Polygon", "coordinates": [[*ring, ring[0]]]})
+    assert len(created["geometry"]["coordinates"][0][0]) == MAX_POSITIONS
+    assert created["geometry"]["coordinates"][0][0][1] == ring[1][:2]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,73 @@
+"""Time creating a field from a large boundary (`POST /users/{id}/fields`, through Django's request handling
+in-process) on both databases: PostGIS (DATABASE_URL) and the embedded SpatiaLite of `make run` (a scratch file).
+
+A ring of 2,000, 20,000 and 200,000 positions (the most a geometry may have, `fields.geometry.MAX_POSITIONS`), each
+created REPEAT times: the request's body parsed and checked, the area measured, the field and its boundary written,
+the events emitted and the field answered. Prints the median per size and database.
+"""
+
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _django import scratch_database, setup
+
+SIZES = (2_000, 20_000, 200_000)
+REPEAT = 3
+
+
+def ring(size: int) -> list:
+    points = [
+        [-80 + 0.01 * math.cos(2 * math.pi * i / (size - 1)), 50 + 0.01 * math.sin(2 * math.pi * i / (size - 1))]
+        for i in range(size - 1)
+    ]
+    return [*points, points[0]]
+
+
+def measure(label: str) -> None:
+    setup()
+    from django.db import connection
+
+    if connection.vendor == "sqlite":  # a file, as `make run` has (the test database would be in memory)
+        connection.settings_dict["TEST"]["NAME"] = str(Path(os.environ["VAR_DIR"]) / "bench.sqlite3")
+    with scratch_database():
+        from rest_framework.test import APIClient
+
+        from platform_site.api.authentication import token_issue
+        from tests.factories import CoreUserFactory, OwnerFactory
+
+        owner = OwnerFactory()
+        core_user = CoreUserFactory(owner=owner)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(owner)}")
+        url = f"/services/fields/api/users/{core_user.id}/fields"
+        for size in SIZES:
+            body = {"geometry": {"type": "Polygon", "coordinates": [ring(size)]}}
+            timings = []
+            for _ in range(REPEAT):
+                started = time.perf_counter()
+                response = client.post(url, body, format="json")
+                timings.append(time.perf_counter() - started)
+                assert response.status_code == 201, response.content[:300]
+            print(f"{label:10s} create a field of {size:7,} positions: median {statistics.median(timings):6.2f} s")
+
+
+def main() -> None:
+    if len(sys.argv) > 1:
+        measure(sys.argv[1])
+        return
+    script = str(Path(__file__).resolve())
+    if os.environ.get("DATABASE_URL", "").startswith("postgis"):
+        subprocess.run([sys.executable, script, "PostGIS"], check=True)
+    with tempfile.TemporaryDirectory() as var_dir:
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+        subprocess.run([sys.executable, script, "SpatiaLite"], check=True, env=env | {"VAR_DIR": var_dir})
+
+
+if __name__ == "__main__":
+    main()
