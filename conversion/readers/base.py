@@ -17,7 +17,7 @@ import numpy as np
 from platform_site.text import storable
 
 from .units import convert, to_canonical
-from .values import table_values_clean
+from .values import number_from_text, table_values_clean
 
 DatasetFormat = Literal["ISOXML", "SHAPEFILE", "GEOJSON"]
 OperationType = Literal["harvested", "planted", "applied", "tillage", "other"]
@@ -171,10 +171,7 @@ def _status_of_text(text: str) -> float:
         return 1.0
     if word in _STATUS_OFF:
         return 0.0
-    try:
-        number = float(word)
-    except ValueError:
-        return np.nan
+    number = number_from_text(word)
     return 1.0 if number == 1 else 0.0 if number == 0 else np.nan
 
 

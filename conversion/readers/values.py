@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from platform_site.text import needs_storable, storable
+from platform_site.text import PLAIN_NUMBER, needs_storable, storable
 
 if TYPE_CHECKING:
     from .base import PointTable
@@ -42,6 +42,14 @@ def text_value(value) -> str | None:
 
 
 _NUMBER_TYPES = (int, float, bool, type(None))
+
+
+def number_from_text(text: str) -> float | None:
+    """A number a file writes as text, where a number is expected ("20", " 12.5 ", "1e3": plain ASCII decimals, as
+    exporters writing every value as a string give them), as a float; None for any other text: words, and what
+    Python's `float()` also reads but no file means as a number (`1_000`, `nan`, `infinity`, other scripts' digits)."""
+    text = text.strip()
+    return float(text) if PLAIN_NUMBER.fullmatch(text) else None
 
 
 def table_values_clean(table: PointTable) -> PointTable:

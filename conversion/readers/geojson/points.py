@@ -9,7 +9,7 @@ from array import array
 
 import numpy as np
 
-from platform_site.text import PLAIN_NUMBER
+from ..values import number_from_text
 
 # Property names are taken from the first KEY_SAMPLE points (a property that first appears later is left out): a
 # column per name of every point, so a file naming a new property on each point cannot make millions of columns.
@@ -165,8 +165,8 @@ def _floats(values: list) -> np.ndarray:
     string give them) is that number: a moisture of "20" was dropped, and with it every dry value, without a word."""
     out = np.full(len(values), np.nan)
     for i, v in enumerate(values):
-        if type(v) is str and PLAIN_NUMBER.fullmatch(v.strip()):
-            v = float(v)
+        if type(v) is str:
+            v = number_from_text(v)
         if isinstance(v, int | float) and not isinstance(v, bool):
             try:
                 out[i] = v

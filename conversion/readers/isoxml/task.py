@@ -13,6 +13,7 @@ import numpy as np
 
 from conversion.crops import normalize_crop_name
 from conversion.readers import ddi as ddis
+from conversion.readers.values import number_from_text
 
 from .parallel import AnyTimeLog
 from .taskdata import TaskData, _clean
@@ -99,12 +100,13 @@ def task_recorded_totals(
     if tims:
         for i, dlv in enumerate(tims[-1].findall("DLV")):
             try:
-                ddi, value = int(dlv.get("A", ""), 16), float(dlv.get("B", ""))
+                ddi = int(dlv.get("A", ""), 16)
             except ValueError:
                 continue
+            value = number_from_text(dlv.get("B", ""))
             mapping = ddis.TOTALS.get(ddi)
-            # float() takes "NaN" and "1e999": such a total is none, and a counter logged may stand in for it.
-            if mapping is None or not math.isfinite(value * mapping.factor):
+            # No number, or "1e999": such a total is none, and a counter logged may stand in for it.
+            if mapping is None or value is None or not math.isfinite(value * mapping.factor):
                 continue
             ranked = rank(dlv.get("C", ""), i)
             if mapping.prop not in best or ranked < best[mapping.prop][0]:

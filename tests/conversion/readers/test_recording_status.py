@@ -18,7 +18,8 @@ pytestmark = pytest.mark.embedded
 # numbers written as text.
 ON = [1, 1.0, True, "On", "ON", "on", "1", "1.0", "true", "True", "yes", "Yes", "Y"]
 OFF = [0, 0.0, False, "Off", "OFF", "0", "0.0", "false", "no", "No", "n"]
-UNKNOWN = [2, 3, 2.0, -1, 0.5, "2", "3", "Unknown", "error", "", " ", None]
+# (Python's float() reads the last three: "\u0661" was On)
+UNKNOWN = [2, 3, 2.0, -1, 0.5, "2", "3", "Unknown", "error", "", " ", None, "\u0661", "0_0", "nan"]
 STATUSES = [(value, "On") for value in ON] + [(value, "Off") for value in OFF] + [(value, None) for value in UNKNOWN]
 
 

@@ -185,6 +185,33 @@ def test_overflowed_numbers_are_null(tmp_path):
     assert np.isnan(table.columns["dryMassPerArea"][1])
 
 
+def test_numbers_in_text_columns_are_read_as_a_geojson_file_reads_them(tmp_path):
+    """A text (C) column of plain decimals is read as numbers, by the rule GeoJSON files have
+    (conversion.readers.values.number_from_text): `1_000`, `nan` and other scripts' digits, which Python's `float()`
+    reads, are missing values (1_000 became a yield of 1000, "\u0661\u0662" one of 12)."""
+    texts = ["20", " 12.5 ", "1e3", "1_000", "\u0661\u0662", "nan", "abc", "-.5"]
+    fields = [("Yld_Mass_D", "C", 20), ("Moisture", "C", 20)]
+    table = _read(_write(tmp_path / "text.shp", fields, [(text, text) for text in texts]))
+    expected = [20.0, 12.5, 1000.0, np.nan, np.nan, np.nan, np.nan, -0.5]
+    np.testing.assert_allclose(table.columns["harvestMoisture"], expected)
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array(expected) * 1.1208511417)
+
+
+@pytest.mark.parametrize("written", [b"   1_000", b"  1_0.00", b"  0x10.0"])
+def test_a_numeric_column_value_that_is_no_plain_number_is_a_missing_value(tmp_path, written):
+    _write_points(tmp_path / "y.shp", [(-93.0, 41.0), (-93.1, 41.1)], CRS.from_epsg(4326), [10.0, 20.0])
+    dbf = tmp_path / "y.dbf"
+    data = bytearray(dbf.read_bytes())
+    header_len = int.from_bytes(data[8:10], "little")
+    record_len = int.from_bytes(data[10:12], "little")
+    start = header_len + record_len + 1  # the second record's yield
+    data[start : start + 8] = written
+    dbf.write_bytes(bytes(data))
+    table = _read(Dataset("SHAPEFILE", tmp_path / "y.shp", tmp_path, "y"))
+    assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * 1.1208511417)
+    assert np.isnan(table.columns["dryMassPerArea"][1])
+
+
 def test_iso_times_with_an_offset_are_taken_to_utc(tmp_path):
     stamps = ["2016-09-19T16:45:10+02:00", "2016-09-19T09:45:11-05:00", "2016-09-19T14:45:12Z"]
     fields = [("Yld_Mass_D", "N", 8, 2), ("IsoTime", "C", 40)]
