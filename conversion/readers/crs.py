@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from pyproj import CRS, Transformer
 
 from fields.geodesy import WGS84
@@ -16,3 +17,33 @@ def wgs84_transformer(crs: CRS) -> Transformer | None:
     if crs.equals(WGS84, ignore_axis_order=True):
         return None
     return Transformer.from_crs(crs, WGS84, always_xy=True)
+
+
+def declared_crs_contradiction(crs: CRS, x: np.ndarray, y: np.ndarray, declaration: str) -> str | None:
+    """Why a file's coordinates `x`, `y` cannot be in `crs`, the system its `declaration` (".prj", "crs member")
+    names; None when they can be.
+
+    - A projected system, and every coordinate within longitude/latitude ranges: read so, every point would lie
+      within 200 m of the system's origin (for UTM, 500 km west of its zone, on the equator). They are
+      longitude/latitude under a wrong declaration, and were read as points off the coast of Ecuador.
+    - A longitude/latitude system, and no coordinate within its ranges: they are metres or feet, whose points were
+      all dropped without a word.
+    """
+    finite = np.isfinite(x) & np.isfinite(y)
+    if not finite.any():
+        return None
+    x, y = x[finite], y[finite]
+    within = (np.abs(x) <= 180.0) & (np.abs(y) <= 90.0)
+    extent = f"x {x.min():g} to {x.max():g}, y {y.min():g} to {y.max():g}"
+    if crs.is_projected and within.all():
+        return (
+            f"the {declaration} names a projected coordinate system ({crs.name}), but every coordinate is within "
+            f"longitude/latitude ranges ({extent}): in that system the points would all lie within 200 m of its "
+            f"origin. If they are longitude/latitude, leave the {declaration} out; else correct it"
+        )
+    if crs.is_geographic and not within.any():
+        return (
+            f"the {declaration} names a longitude/latitude coordinate system ({crs.name}), but no coordinate is "
+            f"within longitude -180..180 and latitude -90..90 ({extent}): correct the {declaration}"
+        )
+    return None

@@ -4,6 +4,7 @@ names another system), its properties mapped to the standard properties."""
 from __future__ import annotations
 
 import numpy as np
+from pyproj import CRS
 
 from conversion.crops import normalize_crop_name
 from conversion.readers.base import (
@@ -15,7 +16,7 @@ from conversion.readers.base import (
     register,
     usable_positions,
 )
-from conversion.readers.crs import wgs84_transformer
+from conversion.readers.crs import declared_crs_contradiction, wgs84_transformer
 from conversion.readers.shapefile.columns import normalized_name
 from conversion.readers.values import text_value
 from fields.geodesy import geojson_crs
@@ -51,7 +52,12 @@ class GeojsonReader(Reader):
         if not points.lon:
             raise UnreadableDataset(f"{name}: the FeatureCollection holds no Point features")
         lon_array, lat_array = np.frombuffer(points.lon), np.frombuffer(points.lat)
-        to_wgs84 = _crs_transformer(dataset, members.get("crs"))
+        crs = _declared_crs(dataset, members.get("crs"))
+        if crs is not None:
+            contradiction = declared_crs_contradiction(crs, lon_array, lat_array, "crs member")
+            if contradiction:
+                raise UnreadableDataset(f"{name}: {contradiction}")
+        to_wgs84 = wgs84_transformer(crs) if crs is not None else None
         if to_wgs84 is not None:
             lon_array, lat_array = (np.asarray(a, float) for a in to_wgs84.transform(lon_array, lat_array))
         usable = usable_positions(lon_array, lat_array)
@@ -123,15 +129,14 @@ class GeojsonReader(Reader):
         return table
 
 
-def _crs_transformer(dataset: Dataset, member):
-    """To WGS84 from the coordinate system a `crs` member names (`fields.geodesy.geojson_crs`); None without one."""
+def _declared_crs(dataset: Dataset, member) -> CRS | None:
+    """The coordinate system a `crs` member names (`fields.geodesy.geojson_crs`); None without one."""
     try:
-        crs = geojson_crs(member)
+        return geojson_crs(member)
     except ValueError as exc:
         raise UnreadableDataset(
             f"{dataset.path.name}: {exc} (a named coordinate system can be read, or none for WGS84 longitude/latitude)"
         ) from None
-    return wgs84_transformer(crs) if crs is not None else None
 
 
 def _uniques(values: np.ndarray | None) -> list[str]:

@@ -20,7 +20,8 @@ from shapely import geometry as shp_geometry
 
 from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
-from conversion.readers.crs import wgs84_transformer
+from conversion.readers.crs import declared_crs_contradiction
+from conversion.readers.values import number_from_text
 from fields.geodesy import geodesic_area_m2
 
 
@@ -157,16 +158,18 @@ def _is_utf8(text: bytes) -> bool:
 
 
 def _to_float(col: np.ndarray) -> np.ndarray:
+    """A DBF column as numbers, NaN where a value is none: numeric columns (bytes; blanks and `****` are none) and
+    text columns holding numbers (`number_from_text`: plain decimals, not `1_000` or other scripts' digits, which
+    `float()` also reads)."""
     if col.dtype.kind == "O":
         out = np.full(len(col), np.nan)
         for i, v in enumerate(col):
-            try:
-                out[i] = float(v)
-            except (TypeError, ValueError):
-                pass
+            number = number_from_text(v) if isinstance(v, str) else None
+            if number is not None:
+                out[i] = number
         return out
     stripped = np.char.strip(col)
-    bad = (stripped == b"") | (np.char.find(stripped, b"*") >= 0)
+    bad = (stripped == b"") | (np.char.find(stripped, b"*") >= 0) | (np.char.find(stripped, b"_") >= 0)
     if bad.any():
         stripped = np.where(bad, b"nan", stripped)
     try:
@@ -175,10 +178,9 @@ def _to_float(col: np.ndarray) -> np.ndarray:
         # A stray non-number: fall back to parsing value by value, keeping the rest.
         out = np.full(len(stripped), np.nan)
         for i, v in enumerate(stripped):
-            try:
-                out[i] = float(v)
-            except ValueError:
-                pass
+            number = number_from_text(v.decode("latin-1"))
+            if number is not None:
+                out[i] = number
         return out
 
 
@@ -324,27 +326,31 @@ def _transformed(geom, to_wgs84: Transformer | None):
     return shapely.transform(geom, lambda xy: np.column_stack(to_wgs84.transform(xy[:, 0], xy[:, 1])))
 
 
-def _wgs84_transformer(shp_path: Path, prj: Path | None) -> Transformer | None:
-    """From the coordinate system of the .prj file `prj` to WGS84 longitude/latitude; None when there is nothing
-    to do (no .prj, or one that already is WGS84 longitude/latitude)."""
+def _prj_crs(shp_path: Path, prj: Path | None) -> CRS | None:
+    """The coordinate system the .prj file `prj` names; None without one."""
     if prj is None:
         return None
     try:
-        crs = CRS.from_wkt(prj.read_text(errors="replace"))
+        return CRS.from_wkt(prj.read_text(errors="replace"))
     except Exception as exc:  # pyproj raises CRSError, but a garbled file may raise others
         raise UnreadableDataset(f"{shp_path.name}: the .prj file is not a coordinate system ({exc})") from exc
-    return wgs84_transformer(crs)
 
 
 def _to_wgs84(
-    shp_path: Path, prj: Path | None, to_wgs84: Transformer | None, x: np.ndarray, y: np.ndarray
+    shp_path: Path, crs: CRS | None, to_wgs84: Transformer | None, x: np.ndarray, y: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Longitude/latitude of the points; without a .prj (`prj` None) they must already be."""
+    """Longitude/latitude of the points, from `crs` (the .prj's) with `to_wgs84` (`wgs84_transformer`); without a
+    .prj (`crs` None) they must already be. Coordinates that cannot be in the system the .prj names fail the data
+    set (`declared_crs_contradiction`)."""
+    if crs is not None:
+        contradiction = declared_crs_contradiction(crs, x, y, ".prj")
+        if contradiction:
+            raise UnreadableDataset(f"{shp_path.name}: {contradiction}")
     if to_wgs84 is not None:
         # pyproj takes a one-element array for a scalar (with a NumPy warning) and answers scalars.
         lon, lat = to_wgs84.transform(x.item(), y.item()) if x.size == 1 else to_wgs84.transform(x, y)
         return np.asarray(lon, dtype=float).reshape(x.shape), np.asarray(lat, dtype=float).reshape(y.shape)
-    if prj is None:
+    if crs is None:
         finite = np.isfinite(x) & np.isfinite(y)
         if finite.any() and (np.abs(x[finite]).max() > 180 or np.abs(y[finite]).max() > 90):
             raise UnreadableDataset(f"{shp_path.name}: no .prj file and the coordinates are not longitude/latitude")

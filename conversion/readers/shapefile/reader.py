@@ -20,6 +20,7 @@ from conversion.readers.base import (
     register,
     usable_positions,
 )
+from conversion.readers.crs import wgs84_transformer
 from conversion.readers.units import normalize_unit, to_canonical
 from conversion.readers.values import text_value
 
@@ -47,7 +48,7 @@ from .columns import (
     time_warnings,
     unit_from_suffix,
 )
-from .decode import _dbf_codec, _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84, _wgs84_transformer
+from .decode import _dbf_codec, _prj_crs, _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84
 
 
 @register
@@ -88,10 +89,11 @@ class ShapefileReader(Reader):
         codec, fallback, codec_warnings = _dbf_codec(dbf_path)
         records, keep = _read_dbf(dbf_path, fields, codec, fallback)
         prj = _sibling(shp_path, ".prj")
-        to_wgs84 = _wgs84_transformer(shp_path, prj)
+        crs = _prj_crs(shp_path, prj)
+        to_wgs84 = wgs84_transformer(crs) if crs is not None else None
         lon, lat, area, z = _read_geometry(reader, shp_path, len(keep), to_wgs84)
         lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
-        lon, lat = _to_wgs84(shp_path, prj, to_wgs84, lon, lat)
+        lon, lat = _to_wgs84(shp_path, crs, to_wgs84, lon, lat)
         warnings: list[str] = list(codec_warnings)
 
         meta_units = _meta_units(metadata)

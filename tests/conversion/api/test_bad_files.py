@@ -205,6 +205,36 @@ def test_geojson_in_an_unknown_coordinate_system_fails_with_a_reason(api_client,
     _assert_user_failure(batch, reason)
 
 
+@pytest.mark.parametrize(
+    ("coordinates", "code", "reason"),
+    [
+        # Longitude/latitude declared as UTM zone 32N: read so, all points lay off the coast of Gabon, on the equator
+        (
+            _good_coordinates(5),
+            32632,
+            "spray.geojson: the crs member names a projected coordinate system (WGS 84 / UTM zone 32N), but every "
+            "coordinate is within longitude/latitude ranges (x 10 to 10.0004, y 54 to 54): in that system the points "
+            "would all lie within 200 m of its origin. If they are longitude/latitude, leave the crs member out",
+        ),
+        # UTM metres declared as longitude/latitude: every point was dropped, and the reason said nothing of the crs
+        (
+            [[500_000.0 + i, 6_000_000.0] for i in range(5)],
+            4326,
+            "spray.geojson: the crs member names a longitude/latitude coordinate system (WGS 84), but no coordinate is "
+            "within longitude -180..180 and latitude -90..90 (x 500000 to 500004, y 6e+06 to 6e+06): correct the crs "
+            "member",
+        ),
+    ],
+)
+def test_geojson_whose_coordinates_contradict_its_crs_fails_with_the_reason(
+    api_client, core_user, coordinates, code, reason
+):
+    doc = json.loads(_points(coordinates))
+    doc["crs"] = {"type": "name", "properties": {"name": f"EPSG:{code}"}}
+    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
+    _assert_user_failure(batch, reason)
+
+
 def _shapefile(coordinates: list[tuple[float, float]], *, prj: bool = True) -> dict[str, bytes]:
     shp, shx, dbf = io.BytesIO(), io.BytesIO(), io.BytesIO()
     with shapefile.Writer(shp=shp, shx=shx, dbf=dbf, shapeType=shapefile.POINT) as writer:
@@ -228,6 +258,34 @@ def test_shapefile_points_off_the_globe_are_dropped(api_client, core_user):
     for feature in _standard_geojson(api_client, file_id)["features"]:
         lon, lat = feature["geometry"]["coordinates"]
         assert -180 <= lon <= 180 and -90 <= lat <= 90
+
+
+@pytest.mark.parametrize(
+    ("coordinates", "code", "reason"),
+    [
+        (
+            [(10.0 + i * 1e-4, 54.0) for i in range(5)],
+            32632,
+            "rate.shp: the .prj names a projected coordinate system (WGS 84 / UTM zone 32N), but every coordinate is "
+            "within longitude/latitude ranges (x 10 to 10.0004, y 54 to 54): in that system the points would all lie "
+            "within 200 m of its origin. If they are longitude/latitude, leave the .prj out; else correct it",
+        ),
+        (
+            [(500_000.0 + i, 6_000_000.0) for i in range(5)],
+            4269,
+            "rate.shp: the .prj names a longitude/latitude coordinate system (NAD83), but no coordinate is within "
+            "longitude -180..180 and latitude -90..90 (x 500000 to 500004, y 6e+06 to 6e+06): correct the .prj",
+        ),
+    ],
+)
+def test_a_shapefile_whose_coordinates_contradict_its_prj_fails_with_the_reason(
+    api_client, core_user, coordinates, code, reason
+):
+    from pyproj import CRS
+
+    parts = _shapefile(coordinates) | {"rate.prj": CRS.from_epsg(code).to_wkt("WKT1_ESRI").encode()}
+    batch = _batch(api_client, core_user, zip_entries(parts))
+    _assert_user_failure(batch, reason)
 
 
 def test_the_original_file_is_named_after_its_data_set_dots_and_all(api_client, core_user):
