@@ -7,7 +7,8 @@ hash as it is; it is upgraded when the password is next set.
 
 A login over HTTP (with a request) is also refused while its user name and address, or its address, have failed
 too often (`throttle`): Django's `authenticate` then answers None, and the request says for how long
-(`request.login_refused_for`, seconds) so the API can answer 429.
+(`request.login_refused_for`, seconds) so the API can answer 429. The right password of a deactivated owner is no
+login either; the request says so (`request.owner_deactivated`), and the API answers that the owner is deactivated.
 """
 
 from django.contrib.auth import get_user_model
@@ -34,17 +35,21 @@ class OwnerBackend(ModelBackend):
         if wait is not None:
             request.login_refused_for = wait
             raise PermissionDenied  # `authenticate` asks no other backend, and answers None
-        owner = self._check(owner_model, username, password)
+        owner = self._check(owner_model, username, password, request)
         if owner is not None:
             throttle.login_succeeded(username, address)
         return owner
 
-    def _check(self, owner_model, username, password):
+    def _check(self, owner_model, username, password, request=None):
         try:
             owner = owner_model._default_manager.get_by_natural_key(username)
         except owner_model.DoesNotExist:
             owner_model().set_password(password)  # as long as a known owner's check takes (Django's rule)
             return None
-        if check_password(password, owner.password) and self.user_can_authenticate(owner):
-            return owner
-        return None
+        if not check_password(password, owner.password):
+            return None
+        if not self.user_can_authenticate(owner):
+            if request is not None:  # the right password of a deactivated owner: the API says so (Django's form too)
+                request.owner_deactivated = True
+            return None
+        return owner

@@ -8,7 +8,7 @@ from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from platform_site.api.authentication import token_issue
+from platform_site.api.authentication import OwnerDeactivated, token_issue
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError
 from platform_site.db import DEADLOCK, row_locked, rows_kept, sqlstate
 
@@ -65,6 +65,8 @@ def owner_authenticate(*, username: str, password: str, remember_me: bool = Fals
     wait = getattr(request, "login_refused_for", None)
     if wait is not None:
         raise LoginRefused(wait)
+    if getattr(request, "owner_deactivated", False):
+        raise OwnerDeactivated()
     if user is None or not user.is_active:
         raise InvalidCredentials("Unknown username or wrong password.")
     return token_issue(user, remember_me=remember_me)

@@ -69,6 +69,13 @@ def _owner_and_core_user(owner_id, core_user_id) -> tuple:
     return row_get_with_child(get_user_model(), owner_id, core_user_model, "owner", core_user_id)
 
 
+class OwnerDeactivated(exceptions.AuthenticationFailed):
+    """401 `ownerDeactivated`: a valid token, or a login with the right password, of an API owner that is deactivated.
+    Said only to whoever shows the token or the password: anyone else is told what any wrong credentials get."""
+
+    default_detail = "This API owner is deactivated: its tokens and logins are refused until it is reactivated."
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <JWT>`; anything missing, malformed, expired or revoked is a 401."""
 
@@ -103,12 +110,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             # (kept only when what was asked for exists: a core user created later must be found at once)
             complete=lambda pair: pair[0] is not None and (core_user_id is None or pair[1] is not None),
         )
-        if (
-            user is None
-            or not user.is_active
-            or not hmac.compare_digest(str(claims.get("pwd", "")), _password_fingerprint(user))
-        ):
+        if user is None or not hmac.compare_digest(str(claims.get("pwd", "")), _password_fingerprint(user)):
             raise exceptions.AuthenticationFailed("The token has been revoked; authenticate again.")
+        if not user.is_active:  # (not revoked: the token works again once the owner is reactivated)
+            raise OwnerDeactivated()
         if core_user_id is not None:
             # (the id asked for, the owner's core user of that id or None): see CoreUserScopedViewSet.core_user
             request.core_user_lookup = (core_user_id, core_user)

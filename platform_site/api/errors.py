@@ -17,7 +17,7 @@ from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from platform_site.api.authentication import BEARER_CHALLENGE
+from platform_site.api.authentication import BEARER_CHALLENGE, OwnerDeactivated
 from platform_site.db import DEADLOCK, sqlstate
 from platform_site.text import storable
 
@@ -47,6 +47,7 @@ def database_busy_wait(exc: OperationalError) -> int | None:
 DRF_ERROR_KEYS: list[tuple[type[Exception], str]] = [
     (exceptions.ValidationError, "validation"),
     (exceptions.ParseError, "malformedRequest"),
+    (OwnerDeactivated, "ownerDeactivated"),
     (exceptions.NotAuthenticated, "unauthorized"),
     (exceptions.AuthenticationFailed, "unauthorized"),
     (exceptions.PermissionDenied, "forbidden"),

@@ -109,7 +109,16 @@ def test_deactivated_owner_is_locked_out_until_reactivated(owner, api_client):
     """As decided (Django's rule for sessions): refused while inactive; a password change ends tokens for good."""
     owner.is_active = False
     owner.save()
-    assert_problem(api_client.get(USERS_URL), 401)
+    # Said as it is: the token is not revoked (it works again), and the password is right
+    problem = assert_problem(api_client.get(USERS_URL), 401, "ownerDeactivated")
+    assert problem["detail"] == (
+        "This API owner is deactivated: its tokens and logins are refused until it is reactivated."
+    )
+    login = authenticate(APIClient(), username=owner.username, password=PASSWORD)
+    assert assert_problem(login, 401, "ownerDeactivated")["detail"] == problem["detail"]
+    # Without the right password, nothing is said of the owner
+    wrong = authenticate(APIClient(), username=owner.username, password="not-the-password")
+    assert assert_problem(wrong, 401, "invalidCredentials")["detail"] == "Unknown username or wrong password."
     owner.is_active = True
     owner.save()
     assert api_client.get(USERS_URL).status_code == 200
