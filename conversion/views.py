@@ -244,7 +244,12 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
 
     serializer_class = BatchSerializer
     parser_classes = [MultiPartParser]
-    problem_responses = {"retry": {409: "The batch is still being processed (`batchProcessing`)."}}
+    problem_responses = {
+        "retry": {
+            409: "The batch is still being processed (`batchProcessing`), or only data sets of formats that cannot be "
+            "converted failed (`nothingToRetry`)."
+        }
+    }
     filterset_class = BatchFilterSet
     sort_fields = BATCH_SORT_FIELDS
     default_sort = ("-upload_timestamp",)

@@ -20,12 +20,14 @@ from .datasets import _dataset_fail
 from .files import file_fail
 
 STUCK_MESSAGE = "Processing stopped: it did not finish in time after {attempts} attempts."
+UNSUPPORTED_NAMED = 5  # the most failed data sets of unsupported formats a refused retry names
 
 
 @transaction.atomic
 def batch_retry(*, batch: Batch) -> Batch:
     """Send the failed data sets round again (a batch that failed before any was found is opened again);
-    converted files stay unchanged. The batch is RECEIVED until they end again."""
+    converted files stay unchanged. The batch is RECEIVED until they end again. Nothing failed: the batch as it is;
+    only data sets of unsupported formats failed: 409 `nothingToRetry`, naming them."""
     batch = Batch.objects.select_for_update().get(pk=batch.pk)
     if batch.status == BatchStatus.RECEIVED:
         raise ConflictError(
@@ -34,6 +36,14 @@ def batch_retry(*, batch: Batch) -> Batch:
     failed = list(batch.datasets.filter(status=DatasetStatus.FAILED, supported=True))
     opened_before = batch.datasets.exists()
     if opened_before and not failed:
+        unsupported = list(batch.datasets.filter(status=DatasetStatus.FAILED).order_by("position")[:UNSUPPORTED_NAMED])
+        if unsupported:  # what failed is in a format no retry converts: said, rather than a 200 that did nothing
+            names = ", ".join(f"{dataset.name} ({dataset.format})" for dataset in unsupported)
+            raise ConflictError(
+                f"Nothing to retry: what failed is in a format that cannot be converted, however often it is sent: "
+                f"{names}. Export it from the machine's software in a supported format and upload that.",
+                error_key="nothingToRetry",
+            )
         return batch
     batch.status, batch.status_details, batch.failure_reason, batch.finished_at = BatchStatus.RECEIVED, None, None, None
     batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])

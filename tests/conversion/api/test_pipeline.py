@@ -378,16 +378,22 @@ def test_a_batch_still_being_processed_cannot_be_retried(api_client, core_user, 
         assert _batch(api_client, batch_id)["status"] == "RECEIVED"
 
 
-def test_retrying_a_batch_of_what_cannot_be_read_changes_nothing(
+def test_retrying_a_batch_of_what_cannot_be_read_is_409_and_changes_nothing(
     api_client, owner, core_user, samples_dir, webhook_receiver, subscribe
 ):
-    """A display card stays unreadable: the retry sends nothing round again, and announces nothing."""
+    """A display card stays unreadable: the retry says so (it was a 200 that did nothing), sends nothing round again,
+    and announces nothing."""
     subscribe(owner, webhook_receiver, ["uploadedFileProcessingFailed", "batchUploadProcessingFinished"])
     card = (samples_dir / "johndeere-sampledata/Display data/Gen4 - 4600 Harvest Data.zip").read_bytes()
     batch = _upload_ok(api_client, core_user, card)
     assert batch["status"] == "FAILED" and len(webhook_receiver.wait_for(2)) == 2
     files = _get(api_client, f"{FILES_URL}?batchId={batch['id']}").json()
-    assert api_client.put(f"{BATCH_URL}/{batch['id']}/retry").status_code == 200
+    problem = assert_problem(api_client.put(f"{BATCH_URL}/{batch['id']}/retry"), 409, "nothingToRetry")
+    assert problem["detail"].startswith("Nothing to retry: what failed is in a format that cannot be converted")
+    assert (
+        "failed is in a format that cannot be converted, however often it is sent: JD-Data (John Deere Gen4). "
+        in (problem["detail"])
+    )
     assert _batch(api_client, batch["id"]) == batch
     assert _get(api_client, f"{FILES_URL}?batchId={batch['id']}").json() == files
     assert len(webhook_receiver.wait_for(3, timeout=0.5)) == 2
@@ -400,8 +406,9 @@ def test_a_retry_takes_no_body_or_an_empty_document(api_client, core_user, sampl
     assert_problem(api_client.put(url, b"{", content_type="application/json"), 400, "malformedRequest")
     assert_problem(api_client.put(url, b"<a/>", content_type="application/xml"), 415, "unsupportedMediaType")
     assert_problem(api_client.put(url, {"force": True}, format="json"), 400, "validation")
-    assert api_client.put(url, {}, format="json").status_code == 200
-    assert api_client.put(url).status_code == 200
+    # (past the body's check: the card cannot be converted, and the retry says so)
+    assert_problem(api_client.put(url, {}, format="json"), 409, "nothingToRetry")
+    assert_problem(api_client.put(url), 409, "nothingToRetry")
     # Another owner's batch is 404 whatever the body
     assert_problem(api_client.put(f"{BATCH_URL}/00000000-0000-0000-0000-000000000000/retry", b"{",
                                   content_type="application/json"), 404, "notFound")  # fmt: skip
