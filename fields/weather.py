@@ -136,8 +136,8 @@ def _number(value) -> float | None:
 
 
 def weather_source() -> WeatherSource:
-    """The configured source (`WEATHER_SOURCE` setting if present, else Open-Meteo archive)."""
-    dotted = getattr(settings, "WEATHER_SOURCE", None)
+    """The configured source (the `WEATHER_SOURCE` setting, a dotted path; empty: the Open-Meteo archive's)."""
+    dotted = settings.WEATHER_SOURCE
     return import_string(dotted)() if dotted else OpenMeteoArchiveSource()
 
 

@@ -281,6 +281,8 @@ CREDENTIAL_REFRESH_AHEAD_SECONDS = env.int("CREDENTIAL_REFRESH_AHEAD_SECONDS", d
 ADMIN_MAP_TILES_URL = env.str("ADMIN_MAP_TILES_URL", default="https://tile.openstreetmap.org/{z}/{x}/{y}.png")
 WEATHER_BASE_URL = env.str("WEATHER_BASE_URL", default="https://archive-api.open-meteo.com/v1/archive")
 WEATHER_TIMEOUT_SECONDS = env.float("WEATHER_TIMEOUT_SECONDS", default=10.0)
+# Another weather source: the dotted path of a class (`fields.weather.WeatherSource`); empty: Open-Meteo's protocol.
+WEATHER_SOURCE = env.str("WEATHER_SOURCE", default="")
 
 LOGGING = {
     "version": 1,

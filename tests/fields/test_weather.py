@@ -1,10 +1,14 @@
 """Weather of a field: a real HTTP server on loopback answers as the Open-Meteo archive API does."""
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -141,6 +145,37 @@ def test_weather_is_the_specs_feature(api_client, core_user, open_meteo):
         "rain_sum,temperature_2m_max,temperature_2m_mean,temperature_2m_min,snowfall_sum,shortwave_radiation_sum"
     )
     assert (float(sent["latitude"]), float(sent["longitude"])) == pytest.approx((50.005, 10.01))
+
+
+class SunnyDays:
+    """Another weather source, as `WEATHER_SOURCE` names one: 12.5 mm of rain and nothing else, every day."""
+
+    def daily(self, *, latitude, longitude, start, end):
+        days = [start + timedelta(days=n) for n in range((end - start).days + 1)]
+        names = [
+            "rain_sum",
+            "temperature_2m_max",
+            "temperature_2m_mean",
+            "temperature_2m_min",
+            "snowfall_sum",
+            "shortwave_radiation_sum",
+        ]
+        return weather.DailyWeather(days, {name: [12.5 if name == "rain_sum" else None] * len(days) for name in names})
+
+
+def test_another_source_is_plugged_in_with_the_weather_source_variable(api_client, core_user, settings):
+    """`WEATHER_SOURCE` was documented as a variable, but only a Django setting of that name was read."""
+    env = {**os.environ, "WEATHER_SOURCE": "tests.fields.test_weather.SunnyDays"}
+    read = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+         "print(settings.WEATHER_SOURCE)"],
+        env=env, capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    settings.WEATHER_SOURCE = read.stdout.strip()
+    field = create_field(api_client, core_user, FIELD)
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-03-01", "endTime": "2024-03-02"})
+    assert response.status_code == 200, response.content
+    assert [day["value"] for day in response.json()["properties"]["rainSum"]["values"]] == [12.5, 12.5]
 
 
 def test_366_days_are_allowed(api_client, core_user, open_meteo):
