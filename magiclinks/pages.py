@@ -27,6 +27,7 @@ COOKIE_PATH = "/links/"
 UPLOAD_PROVIDERS = Provider.values
 UNAVAILABLE = {
     "unknown": ("Link not found", "This link does not exist. Check that you copied the whole address."),
+    "unknown batch": ("Upload not found", "This link has no upload at this address. Open the link again to upload."),
     "expired": ("This link has expired", "Ask the service that sent it to you for a new link."),
     "revoked": ("This link is no longer valid", "It was withdrawn. Ask the service that sent it for a new one."),
     "unavailable": ("This link is not available", services.UNAVAILABLE_MESSAGE),
@@ -319,8 +320,13 @@ def batch_status(request, token: str, batch_id):
         body = problem_body(
             status_code=exc.status, error_key=LINK_PROBLEMS[exc.status], detail=f"{title}. {message}", path=request.path
         )
-        return _secure(JsonResponse(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE))
-    return _secure(JsonResponse(progress))
+        return _secure(
+            JsonResponse(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE, json_dumps_params=COMPACT)
+        )
+    return _secure(JsonResponse(progress, json_dumps_params=COMPACT))
+
+
+COMPACT = {"separators": (",", ":")}  # JSON as the API writes it
 
 
 # The problem a link's status JSON answers when the link cannot be used (`services.LinkUnavailable`'s statuses).

@@ -490,8 +490,15 @@ def test_batch_pages_show_only_batches_uploaded_through_the_link(client, core_us
     data = (samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip").read_bytes()
     location = client.post(f"{url}/upload", {"file": _zip_file(data)})["Location"]
     batch_id = location.rsplit("/", 1)[1]
-    assert client.get(f"{other_url}/batches/{batch_id}").status_code == 404
-    assert_problem(client.get(f"{other_url}/batches/{batch_id}/status"), 404, "notFound")
+    page = client.get(f"{other_url}/batches/{batch_id}")
+    assert page.status_code == 404 and "Upload not found" in page.content.decode()
+    # The link exists: what is not found is the upload (it said "Link not found"); compact JSON, as the API's
+    response = client.get(f"{other_url}/batches/{batch_id}/status")
+    problem = assert_problem(response, 404, "notFound")
+    assert (
+        problem["detail"] == "Upload not found. This link has no upload at this address. Open the link again to upload."
+    )
+    assert response.content.startswith(b'{"type":"')
     # A revoked link's status JSON is a problem document too (it was {"error": "revoked"}), with the spec's key
     services.magic_link_delete(link=link)
     problem = assert_problem(client.get(f"{url}/batches/{batch_id}/status"), 410, "magicLinkExpired")
