@@ -1,12 +1,12 @@
 """`POST .../fields/intersects` on the hot path: one SQL query for the candidate rows, vectorised ratios.
 
-The rule is the one of `services.fields_overlapping` (ACTIVE boundary, spatially indexed `ST_Intersects`,
+The rule is the one of `services.fields_overlapping` (ACTIVE boundary, candidates by `fields.lookups.MAY_INTERSECT`,
 geodesic ratios computed here with shapely and pyproj, so PostGIS and SpatiaLite agree), but this path
 builds no model instances: one hand-written query (the ORM's query building alone costs about twice the
 query itself) answers exactly the columns the response needs, the boundary as WKB parsed in bulk, and the
 ids of each candidate's boundaries, files and sources as JSON arrays from correlated subqueries. The SQL
-is portable (`ST_Intersects`, `ST_AsBinary`, `ST_GeomFromWKB` exist in both PostGIS and SpatiaLite) but
-for the JSON aggregate.
+is portable (`ST_AsBinary`, `ST_GeomFromWKB` exist in both PostGIS and SpatiaLite) but for the JSON aggregate and
+the candidate test.
 """
 
 import json
@@ -21,6 +21,7 @@ from platform_site.accounts.models import CoreUser
 
 from .geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon
 from .geometry import overlaps
+from .lookups import MAY_INTERSECT
 from .models import Boundary, Field, FieldFile
 from .serializers import FIELD_COLUMNS
 
@@ -53,7 +54,7 @@ def _candidates_sql(vendor: str, scope: str) -> str:
             "core_user": "f.core_user_id = %s",
             "owner": f"f.core_user_id IN (SELECT u.id FROM {core_user} u WHERE u.owner_id = %s)",
         }[scope]
-        + " AND b.status = %s AND ST_Intersects(b.geometry, ST_GeomFromWKB(%s, 4326))"
+        + f" AND b.status = %s AND {MAY_INTERSECT[vendor]}(b.geometry, ST_GeomFromWKB(%s, 4326))"
         + " ORDER BY f.public_id, f.core_user_id"  # (owner-wide, two core users may each have a field of one id)
     )
 

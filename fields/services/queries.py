@@ -28,13 +28,14 @@ def fields_overlapping(
     """Fields of `core_users` whose ACTIVE boundary overlaps `geometry` by at least `threshold` percent of
     either area (the spec's intersection threshold rule), with the overlap, in a stable order (id).
 
-    Candidates come from the spatially indexed `intersects` lookup; the ratios are geodesic and computed
-    here, so PostGIS and SpatiaLite agree. Conversion uses it to attach files (`fieldsAttachIntersection`)."""
+    Candidates come from the `may_intersect` lookup (`fields.lookups`: PostGIS's indexed `ST_Intersects`,
+    SpatiaLite's bounding boxes); the ratios are geodesic and computed here, so PostGIS and SpatiaLite agree.
+    Conversion uses it to attach files (`fieldsAttachIntersection`)."""
     queryset = Field.objects.all() if queryset is None else queryset
     candidates = queryset.filter(
         core_user__in=core_users,
         boundary__status=Boundary.Status.ACTIVE,
-        boundary__geometry__intersects=to_geos(geometry),
+        boundary__geometry__may_intersect=to_geos(geometry),
     ).select_related("boundary")
     if types is not None:
         candidates = candidates.filter(type__in=list(types))

@@ -193,6 +193,37 @@ def test_overlap_service_for_other_apps(api_client, core_user):
     assert matches[0][1].of_field == pytest.approx(0.5, rel=1e-3)
 
 
+# A square frame: 0.1 degree wide, with a hole 0.08 wide in its middle.
+FRAME = {
+    "type": "Polygon",
+    "coordinates": [
+        [[0, 0], [0.1, 0], [0.1, 0.1], [0, 0.1], [0, 0]],
+        [[0.01, 0.01], [0.01, 0.09], [0.09, 0.09], [0.09, 0.01], [0.01, 0.01]],
+    ],
+}
+
+
+def test_a_geometry_in_a_fields_hole_or_bounding_box_does_not_overlap_it(api_client, core_user, owner):
+    """Candidates on SpatiaLite are the rows whose bounding boxes meet (`fields.lookups`): a field whose box holds the
+    geometry but whose outline does not touch it is still no answer, and merges with nothing."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    frame = create_field(api_client, core_user, FRAME)
+    l_shape = [[1, 0], [1.1, 0], [1.1, 0.1], [1.09, 0.1], [1.09, 0.01], [1, 0.01], [1, 0]]
+    notch = create_field(api_client, core_user, {"type": "Polygon", "coordinates": [l_shape]})
+    # In the frame's hole, and in the box of the L-shaped field's notch: nothing, however small the threshold
+    for geometry in (rect(0.02, 0.02, 0.08, 0.08), rect(1.02, 0.02, 1.08, 0.08)):
+        assert intersects(api_client, core_user, geometry, 0.01) == []
+        deprecated = api_client.post(f"{BASE}/fields/query/intersects", {"geometry": geometry}, format="json")
+        assert deprecated.json() == []
+        assert fields_overlapping(core_users=[core_user], geometry=parse_multipolygon(geometry)) == []
+        inside = create_field(api_client, core_user, geometry)
+        assert "mergedFieldId" not in inside
+    # Across the frame's edge into its hole: the part on the frame counts
+    assert intersects(api_client, core_user, rect(0.005, 0.04, 0.02, 0.05)) == [frame["id"]]
+    assert intersects(api_client, core_user, rect(1.085, 0.04, 1.095, 0.05)) == [notch["id"]]
+    assert Field.objects.filter(type="MERGED").count() == 0
+
+
 # --- intersect -------------------------------------------------------------------------------------
 
 
