@@ -1,5 +1,6 @@
 """Fields API: create / get / list / patch / delete, geometry validation and areas."""
 
+import json
 import math
 import uuid
 
@@ -193,20 +194,39 @@ def _long_ring(size: int = 100) -> list:
         ([-180.5, 50], "coordinates[0][57]: longitude -180.5 is outside"),
         ([10, -91], "coordinates[0][57]: latitude -91.0 is outside"),
         ([10, 10**400], "coordinates[0][57] is not a finite number"),
+        # An altitude is dropped, but it is a number of the position: a long ring took it when the others had none
+        ([10, 50, 10**400], "coordinates[0][57] is not a finite number"),
     ],
 )
-def test_a_long_ring_names_its_first_wrong_position(api_client, core_user, bad, reason):
+@pytest.mark.parametrize("later", [None, [200, 0]])
+def test_a_long_ring_names_its_first_wrong_position(api_client, core_user, bad, reason, later):
     """Long rings are checked all at once (fields.geometry.VECTORISED_FROM); a wrong position is still found and
     named, as in a short ring."""
     ring = _long_ring()
     ring[57] = bad
-    ring[80] = [200, 0]  # a later wrong position is not the one named
+    if later:
+        ring[80] = later  # a later wrong position is not the one named
     response = api_client.post(
         fields_url(core_user), {"geometry": {"type": "Polygon", "coordinates": [ring]}}, format="json"
     )
     body = assert_problem(response, 400, "invalidGeometry")
     assert reason in body["detail"], body["detail"]
     assert Field.objects.count() == 0
+
+
+@pytest.mark.parametrize("size", [5, 100])
+@pytest.mark.parametrize("altitudes", ["all", "one"])
+def test_an_altitude_past_any_double_is_400_in_a_short_or_a_long_ring(api_client, core_user, size, altitudes):
+    """`1e400` is a JSON number that Python reads as infinity: as an altitude it was taken (a 400-digit integer there
+    was refused), in short and long rings alike."""
+    ring = _long_ring(size) if size > 5 else [[10, 50], [10.01, 50], [10.01, 50.01], [10, 50.01], [10, 50]]
+    ring = [[*position, 1.0] for position in ring] if altitudes == "all" else ring
+    text = json.dumps({"geometry": {"type": "Polygon", "coordinates": [ring]}})
+    position = json.dumps(ring[2])
+    text = text.replace(position, json.dumps(ring[2][:2])[:-1] + ", 1e400]", 1)
+    response = api_client.post(fields_url(core_user), text, content_type="application/json")
+    body = assert_problem(response, 400, "invalidGeometry")
+    assert "coordinates[0][2] is not a finite number" in body["detail"], body["detail"]
 
 
 def test_a_long_ring_that_is_not_closed_is_400():
