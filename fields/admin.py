@@ -5,8 +5,6 @@ A boundary's geometry is drawn on a Leaflet map with no drawing or editing tools
 `services.field_delete`, with their rules and events (a provider field is neither: its provider owns it); nothing
 else is added or changed here."""
 
-import json
-
 from django import forms
 from django.conf import settings
 from django.contrib import admin
@@ -15,6 +13,7 @@ from django.template.loader import render_to_string
 from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
 
 from . import services
+from .geometry import from_geos, to_geojson
 from .models import Boundary, Farm, Field, FieldFile, Grower
 
 MAP_MEDIA = forms.Media(css={"all": ["leaflet/leaflet.css"]}, js=["leaflet/leaflet.js"])
@@ -29,7 +28,8 @@ class ImmutableGeometryAdminMixin:
         if obj is None or obj.geometry is None:
             return "-"
         name = f"geometry_{obj.pk.hex}"  # one map per boundary on a field's page
-        data = {"shape": json.loads(obj.geometry.geojson), "tiles": settings.ADMIN_MAP_TILES_URL}
+        # (the API's GeoJSON, every position exact: GDAL's, `geometry.geojson`, rounded them to 15 decimals)
+        data = {"shape": to_geojson(from_geos(obj.geometry)), "tiles": settings.ADMIN_MAP_TILES_URL}
         context = {"id": f"id_{name}", "data_id": f"id_{name}_data", "data": data}
         return render_to_string("fields/readonly_map.html", context)
 

@@ -38,6 +38,17 @@ def test_the_boundary_change_page_shows_a_map_without_editing_tools(api_client, 
     assert admin_client_superuser.get("/admin/fields/boundary/add/").status_code == 403
 
 
+def test_the_map_draws_the_boundary_as_stored(api_client, core_user, admin_client_superuser):
+    """GDAL's GeoJSON rounded positions to 15 decimals (0.30000000000000004 was drawn at 0.3, 5e-324 at 0)."""
+    ring = [[0.1 + 0.2, 5e-324], [0.31, 5e-324], [0.31, 0.01], [0.1 + 0.2, 0.01], [0.1 + 0.2, 5e-324]]
+    field = create_field(api_client, core_user, {"type": "Polygon", "coordinates": [ring]})
+    boundary = UUID(field["boundaries"][0])
+    page = admin_client_superuser.get(f"/admin/fields/boundary/{boundary}/change/").content.decode()
+    script = re.search(rf'<script id="id_geometry_{boundary.hex}_data" type="application/json">(.*?)</script>', page)
+    assert json.loads(script[1])["shape"] == field["geometry"]
+    assert json.loads(script[1])["shape"]["coordinates"][0][0][0] == [0.30000000000000004, 5e-324]
+
+
 def test_the_field_page_shows_each_boundary_on_its_own_map(api_client, core_user, admin_client_superuser):
     field = create_field(api_client, core_user, square(0, 0))
     moved = api_client.patch(field_url(core_user, field["id"]), {"geometry": square(1, 1)}, format="json").json()
