@@ -1,5 +1,5 @@
 """Webhook deliveries per second: events emitted in one transaction each, posted by a real Celery
-worker (threads pool) on Redis to a receiver on loopback."""
+worker (threads pool) on Redis to a receiver on loopback; then to a receiver that takes 0.1 s to answer."""
 
 import os
 import subprocess
@@ -10,6 +10,9 @@ from _django import REPO_ROOT, scratch_database
 
 WORKER_ARGS = os.environ.get("BENCH_WORKER_ARGS", "--pool=threads --concurrency=8").split()
 EVENTS = int(os.environ.get("BENCH_EVENTS", 1000))
+# Then events to a receiver that takes this long to answer: the owner's share of the worker (at most
+# WEBHOOK_MAX_IN_FLIGHT_PER_OWNER posts at once) sets the pace.
+SLOW_EVENTS, SLOW_RECEIVER_SECONDS = 200, 0.1
 
 
 def main() -> None:
@@ -46,13 +49,23 @@ def main() -> None:
         try:
             while not app.control.ping(timeout=0.5):
                 time.sleep(0.2)
-            started = time.perf_counter()
-            for i in range(EVENTS):
-                with transaction.atomic():
-                    event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": str(i)})
-            emitted = time.perf_counter() - started
-            receiver.wait_for(EVENTS, timeout=300)
-            elapsed = time.perf_counter() - started
+            for events, answer_seconds in ((EVENTS, 0.0), (SLOW_EVENTS, SLOW_RECEIVER_SECONDS)):
+                receiver.hang, receiver.received = answer_seconds, []
+                started = time.perf_counter()
+                for i in range(events):
+                    with transaction.atomic():
+                        event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": str(i)})
+                emitted = time.perf_counter() - started
+                receiver.wait_for(events, timeout=300)
+                elapsed = time.perf_counter() - started
+                rate = events / emitted
+                print(f"emitted {events} events in {emitted:.2f} s ({rate:.0f} events/s, one transaction each)")
+                print(
+                    f"delivered {len(receiver.received)}/{events} in {elapsed:.2f} s: "
+                    f"{len(receiver.received) / elapsed:.0f} deliveries/s (worker: 8 threads; one owner, at most "
+                    f"{settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER} posted at once; the receiver answers in "
+                    f"{answer_seconds:g} s)"
+                )
             from django.db.models import Count
 
             from webhooks.models import DeliveryAttempt
@@ -62,11 +75,6 @@ def main() -> None:
             )
             for failure in failures[:5]:
                 print("failed attempts:", failure["n"], failure["status_code"], failure["error"][:150])
-            print(f"emitted {EVENTS} events in {emitted:.2f} s ({EVENTS / emitted:.0f} events/s, one transaction each)")
-            print(
-                f"delivered {len(receiver.received)}/{EVENTS} in {elapsed:.2f} s: "
-                f"{len(receiver.received) / elapsed:.0f} deliveries/s (worker: 8 threads)"
-            )
         finally:
             worker.terminate()
             worker.wait(timeout=30)

@@ -459,3 +459,49 @@ def test_one_owner_takes_at_most_its_share_of_the_delivery_workers(
     assert json.loads(webhook_receiver.wait_for(6)[5].body)["fieldId"] == "waits"
     held.refresh_from_db()
     assert held.status == Delivery.Status.SUCCEEDED and held.attempts == 1
+
+
+@pytest.mark.embedded
+def test_deliveries_claimed_at_one_moment_go_up_to_the_owners_limit(
+    owner, core_user, subscribe, webhook_receiver, settings
+):
+    """Deliveries claimed together each counted all the others as being posted, and all stood back together: only
+    those claimed before a delivery count against it."""
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 2
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    for name in ("before", "after", "this"):
+        emit(core_user, fieldId=name)
+    webhook_receiver.wait_for(3)
+    by_name = {json.loads(d.body)["fieldId"]: d for d in Delivery.objects.filter(owner=owner)}
+    Delivery.objects.filter(owner=owner).update(status=Delivery.Status.PENDING, attempts=0)
+    # Being posted: one claimed before this delivery is (its lease ends first), one claimed after it
+    now = timezone.now()
+    Delivery.objects.filter(pk=by_name["before"].pk).update(lease_until=now + timedelta(seconds=60))
+    Delivery.objects.filter(pk=by_name["after"].pk).update(lease_until=now + timedelta(hours=1))
+    # This one goes: one post ahead of it, under the limit of 2 (it counted 2 in flight and stood back)
+    assert delivery_attempt(str(by_name["this"].pk)) is None
+    assert [json.loads(r.body)["fieldId"] for r in webhook_receiver.wait_for(4)][3:] == ["this"]
+
+
+@pytest.mark.embedded
+def test_when_a_post_ends_the_owners_next_held_back_delivery_is_sent_at_once(
+    owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
+):
+    """Held back by the owner's limit, deliveries asked again every OWNER_BUSY_RETRY_SECONDS: an owner's events went
+    out in bursts of the limit every 2 s, however quickly its receiver answered."""
+    from webhooks import tasks
+
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 1
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    for name in ("first", "held", "later"):
+        emit(core_user, fieldId=name)
+    webhook_receiver.wait_for(3)
+    by_name = {json.loads(d.body)["fieldId"]: d for d in Delivery.objects.filter(owner=owner)}
+    # "first" is due to be posted; "held" and "later" wait their turn (held back: pending, due, held by nobody)
+    Delivery.objects.filter(owner=owner).update(status=Delivery.Status.PENDING, attempts=0, lease_until=None)
+    sent = []
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda delivery_id: sent.append(delivery_id))
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # as a worker runs it (Celery reads it from Django's settings)
+    assert delivery_attempt(str(by_name["first"].pk)) is None
+    # The oldest one waiting is sent at once
+    assert sent == [str(by_name["held"].pk)]
