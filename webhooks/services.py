@@ -257,10 +257,14 @@ def delivery_attempt(delivery_id) -> float | None:
             response_text = _read_limited(response)  # streamed: read before the session closes
     except UnsafeUrl as exc:
         error = f"refused: {exc}"
+    except requests.ConnectTimeout:
+        error = f"Timeout: no connection within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s"
     except requests.RequestException as exc:
         error = f"{type(exc).__name__}: {exc}"[:RESPONSE_KEEP_CHARS]
         if session is not None and session.expired:
             error = f"Timeout: no complete answer within {_call_deadline():g} s"
+        elif isinstance(exc, requests.Timeout):  # (the read timeout; it named our connection pool's class)
+            error = f"Timeout: no answer within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s"
     duration_ms = int((time.monotonic() - started) * 1000)
     succeeded = status_code is not None and 200 <= status_code < 300
     delay = _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded)
