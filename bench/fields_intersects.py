@@ -230,7 +230,8 @@ def line(label: str, timings: list[float]) -> str:
 def bench(core_user, owner) -> None:
     import shapely
 
-    from fields.geometry import to_geojson
+    from fields.geodesy import as_multipolygon
+    from fields.geometry import candidate_window, to_geojson
     from fields.intersects import _candidates_sql
     from fields.models import Boundary
     from platform_site.api.authentication import token_issue
@@ -250,7 +251,10 @@ def bench(core_user, owner) -> None:
     with override_settings(ROOT_URLCONF="bench._floor"):
         floor_ms = timed_posts(client, floor_url, bodies)
     same_sql = _candidates_sql("postgresql", "core_user")
-    same_params = [[str(core_user.id), Boundary.Status.ACTIVE.value, shapely.to_wkb(shape)] for shape in shapes]
+    same_params = [
+        [str(core_user.id), Boundary.Status.ACTIVE.value, shapely.to_wkb(candidate_window(as_multipolygon(shape)))]
+        for shape in shapes
+    ]
     ids_ms = timed_sql(ids_sql, [[str(core_user.id), shapely.to_wkb(shape)] for shape in shapes])
     port = free_port()
     server = gunicorn_start(port)

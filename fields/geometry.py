@@ -15,7 +15,7 @@ import numpy as np
 import shapely
 from django.contrib.gis.geos import GEOSGeometry
 from shapely.affinity import translate
-from shapely.geometry import MultiPolygon, Point, Polygon
+from shapely.geometry import MultiPolygon, Point, Polygon, box
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
@@ -245,6 +245,18 @@ def to_geos(geometry: MultiPolygon) -> GEOSGeometry:
 
 def from_geos(geometry: GEOSGeometry) -> MultiPolygon:
     return as_multipolygon(shapely.from_wkb(bytes(geometry.wkb)))
+
+
+def candidate_window(geometry: MultiPolygon):
+    """What the database tests its rows against to find the candidates of the overlap rule: the bounding box of each
+    polygon of `geometry` (their union, a valid shape), never the geometry itself. The exact overlap is computed in
+    Python (`overlaps`), so a row whose outline only meets the boxes is left out by its ratio of 0. The databases'
+    `ST_Intersects` run the GEOS they link (3.11 here) without a prepared geometry for a single row: two valid
+    boundaries of 50,000 holes each took 163-171 s to compare on either database (shapely's GEOS 3.13: 0.1 ms), the
+    embedded database refusing every owner's writes meanwhile. Against a box GEOS takes its rectangle shortcut; one
+    box per polygon keeps far-apart polygons (a field split at the antimeridian) from taking in every row between."""
+    boxes = [box(*polygon.bounds) for polygon in geometry.geoms]
+    return boxes[0] if len(boxes) == 1 else shapely.union_all(boxes)
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,13 @@
 """`POST .../fields/intersects` on the hot path: one SQL query for the candidate rows, vectorised ratios.
 
-The rule is the one of `services.fields_overlapping` (ACTIVE boundary, candidates by `fields.lookups.MAY_INTERSECT`,
-geodesic ratios computed here with shapely and pyproj, so PostGIS and SpatiaLite agree), but this path
+The rule is the one of `services.fields_overlapping` (ACTIVE boundary, spatially indexed `ST_Intersects` against
+the boxes of the geometry's polygons, `geometry.candidate_window`, geodesic ratios computed here with shapely and
+pyproj, so PostGIS and SpatiaLite agree), but this path
 builds no model instances: one hand-written query (the ORM's query building alone costs about twice the
 query itself) answers exactly the columns the response needs, the boundary as WKB parsed in bulk, and the
 ids of each candidate's boundaries, files and sources as JSON arrays from correlated subqueries. The SQL
-is portable (`ST_AsBinary`, `ST_GeomFromWKB` exist in both PostGIS and SpatiaLite) but for the JSON aggregate and
-the candidate test.
+is portable (`ST_Intersects`, `ST_AsBinary`, `ST_GeomFromWKB` exist in both PostGIS and SpatiaLite) but for the JSON
+aggregate.
 """
 
 import json
@@ -20,8 +21,7 @@ from shapely.geometry import MultiPolygon
 from platform_site.accounts.models import CoreUser
 
 from .geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon
-from .geometry import overlaps
-from .lookups import MAY_INTERSECT
+from .geometry import candidate_window, overlaps
 from .models import Boundary, Field, FieldFile
 from .serializers import FIELD_COLUMNS
 
@@ -54,7 +54,7 @@ def _candidates_sql(vendor: str, scope: str) -> str:
             "core_user": "f.core_user_id = %s",
             "owner": f"f.core_user_id IN (SELECT u.id FROM {core_user} u WHERE u.owner_id = %s)",
         }[scope]
-        + f" AND b.status = %s AND {MAY_INTERSECT[vendor]}(b.geometry, ST_GeomFromWKB(%s, 4326))"
+        + " AND b.status = %s AND ST_Intersects(b.geometry, ST_GeomFromWKB(%s, 4326))"
         + " ORDER BY f.public_id, f.core_user_id"  # (owner-wide, two core users may each have a field of one id)
     )
 
@@ -79,8 +79,8 @@ def fields_intersecting_rows(
     else:
         scope, scope_id = "owner", CoreUser._meta.get_field("owner").get_db_prep_value(owner.pk, connection)
     geometry = as_multipolygon(geometry)
-    # PostGIS tests a single Polygon faster than the same shape as a one-part MultiPolygon.
-    query_shape = geometry.geoms[0] if len(geometry.geoms) == 1 else geometry
+    # The boxes of its polygons, not the geometry (`candidate_window`): the exact test is the ratio below.
+    query_shape = candidate_window(geometry)
     with connection.cursor() as cursor:
         cursor.execute(
             _candidates_sql(connection.vendor, scope),

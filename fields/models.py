@@ -8,8 +8,6 @@ from django.db import models
 from platform_site.accounts.models import CoreUser
 from platform_site.db.fields import UpdatedTimeField
 
-from . import lookups  # noqa: F401 (registers the `may_intersect` geometry lookup)
-
 
 class Grower(models.Model):
     """A grower (for ProviderA growers, the provider's client). Long id, as the spec says."""

@@ -11,7 +11,7 @@ from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import DomainError, list_item_errors
 
 from ..geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon
-from ..geometry import Overlap, from_geos, overlaps, to_geos
+from ..geometry import Overlap, candidate_window, from_geos, overlaps, to_geos
 from ..models import Boundary, Field
 
 DEFAULT_INTERSECTION_THRESHOLD = 0.01
@@ -28,14 +28,14 @@ def fields_overlapping(
     """Fields of `core_users` whose ACTIVE boundary overlaps `geometry` by at least `threshold` percent of
     either area (the spec's intersection threshold rule), with the overlap, in a stable order (id).
 
-    Candidates come from the `may_intersect` lookup (`fields.lookups`: PostGIS's indexed `ST_Intersects`,
-    SpatiaLite's bounding boxes); the ratios are geodesic and computed here, so PostGIS and SpatiaLite agree.
+    Candidates come from the spatially indexed `intersects` lookup against the boxes of `geometry`'s polygons
+    (`geometry.candidate_window`); the ratios are geodesic and computed here, so PostGIS and SpatiaLite agree.
     Conversion uses it to attach files (`fieldsAttachIntersection`)."""
     queryset = Field.objects.all() if queryset is None else queryset
     candidates = queryset.filter(
         core_user__in=core_users,
         boundary__status=Boundary.Status.ACTIVE,
-        boundary__geometry__may_intersect=to_geos(geometry),
+        boundary__geometry__intersects=to_geos(candidate_window(geometry)),
     ).select_related("boundary")
     if types is not None:
         candidates = candidates.filter(type__in=list(types))

@@ -204,8 +204,8 @@ FRAME = {
 
 
 def test_a_geometry_in_a_fields_hole_or_bounding_box_does_not_overlap_it(api_client, core_user, owner):
-    """Candidates on SpatiaLite are the rows whose bounding boxes meet (`fields.lookups`): a field whose box holds the
-    geometry but whose outline does not touch it is still no answer, and merges with nothing."""
+    """Candidates are the rows meeting the boxes of the geometry's polygons (`fields.geometry.candidate_window`): a
+    field whose outline does not touch the geometry, inside a box, is still no answer, and merges with nothing."""
     config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
     frame = create_field(api_client, core_user, FRAME)
     l_shape = [[1, 0], [1.1, 0], [1.1, 0.1], [1.09, 0.1], [1.09, 0.01], [1, 0.01], [1, 0]]
