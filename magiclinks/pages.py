@@ -310,6 +310,9 @@ def batch_page(request, token: str, batch_id):
     return _page(request, "batch.html", context, link=link)
 
 
+COMPACT = {"separators": (",", ":")}  # JSON as the API writes it
+
+
 @_allow("GET", "HEAD")
 def batch_status(request, token: str, batch_id):
     """The batch's progress as JSON, for the status page's polling."""
@@ -324,9 +327,6 @@ def batch_status(request, token: str, batch_id):
             JsonResponse(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE, json_dumps_params=COMPACT)
         )
     return _secure(JsonResponse(progress, json_dumps_params=COMPACT))
-
-
-COMPACT = {"separators": (",", ":")}  # JSON as the API writes it
 
 
 # The problem a link's status JSON answers when the link cannot be used (`services.LinkUnavailable`'s statuses).

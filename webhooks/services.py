@@ -193,12 +193,7 @@ def _waiting_send(delivery: Delivery) -> None:
 
     if not settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER or app.conf.task_always_eager:
         return
-    waiting = Delivery.objects.filter(
-        owner_id=delivery.owner_id,
-        status=Delivery.Status.PENDING,
-        next_attempt_at__lte=timezone.now(),
-        lease_until__isnull=True,
-    ).exclude(pk=delivery.pk)
+    waiting = _due_and_free(timezone.now()).filter(owner_id=delivery.owner_id).exclude(pk=delivery.pk)
     found = waiting.order_by("next_attempt_at", "pk").values_list("pk", flat=True).first()
     if found is not None:
         webhooks_delivery_send.delay(str(found))
@@ -321,14 +316,12 @@ def _delivery_record(delivery, status_code, response_text, error, duration_ms, s
 def deliveries_due(limit: int = 500) -> list[str]:
     """Ids of pending deliveries that are due and held by nobody: lost messages, dead workers,
     retries whose task never arrived."""
-    now = timezone.now()
-    return [
-        str(pk)
-        for pk in Delivery.objects.filter(
-            Q(lease_until__isnull=True) | Q(lease_until__lt=now),
-            status=Delivery.Status.PENDING,
-            next_attempt_at__lte=now,
-        )
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[:limit]
-    ]
+    due = _due_and_free(timezone.now()).order_by("next_attempt_at")
+    return [str(pk) for pk in due.values_list("pk", flat=True)[:limit]]
+
+
+def _due_and_free(now):
+    """Pending deliveries due at `now` that nobody holds (no lease, or one run out), as `delivery_claim` takes them."""
+    return Delivery.objects.filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now), status=Delivery.Status.PENDING, next_attempt_at__lte=now
+    )

@@ -152,15 +152,8 @@ class SunnyDays:
 
     def daily(self, *, latitude, longitude, start, end):
         days = [start + timedelta(days=n) for n in range((end - start).days + 1)]
-        names = [
-            "rain_sum",
-            "temperature_2m_max",
-            "temperature_2m_mean",
-            "temperature_2m_min",
-            "snowfall_sum",
-            "shortwave_radiation_sum",
-        ]
-        return weather.DailyWeather(days, {name: [12.5 if name == "rain_sum" else None] * len(days) for name in names})
+        values = {name: [12.5 if name == "rain_sum" else None] * len(days) for name in weather.DAILY_VARIABLES}
+        return weather.DailyWeather(days, values)
 
 
 def test_another_source_is_plugged_in_with_the_weather_source_variable(api_client, core_user, settings):

@@ -462,6 +462,17 @@ def test_one_owner_takes_at_most_its_share_of_the_delivery_workers(
     assert held.status == Delivery.Status.SUCCEEDED and held.attempts == 1
 
 
+def _delivered_by_name(owner, core_user, subscribe, webhook_receiver, names) -> dict:
+    """One delivery of the owner per name (its `fieldId`), each posted once, then all pending again with no attempt."""
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    for name in names:
+        emit(core_user, fieldId=name)
+    webhook_receiver.wait_for(len(names))
+    by_name = {json.loads(d.body)["fieldId"]: d for d in Delivery.objects.filter(owner=owner)}
+    Delivery.objects.filter(owner=owner).update(status=Delivery.Status.PENDING, attempts=0, lease_until=None)
+    return by_name
+
+
 @pytest.mark.embedded
 def test_deliveries_claimed_at_one_moment_go_up_to_the_owners_limit(
     owner, core_user, subscribe, webhook_receiver, settings
@@ -469,12 +480,7 @@ def test_deliveries_claimed_at_one_moment_go_up_to_the_owners_limit(
     """Deliveries claimed together each counted all the others as being posted, and all stood back together: only
     those claimed before a delivery count against it."""
     settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 2
-    subscribe(owner, webhook_receiver, ["fieldCreated"])
-    for name in ("before", "after", "this"):
-        emit(core_user, fieldId=name)
-    webhook_receiver.wait_for(3)
-    by_name = {json.loads(d.body)["fieldId"]: d for d in Delivery.objects.filter(owner=owner)}
-    Delivery.objects.filter(owner=owner).update(status=Delivery.Status.PENDING, attempts=0)
+    by_name = _delivered_by_name(owner, core_user, subscribe, webhook_receiver, ("before", "after", "this"))
     # Being posted: one claimed before this delivery is (its lease ends first), one claimed after it
     now = timezone.now()
     Delivery.objects.filter(pk=by_name["before"].pk).update(lease_until=now + timedelta(seconds=60))
@@ -493,13 +499,8 @@ def test_when_a_post_ends_the_owners_next_held_back_delivery_is_sent_at_once(
     from webhooks import tasks
 
     settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 1
-    subscribe(owner, webhook_receiver, ["fieldCreated"])
-    for name in ("first", "held", "later"):
-        emit(core_user, fieldId=name)
-    webhook_receiver.wait_for(3)
-    by_name = {json.loads(d.body)["fieldId"]: d for d in Delivery.objects.filter(owner=owner)}
     # "first" is due to be posted; "held" and "later" wait their turn (held back: pending, due, held by nobody)
-    Delivery.objects.filter(owner=owner).update(status=Delivery.Status.PENDING, attempts=0, lease_until=None)
+    by_name = _delivered_by_name(owner, core_user, subscribe, webhook_receiver, ("first", "held", "later"))
     sent = []
     monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda delivery_id: sent.append(delivery_id))
     settings.CELERY_TASK_ALWAYS_EAGER = False  # as a worker runs it (Celery reads it from Django's settings)
