@@ -102,6 +102,10 @@ if DATABASES["default"]["ENGINE"].endswith("spatialite"):
     options = DATABASES["default"].setdefault("OPTIONS", {})
     options.setdefault("timeout", 30)
     options.setdefault("transaction_mode", "IMMEDIATE")
+    # Write-ahead logging: readers never block the writer, nor the writer readers (in the default rollback journal,
+    # one long read held every writer back until it ended, and they failed after `timeout`). Writers still take
+    # turns. The mode is kept in the file; asking again on each connection is instant.
+    options.setdefault("init_command", "PRAGMA journal_mode=WAL")
     SPATIALITE_LIBRARY_PATH = env.str("SPATIALITE_LIBRARY_PATH", default="mod_spatialite")
     if DATABASES["default"]["ENGINE"] == "django.contrib.gis.db.backends.spatialite":
         # The same backend, sending geometries as WKB: GeoDjango's WKT rounds positions, and SpatiaLite parses

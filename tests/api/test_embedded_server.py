@@ -243,3 +243,28 @@ def test_a_request_that_waits_too_long_for_the_database_is_503_to_try_again(embe
         holder.close()
     status, user = _call(base, "POST", users, {"name": "waits"}, token)
     assert status == 201, user
+
+
+def test_a_long_read_does_not_hold_back_writers(embedded_server):
+    """A read transaction that lasts (a large export, an admin page, a backup) while requests write: in SQLite's
+    rollback journal every writer waited for it to end and then failed (the server's wait here is 5 s); the embedded
+    database runs in write-ahead-log mode, where the write commits at once and the reader keeps its snapshot."""
+    import sqlite3
+
+    base, token, database = embedded_server
+    users = "/services/usermanagement/api/users"
+    reader = sqlite3.connect(database, timeout=30)
+    try:
+        assert reader.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        reader.execute("BEGIN")
+        before = reader.execute("SELECT count(*) FROM django_migrations").fetchone()[0]
+        started = time.monotonic()
+        status, user = _call(base, "POST", users, {"name": "written during a read"}, token)
+        assert status == 201, user
+        assert time.monotonic() - started < 4  # not after the wait ran out
+        assert reader.execute("SELECT count(*) FROM django_migrations").fetchone()[0] == before
+    finally:
+        reader.rollback()
+        reader.close()
+    status, listed = _call(base, "GET", f"{users}/{user['id']}", token=token)
+    assert (status, listed["name"]) == (200, "written during a read")
