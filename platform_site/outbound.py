@@ -1,7 +1,10 @@
 """Calling outside servers (webhook receivers, OAuth providers, the weather source): how long a whole call may take,
 and reading their answers without trusting their size or their shape."""
 
+import http.client
 import json
+import socket
+import ssl
 
 import requests
 
@@ -11,6 +14,48 @@ def call_deadline(timeout: float) -> float:
     A server sending its answer a byte at a time, each within the read timeout, would otherwise hold a call as long
     as it liked."""
     return 2 * timeout
+
+
+def connection_failure(exc: BaseException) -> str:
+    """What went wrong on the way to an outside server, said plainly from the innermost cause of a requests error
+    ("Connection refused", "TLS: certificate verify failed: self-signed certificate"), not requests' and urllib3's
+    wrappers ("ConnectionError: PinnedHTTPConnectionPool(host=..., port=...): Max retries exceeded with url: /
+    (Caused by NewConnectionError(...))"). Timeouts are said by the caller, who knows its limits."""
+    cause = _innermost(exc)
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"TLS: certificate verify failed: {cause.verify_message or cause.reason}"
+    if isinstance(cause, (ssl.SSLZeroReturnError, ssl.SSLEOFError)):
+        return "TLS: the server closed the connection during the handshake"
+    if isinstance(cause, ssl.SSLError):
+        return f"TLS: handshake failed ({cause.reason or type(cause).__name__})"
+    if isinstance(cause, socket.gaierror):
+        return "Host name not found"
+    if isinstance(cause, http.client.RemoteDisconnected):
+        return "Connection closed without an answer"
+    if isinstance(cause, http.client.IncompleteRead):
+        return "Connection closed in the middle of the answer"
+    if isinstance(cause, http.client.HTTPException):
+        return "Not an HTTP answer"
+    if isinstance(cause, ConnectionResetError):
+        return "Connection reset"
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror
+    return type(cause).__name__
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first error in `exc`'s chain of causes (urllib3 keeps it in `reason`, requests in its arguments, both
+    in `raise ... from`)."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        reason = getattr(exc, "reason", None)
+        inner = next((arg for arg in exc.args if isinstance(arg, BaseException)), None)
+        following = reason if isinstance(reason, BaseException) else inner or exc.__cause__
+        if following is None:
+            break
+        exc = following
+    return exc
 
 
 def read_head(response: requests.Response, limit: int) -> tuple[bytes, bool]:

@@ -21,7 +21,7 @@ from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from platform_site.celery import app, send_on_commit
 from platform_site.db import row_locked, rows_kept
-from platform_site.outbound import call_deadline, read_head
+from platform_site.outbound import call_deadline, connection_failure, read_head
 from platform_site.text import storable
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
@@ -255,7 +255,7 @@ def delivery_attempt(delivery_id) -> float | None:
     except requests.ConnectTimeout:
         error = f"Timeout: no connection within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s"
     except requests.RequestException as exc:
-        error = f"{type(exc).__name__}: {exc}"[:RESPONSE_KEEP_CHARS]
+        error = connection_failure(exc)[:RESPONSE_KEEP_CHARS]
         if session is not None and session.expired:
             error = f"Timeout: no complete answer within {_call_deadline():g} s"
         elif isinstance(exc, requests.Timeout):  # (the read timeout; it named our connection pool's class)

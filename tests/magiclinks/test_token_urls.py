@@ -82,7 +82,10 @@ def test_a_refresh_connects_only_to_the_address_that_was_checked(
     assert dns.lookups["rebind.test"] == 1
     assert [r["grant_type"] for r in oauth_server.token_requests] == ["authorization_code"]
     credential.refresh_from_db()
-    assert credential.status == "UNAUTHENTICATED" and "could not be reached" in credential.status_message
+    assert credential.status == "UNAUTHENTICATED"
+    # Said plainly (the public test address is unreachable or silent, depending on the machine's network)
+    reasons = ("no answer in time", "Network is unreachable", "No route to host", "Connection refused")
+    assert credential.status_message in [f"ProviderA could not be reached ({reason})." for reason in reasons]
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import hashlib
 import hmac
 import json
 import re
+import socket
 import socketserver
 import threading
 import time
@@ -104,6 +105,58 @@ def test_a_receiver_that_never_answers_ends_in_failed_calls(
     assert calls[0]["willRetry"] is False and calls[1]["willRetry"] is True
     # Said as decisions.md says it (it was "ReadTimeout: PinnedHTTPConnectionPool(host=...): Read timed out...")
     assert all(c["status"] is None and c["connectionError"] == "Timeout: no answer within 0.3 s" for c in calls)
+
+
+class _Misbehaving(socketserver.ThreadingTCPServer):
+    """A receiver that reads the post, then closes the connection without an answer or answers something not HTTP."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, answer: bytes):
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                self.rfile.read1(65536)
+                self.wfile.write(answer)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "receiver, said",
+    [
+        ("refusing", "Connection refused"),
+        ("closing", "Connection closed without an answer"),
+        ("not-http", "Not an HTTP answer"),
+        ("plain-http-for-https", "TLS: handshake failed (WRONG_VERSION_NUMBER)"),
+    ],
+)
+def test_a_failed_connection_is_said_plainly(owner, core_user, subscribe, settings, api_client, receiver, said):
+    """The attempt's `connectionError` says what went wrong, not requests' wrappers (it was "ConnectionError:
+    PinnedHTTPConnectionPool(host='127.0.0.1', port=...): Max retries exceeded with url: /hook (Caused by
+    NewConnectionError(...: Failed to establish a new connection: [Errno 111] Connection refused))")."""
+    settings.WEBHOOK_RETRY_SCHEDULE = [3600]
+    server = _Misbehaving(b"" if receiver == "closing" else b"hello there\r\n\r\n")
+    url = {
+        "refusing": f"http://127.0.0.1:{_closed_port()}/hook",
+        "plain-http-for-https": server.url.replace("http:", "https:"),
+    }.get(receiver, server.url)
+    try:
+        subscribe(owner, SimpleNamespace(url=url), ["fieldCreated"])
+        emit(core_user)
+        [call] = api_client.get(FAILED).json()
+        assert (call["status"], call["connectionError"], call["willRetry"]) == (None, said, True)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class _Trickle(socketserver.ThreadingTCPServer):
