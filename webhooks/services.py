@@ -29,6 +29,7 @@ from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook
 logger = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Core-Signature"
+DELIVERY_HEADER = "X-Core-Delivery"  # the delivery's id, the same on every attempt: a receiver's key to drop repeats
 RESPONSE_KEEP_CHARS = 2000
 LEASE = timedelta(seconds=120)
 
@@ -242,6 +243,7 @@ def delivery_attempt(delivery_id) -> float | None:
                 headers={
                     "Content-Type": "application/json",
                     SIGNATURE_HEADER: sign(webhook.secret, body),
+                    DELIVERY_HEADER: str(delivery.pk),
                     "User-Agent": "agdata-platform-webhooks/1",
                 },
                 timeout=(settings.WEBHOOK_TIMEOUT_SECONDS, settings.WEBHOOK_TIMEOUT_SECONDS),

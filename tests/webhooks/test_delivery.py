@@ -86,6 +86,11 @@ def test_a_receiver_that_fails_then_succeeds_gets_the_event_on_a_retry(
     assert failed["status"] == 500 and failed["willRetry"] is True and failed["attempt"] == 1
     assert failed["response"] == "answered 500" and failed["requestBody"] == requests[0].body.decode()
     assert failed["webhookId"] == str(delivery.webhook_id) and failed["url"] == webhook_receiver.url
+    # Both attempts name the delivery, so the receiver can tell the retry of one it took from a new event
+    assert [r.headers["X-Core-Delivery"] for r in requests] == [str(delivery.pk)] * 2 == [failed["deliveryId"]] * 2
+    emit(core_user)
+    [*_, another] = webhook_receiver.wait_for(3)
+    assert another.headers["X-Core-Delivery"] not in ("", str(delivery.pk))
 
 
 def test_a_receiver_that_never_answers_ends_in_failed_calls(
