@@ -5,6 +5,7 @@ from rest_framework.response import Response
 from platform_site.api.viewsets import OwnerScopedViewSet
 
 from . import services
+from .filtersets import FailedCallFilterSet
 from .models import DeliveryAttempt, Webhook
 from .serializers import FailedCallSerializer, WebhookCreateSerializer, WebhookSerializer
 
@@ -37,6 +38,7 @@ class FailedCallViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
     """Every failed delivery attempt of the owner's webhooks, newest first."""
 
     serializer_class = FailedCallSerializer
+    filterset_class = FailedCallFilterSet
     sort_fields = {"createdAt": "attempted_at"}
     default_sort = ("-attempted_at",)
 

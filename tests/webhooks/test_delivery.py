@@ -164,6 +164,33 @@ def test_a_failed_connection_is_said_plainly(owner, core_user, subscribe, settin
         server.server_close()
 
 
+def test_failed_calls_are_filtered_by_webhook_and_delivery(
+    owner, core_user, subscribe, settings, api_client, other_owner, other_client
+):
+    """With several webhooks, the failed calls of one (`webhookId`) or of one delivery (`deliveryId`); another
+    owner's ids match nothing of theirs, and a malformed id is a 400."""
+    settings.WEBHOOK_RETRY_SCHEDULE = [3600]
+    down = SimpleNamespace(url=f"http://127.0.0.1:{_closed_port()}/hook")
+    first = subscribe(owner, down, ["fieldCreated"])
+    second = subscribe(owner, down, ["machineCreated"])
+    theirs = subscribe(other_owner, down, ["fieldCreated"])
+    emit(core_user)
+    emit(core_user)
+    emit(core_user, "machineCreated", machineId="m-1")
+    emit(CoreUserFactory(owner=other_owner))
+    assert len(api_client.get(FAILED).json()) == 3
+    by_first = api_client.get(FAILED, {"webhookId": str(first.id)}).json()
+    assert len(by_first) == 2 and {c["webhookId"] for c in by_first} == {str(first.id)}
+    [by_second] = api_client.get(FAILED, {"webhookId": str(second.id)}).json()
+    assert by_second["event"] == "machineCreated"
+    [one] = api_client.get(FAILED, {"deliveryId": by_first[1]["deliveryId"]}).json()
+    assert one == by_first[1]
+    assert api_client.get(FAILED, {"webhookId": str(theirs.id)}).json() == []
+    [their_call] = other_client.get(FAILED).json()
+    assert api_client.get(FAILED, {"deliveryId": their_call["deliveryId"]}).json() == []
+    assert_problem(api_client.get(FAILED, {"webhookId": "not-a-uuid"}), 400, "validation")
+
+
 class _Trickle(socketserver.ThreadingTCPServer):
     """A receiver that reads the post, then sends an answer a byte at a time, each well within the read timeout."""
 
