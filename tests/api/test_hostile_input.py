@@ -309,3 +309,15 @@ def test_every_list_answers_odd_query_values_with_a_client_error_or_a_page(api_c
                 if response.status_code >= 400:
                     _assert_client_error(response, ("get", url, param, value[:40]))
     assert server_errors == []
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["production", "make-run-debug"])
+@pytest.mark.parametrize("path", ["/services/operations/api/files", "/api/authenticate", "/admin/", "/links/x"])
+def test_a_host_not_allowed_is_a_problem_document_in_debug_mode_too(client, settings, debug, path):
+    """`make run` serves in debug mode, where Django answered a request for another host with its HTML debug page
+    (77 kB: the request's headers and environment, the settings) instead of the problem document."""
+    settings.DEBUG = debug
+    response = client.get(path, HTTP_HOST="evil.example")
+    assert_problem(response, 400, "malformedRequest")
+    assert response["Content-Type"] == "application/problem+json"
+    assert client.get("/services/operations/api/files").status_code == 401  # an allowed host goes on as before
