@@ -37,9 +37,10 @@ urlpatterns = [
 if settings.DEBUG:
     urlpatterns.append(path("api-auth/", include("rest_framework.urls")))
 
-# Any other URL under the API prefixes is the problem document of `handler404`, in debug mode too (where Django
-# answers its HTML page instead of calling the handler: `make run` runs in debug mode).
-urlpatterns.append(re_path(r"^(?:api|services)(?:/|$)", csrf_exempt(errors.handler404)))
+# Any other URL is the problem document of `handler404`, in debug mode too (where Django answers its HTML page,
+# listing every URL pattern, instead of calling the handler: `make run` runs in debug mode). The admin answers its
+# own unknown URLs.
+urlpatterns.append(re_path(r"^", csrf_exempt(errors.handler404)))
 
 handler400 = "platform_site.api.errors.handler400"
 handler404 = "platform_site.api.errors.handler404"

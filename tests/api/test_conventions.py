@@ -244,10 +244,16 @@ def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):
         ("delete", "/services/"),
         ("get", "/services"),
         ("get", "/api"),
+        ("get", "/"),
+        ("get", "/nonexistent"),
+        ("post", "/favicon.ico"),
+        ("get", "/links/"),
+        ("get", "/links/x/y/z"),
     ],
 )
-def test_an_unknown_api_url_is_a_problem_document_in_debug_mode_too(client, settings, debug, method, path):
-    """`make run` runs in debug mode, where Django answered its HTML 404 page instead of the problem document."""
+def test_an_unknown_url_is_a_problem_document_in_debug_mode_too(client, settings, debug, method, path):
+    """`make run` runs in debug mode, where Django answered its HTML 404 page (listing every URL pattern) instead of
+    the problem document: under the API prefixes until then, and everywhere else."""
     settings.DEBUG = debug
     assert_problem(getattr(client, method)(path), 404, "notFound")
 
