@@ -2,7 +2,8 @@
 
 One point table per task that has time logs. Which logged DLV feeds which standard property is decided by the
 device description: values of the implement that does the work win over the tractor's, and among several
-device elements logging the same DDI the one nearest the device root (the whole boom rather than one section).
+device elements logging the same DDI the one nearest the device root (the whole boom rather than one section); for
+a rate, one that logs something other than 0 first.
 A log with a condensed work state gets each point's working width from the sections that are on (`sections.py`).
 """
 
@@ -57,6 +58,10 @@ def _task_names(tasks: list[Element]) -> list[str]:
         taken.add(name)
         names.append(name)
     return names
+
+
+# Rates a channel or bin below the element that works may log in its stead.
+APPLICATION_RATES = frozenset({"seedRate", "seedRateTarget", "appliedRate", "appliedRateTarget"})
 
 
 @register
@@ -220,7 +225,7 @@ class IsoxmlReader(Reader):
             columns["elevation"] = log.ptn["up"] / 1000.0
             units["elevation"] = "m"
 
-        chosen: dict[str, tuple[tuple[int, int, int, int], int]] = {}
+        chosen: dict[str, tuple[tuple[int, bool, int, int, int], int]] = {}
         for spec in log.header.dlvs:
             mapping = ddis.STANDARD_PROPERTIES.get(spec.ddi)
             if mapping is None:
@@ -228,10 +233,16 @@ class IsoxmlReader(Reader):
             if mapping.prop == "seedDepth" and operation != "planted":
                 continue
             rank = self._rank(td, spec.det, implement, spec.index)
-            # The implement's values first; then earlier entries of STANDARD_PROPERTIES (actual volume rate before
-            # mass rate); then the element nearest the device root.
+            # The implement's values first; then, for a rate, an element that logs something other than 0 (a
+            # planter's "Seed Operation" element logged a setpoint of 0 throughout while its channel logged the
+            # rates asked for; a width is not so: one section's is not the boom's); then earlier entries of
+            # STANDARD_PROPERTIES (actual volume rate before mass rate); then the element nearest the device root.
+            only_zeros = False
+            if mapping.prop in APPLICATION_RATES:
+                raw = log.raw_values(spec.index)
+                only_zeros = not bool(np.any(np.isfinite(raw) & (raw != 0)))
             priority = list(ddis.STANDARD_PROPERTIES).index(spec.ddi)
-            key = (rank[0], priority, rank[1], rank[2])
+            key = (rank[0], only_zeros, priority, rank[1], rank[2])
             if mapping.prop not in chosen or key < chosen[mapping.prop][0]:
                 chosen[mapping.prop] = (key, spec.index)
         for prop, (_key, index) in chosen.items():

@@ -161,6 +161,10 @@ def test_single_dpd_planter_reads_condensed_work_state_as_unsigned(extracted):
     assert table.units["seedRate"] == "seeds/ha"
     assert table.recorded_totals["totalPlanted"] == (12483.0, "seeds")
     assert table.machines[0].name == "IntelliAg" and table.machines[0].category == "planter/seeder"
+    # The setpoint is its channel's (DET-453 "DC3050 Channel 1", raw 42,858 and 7,143 x 0.001 seeds/m2), not the
+    # "Seed Operation" element's above it, which logs 0 throughout (the summary's seedRateTarget was 0)
+    target = table.columns["seedRateTarget"]
+    assert set(np.unique(target[np.isfinite(target)])) == {428_580.0, 71_430.0}
 
 
 def test_cnh_planter_and_air_cart_export(extracted):
