@@ -18,10 +18,21 @@ def call_deadline(timeout: float) -> float:
 
 def connection_failure(exc: BaseException) -> str:
     """What went wrong on the way to an outside server, said plainly from the innermost cause of a requests error
-    ("Connection refused", "TLS: certificate verify failed: self-signed certificate"), not requests' and urllib3's
-    wrappers ("ConnectionError: PinnedHTTPConnectionPool(host=..., port=...): Max retries exceeded with url: /
-    (Caused by NewConnectionError(...))"). Timeouts are said by the caller, who knows its limits."""
-    cause = _innermost(exc)
+    ("Connection refused (to 203.0.113.7)", "TLS: certificate verify failed: self-signed certificate"), not
+    requests' and urllib3's wrappers ("ConnectionError: PinnedHTTPConnectionPool(host=..., port=...): Max retries
+    exceeded with url: / (Caused by NewConnectionError(...))"). The address is the one connected to, where the
+    host name was pinned to its checked addresses. Timeouts are said by the caller, who knows its limits."""
+    chain = _causes(exc)
+    return _plainly(chain[-1]) + connected_to(exc)
+
+
+def connected_to(exc: BaseException) -> str:
+    """ " (to <address>)" when `exc` (a requests error) says which checked address a connection was tried to."""
+    address = next((e.address for e in _causes(exc) if isinstance(getattr(e, "address", None), str)), None)
+    return f" (to {address})" if address else ""
+
+
+def _plainly(cause: BaseException) -> str:
     if isinstance(cause, ssl.SSLCertVerificationError):
         return f"TLS: certificate verify failed: {cause.verify_message or cause.reason}"
     if isinstance(cause, (ssl.SSLZeroReturnError, ssl.SSLEOFError)):
@@ -40,22 +51,22 @@ def connection_failure(exc: BaseException) -> str:
         return "Connection reset"
     if isinstance(cause, OSError) and cause.strerror:
         return cause.strerror
-    return type(cause).__name__
+    # Our own refusals (a proxy for a checked URL, a host that was not checked) say what they are.
+    return str(cause) or type(cause).__name__
 
 
-def _innermost(exc: BaseException) -> BaseException:
-    """The first error in `exc`'s chain of causes (urllib3 keeps it in `reason`, requests in its arguments, both
-    in `raise ... from`)."""
-    seen = set()
-    while id(exc) not in seen:
-        seen.add(id(exc))
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and the errors it wraps, outermost first (urllib3 keeps the cause in `reason`, requests in its
+    arguments, both in `raise ... from`)."""
+    chain = [exc]
+    while True:
         reason = getattr(exc, "reason", None)
         inner = next((arg for arg in exc.args if isinstance(arg, BaseException)), None)
         following = reason if isinstance(reason, BaseException) else inner or exc.__cause__
-        if following is None:
-            break
+        if following is None or any(following is seen for seen in chain):
+            return chain
+        chain.append(following)
         exc = following
-    return exc
 
 
 def read_head(response: requests.Response, limit: int) -> tuple[bytes, bool]:

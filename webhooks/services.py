@@ -21,7 +21,7 @@ from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
 from platform_site.celery import app, send_on_commit
 from platform_site.db import row_locked, rows_kept
-from platform_site.outbound import call_deadline, connection_failure, read_head
+from platform_site.outbound import call_deadline, connected_to, connection_failure, read_head
 from platform_site.text import storable
 
 from .models import EVENT_ALIASES, Delivery, DeliveryAttempt, EventType, Webhook, WebhookEvent
@@ -254,8 +254,8 @@ def delivery_attempt(delivery_id) -> float | None:
             response_text = _read_limited(response)  # streamed: read before the session closes
     except UnsafeUrl as exc:
         error = f"refused: {exc}"
-    except requests.ConnectTimeout:
-        error = f"Timeout: no connection within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s"
+    except requests.ConnectTimeout as exc:
+        error = f"Timeout: no connection within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s{connected_to(exc)}"
     except requests.RequestException as exc:
         error = connection_failure(exc)[:RESPONSE_KEEP_CHARS]
         if session is not None and session.expired:

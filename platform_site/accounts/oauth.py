@@ -59,8 +59,11 @@ def token_request(
         )
         raw = outbound.read_at_most(response, ANSWER_MAX_BYTES)
     except requests.RequestException as exc:
-        reason = "no answer in time" if isinstance(exc, requests.Timeout) else outbound.connection_failure(exc)
-        raise TokenRequestFailed(f"{application.provider} could not be reached ({reason}).") from exc
+        if isinstance(exc, requests.Timeout):
+            reason = "no answer in time" + outbound.connected_to(exc)
+        else:
+            reason = outbound.connection_failure(exc)
+        raise TokenRequestFailed(f"{application.provider} could not be reached: {reason}.") from exc
     if raw is None:
         raise TokenRequestFailed(f"{application.provider} answered more than {ANSWER_MAX_BYTES // 1024} KiB.")
     body = outbound.json_object(raw)

@@ -264,4 +264,5 @@ class _PinnedConnectionMixin:
             except OSError as exc:
                 error = NewConnectionError(self, f"Failed to establish a new connection to {address}: {exc}")
                 error.__cause__ = exc
+            error.address = address  # said with the failure (`platform_site.outbound.connection_failure`)
         raise error
