@@ -15,11 +15,24 @@ from .properties import EARTH_RADIUS_M, section_steps
 DEFAULT_CELL_M = 10.0
 
 
+# Cells are this fraction of the machine's width: a swath's edge is drawn within a quarter width (cells one width
+# wide made a boom's pass two cells wide wherever it ran across the grid's lines: 42 % more than the swaths covered).
+CELLS_PER_WIDTH = 4
+# Not finer than this (m): a narrow machine's swaths would take many samples each.
+MIN_CELL_M = 1.0
+# Samples of a swath per cell, across and along: at most a cell apart, so the cells a swath crosses are neighbours
+# (the closing fills what a diagonal between two samples leaves out).
+SAMPLES_PER_CELL = 1
+# Samples taken at once, at most (bounds their memory; a point's own are never split).
+CHUNK_SAMPLES = 1_000_000
+
+
 def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
-    """Covered area as a GeoJSON MultiPolygon: points binned into square cells about one machine width wide,
-    one-cell gaps closed, runs of cells merged per row, then unioned. Time and memory follow the number of points,
-    not their extent (`_closed_cells`). Points recorded Off or with a working width of 0 (every section off) cover
-    nothing.
+    """Covered area as a GeoJSON MultiPolygon: each point's swath (its working width across its heading, its
+    distance from the previous point along it) drawn on square cells a quarter of the machine's width, one-cell gaps
+    closed, runs of cells merged per row, then unioned. Without a working width or a heading, the cells holding a
+    point, one machine width wide (10 m without a width). Time and memory follow the number of points, not their extent (`_closed_cells`). Points recorded Off or
+    with a working width of 0 (every section off) cover nothing.
     """
     lon = np.asarray(table.columns.get("lon", np.empty(0)), dtype=float)
     lat = np.asarray(table.columns.get("lat", np.empty(0)), dtype=float)
@@ -31,11 +44,15 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     if width is not None:
         # A point whose working width is 0 (every section off) covers nothing.
         ok &= np.asarray(width, dtype=float) != 0
-    lon, lat = lon[ok], lat[ok]
-    if len(lon) == 0:
+    if not ok.any():
         return {"type": "MultiPolygon", "coordinates": []}
+    machine_width = _machine_width(table, ok)
+    heading = table.columns.get("heading")
+    swaths = width is not None and heading is not None and bool(np.isfinite(np.asarray(heading, dtype=float)[ok]).any())
     if cell_size is None:
-        cell_size = _machine_width(table, ok)
+        # Without a direction of travel a swath cannot be drawn: each point covers its cell, one width wide.
+        cell_size = max(machine_width / CELLS_PER_WIDTH, MIN_CELL_M) if swaths else machine_width
+    lon, lat = lon[ok], lat[ok]
     lon0, lat0 = float(np.median(lon)), float(np.median(lat))
     kx = math.radians(1) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
     ky = math.radians(1) * EARTH_RADIUS_M
@@ -44,6 +61,8 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     half = cell_size / 2
     x = (lon - lon0) * kx + half
     y = (lat - lat0) * ky + half
+    if swaths:
+        x, y = _swath_samples(table, ok, x, y, machine_width, cell_size / SAMPLES_PER_CELL)
     # Cell indices start at 1 so that every neighbour of a cell has an index >= 0.
     origin_x = math.floor(float(x.min()) / cell_size) - 1
     origin_y = math.floor(float(y.min()) / cell_size) - 1
@@ -76,6 +95,69 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
         polys = [g for g in getattr(geom, "geoms", []) if g.geom_type == "Polygon"]
         geom = MultiPolygon(polys)
     return mapping(geom)
+
+
+def _swath_samples(
+    table: PointTable, ok: np.ndarray, x: np.ndarray, y: np.ndarray, machine_width: float, spacing: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (m, as `x`, `y`) spread over each point's swath at most `spacing` apart: the rectangle its working
+    width wide across its heading, reaching back its distance from the previous point (the ground it covered since
+    then). A point without a heading takes its pass's next one (the first point of a pass), else the last; without
+    a distance (a pass's first point), the swath is a line across; without a width, the machine's."""
+    n = len(x)
+    w = np.asarray(table.columns["equipmentWidth"], dtype=float)[ok]
+    w = np.where(np.isfinite(w) & (w > 0), w, machine_width)
+    d = table.columns.get("distance")
+    d = np.nan_to_num(np.asarray(d, dtype=float)[ok], nan=0.0, posinf=0.0) if d is not None else np.zeros(n)
+    d = np.clip(d, 0.0, None)
+    theta = np.radians(_filled(np.asarray(table.columns["heading"], dtype=float)[ok]))
+    # Direction of travel (heading clockwise from north) and the machine's right hand, in metres east and north.
+    fx, fy = np.sin(theta), np.cos(theta)
+    across = np.maximum(np.ceil(w / spacing), 1).astype(np.int64)
+    along = np.maximum(np.ceil(d / spacing), 1).astype(np.int64)
+    xs, ys = [], []
+    total = np.cumsum(across * along)
+    bounds = np.searchsorted(total, np.arange(CHUNK_SAMPLES, int(total[-1]), CHUNK_SAMPLES), side="right")
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):
+        if hi <= lo:
+            continue
+        part = slice(int(lo), int(hi))
+        ka, kb = across[part], along[part]
+        count = ka * kb
+        point = np.repeat(np.arange(len(count)), count)
+        rank = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        i, j = rank // ka[point], rank % ka[point]
+        u = (w[part][point]) * ((j + 0.5) / ka[point] - 0.5)  # across: -w/2 .. w/2
+        t = -d[part][point] * ((i + 0.5) / kb[point])  # along: back towards the previous point
+        px, py = x[part][point], y[part][point]
+        sx = px + t * fx[part][point] + u * fy[part][point]
+        sy = py + t * fy[part][point] - u * fx[part][point]
+        # One sample per small square of side `spacing` is enough: the cells are whole numbers of them.
+        cx, cy = np.floor(sx / spacing).astype(np.int64), np.floor(sy / spacing).astype(np.int64)
+        x_min, y_min = int(cx.min()), int(cy.min())
+        stride = int(cy.max()) - y_min + 1
+        keys = _distinct((cx - x_min) * stride + (cy - y_min))
+        xs.append((keys // stride + x_min + 0.5) * spacing)
+        ys.append((keys % stride + y_min + 0.5) * spacing)
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """The distinct values of `keys`, sorted (numpy's `unique` hashes integers: several times slower here)."""
+    keys = np.sort(keys)
+    return keys[np.r_[True, keys[1:] != keys[:-1]]]
+
+
+def _filled(h: np.ndarray) -> np.ndarray:
+    """`h` with each NaN taken from the next value, and trailing NaNs from the last one."""
+    if not np.isnan(h).any() or np.isnan(h).all():
+        return h
+    valid = ~np.isnan(h)
+    idx = np.where(valid, np.arange(len(h)), len(h))
+    nxt = np.minimum.accumulate(idx[::-1])[::-1]
+    out = np.where(nxt < len(h), h[np.minimum(nxt, len(h) - 1)], np.nan)
+    prev = np.maximum.accumulate(np.where(valid, np.arange(len(h)), -1))
+    return np.where(np.isnan(out), h[np.maximum(prev, 0)], out)
 
 
 def _machine_width(table: PointTable, ok: np.ndarray) -> float:

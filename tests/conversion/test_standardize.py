@@ -276,6 +276,18 @@ def test_a_planting_is_cleaned_by_its_seed_rate_before_its_applied_rate():
     assert list(result.table.columns["seedRate"]) == [80_000.0]
 
 
+def test_a_planting_that_logs_no_rate_at_all_keeps_its_points_and_a_missing_rate_drops_one():
+    """The rate rule judges the rates a file logs: a point missing one is dropped, a file logging none keeps its
+    points (their coverage), as decisions.md says."""
+    from dataclasses import replace
+
+    no_rate = replace(_table(3, equipmentWidth=np.full(3, 6.0)), operation_type="planted", units={})
+    assert (standardize.clean(no_rate).dropped, len(standardize.clean(no_rate).table)) == (0, 3)
+    one_missing = replace(no_rate, columns=no_rate.columns | {"seedRate": np.array([80_000.0, np.nan, 80_000.0])})
+    result = standardize.clean(one_missing)
+    assert result.reasons == {"seedRate <= 0 or missing": 1} and len(result.table) == 2
+
+
 @pytest.mark.parametrize(
     ("given", "area", "planted", "warned"),
     [
