@@ -31,8 +31,8 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     """Covered area as a GeoJSON MultiPolygon: each point's swath (its working width across its heading, its
     distance from the previous point along it) drawn on square cells a quarter of the machine's width, one-cell gaps
     closed, runs of cells merged per row, then unioned. Without a working width or a heading, the cells holding a
-    point, one machine width wide (10 m without a width). Time and memory follow the number of points, not their extent (`_closed_cells`). Points recorded Off or
-    with a working width of 0 (every section off) cover nothing.
+    point, one machine width wide (10 m without a width). Time and memory follow the number of points, not their
+    extent (`_closed_cells`). Points recorded Off or with a working width of 0 (every section off) cover nothing.
     """
     lon = np.asarray(table.columns.get("lon", np.empty(0)), dtype=float)
     lat = np.asarray(table.columns.get("lat", np.empty(0)), dtype=float)
