@@ -1,4 +1,4 @@
-"""The covered area (the summary's geometry): cells one machine width wide around the points, gaps closed."""
+"""The covered area (the summary's geometry): the points' swaths drawn on cells, gaps closed."""
 
 import math
 
