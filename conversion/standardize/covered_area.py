@@ -23,6 +23,9 @@ MIN_CELL_M = 1.0
 # Samples of a swath per cell, across and along: at most a cell apart, so the cells a swath crosses are neighbours
 # (the closing fills what a diagonal between two samples leaves out).
 SAMPLES_PER_CELL = 1
+# A point's swath is drawn at most this wide and this long (m): a width or a distance logged wrong (a spike of
+# kilometres) would otherwise take millions of samples. No boom is wider, and a pass breaks after a 100 m jump.
+MAX_SWATH_M = 100.0
 # Samples taken at once, at most (bounds their memory; a point's own are never split).
 CHUNK_SAMPLES = 1_000_000
 
@@ -106,10 +109,10 @@ def _swath_samples(
     a distance (a pass's first point), the swath is a line across; without a width, the machine's."""
     n = len(x)
     w = np.asarray(table.columns["equipmentWidth"], dtype=float)[ok]
-    w = np.where(np.isfinite(w) & (w > 0), w, machine_width)
+    w = np.minimum(np.where(np.isfinite(w) & (w > 0), w, machine_width), MAX_SWATH_M)
     d = table.columns.get("distance")
     d = np.nan_to_num(np.asarray(d, dtype=float)[ok], nan=0.0, posinf=0.0) if d is not None else np.zeros(n)
-    d = np.clip(d, 0.0, None)
+    d = np.clip(d, 0.0, MAX_SWATH_M)
     theta = np.radians(_filled(np.asarray(table.columns["heading"], dtype=float)[ok]))
     # Direction of travel (heading clockwise from north) and the machine's right hand, in metres east and north.
     fx, fy = np.sin(theta), np.cos(theta)

@@ -82,3 +82,14 @@ def test_a_boom_pass_covers_its_swath_in_any_direction(bearing):
     local = shapely.transform(covered, lambda c: np.column_stack(((c[:, 0] - lon0) * kx, (c[:, 1] - lat0) * ky)))
     assert local.difference(swath.buffer(width / 4)).area < 1.0
     assert swath.difference(local.buffer(width / 4)).area < 1.0
+
+
+def test_a_width_or_distance_logged_wrong_is_drawn_at_most_100_m():
+    """One point logging a working width of 1,000 km and a distance of 1,000 km (a spike): its swath would take
+    billions of samples; it is drawn 100 m at most, and the rest of the pass as logged."""
+    lon, lat = _lawn(rows=1, columns=50)
+    table = standardize.derive(_table(lon, lat, width=10.0))
+    table.columns["equipmentWidth"][25] = 1e6
+    table.columns["distance"][25] = 1e6
+    covered = geodesic_area_m2(shape(standardize.coverage(table)))
+    assert 245 * 10 < covered < 245 * 10 + 100 * 100 + 100 * 10
