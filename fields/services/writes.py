@@ -331,11 +331,15 @@ def boundary_provider_sync(
 
 @transaction.atomic
 def field_files_attach(*, fields: Iterable[Field], file_id: str) -> None:
-    """Record that the file `file_id` covers each of `fields` (idempotent). A field deleted since it was found is
-    left out: its row is locked against deletion first (in id order), and a field already gone is not linked
-    (a link to it would be a foreign-key violation that fails the file's processing)."""
+    """Record that the file `file_id` covers `fields`, and no other field (idempotent): a file converted again (an
+    operation's automerged file at each build) leaves the fields it no longer covers, as it takes the ones it now
+    covers. A field deleted since it was found is left out: its row is locked against deletion first (in id
+    order), and a field already gone is not linked (a link to it would be a foreign-key violation that fails the
+    file's processing)."""
     present = Field.objects.select_for_update(no_key=True).filter(pk__in=[f.pk for f in fields]).order_by("pk")
-    links = [FieldFile(field_id=pk, file_id=str(file_id)) for pk in present.values_list("pk", flat=True)]
+    kept = list(present.values_list("pk", flat=True))
+    FieldFile.objects.filter(file_id=str(file_id)).exclude(field_id__in=kept).delete()
+    links = [FieldFile(field_id=pk, file_id=str(file_id)) for pk in kept]
     FieldFile.objects.bulk_create(links, ignore_conflicts=True)
 
 

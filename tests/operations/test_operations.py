@@ -54,6 +54,28 @@ def test_files_on_one_field_within_five_days_form_one_operation(api_client, core
     assert sorted(str(s.pk) for s in merged.sources.all()) == sorted([str(first.pk), str(second.pk)])
 
 
+def test_a_rebuild_leaves_a_field_whose_new_boundary_it_no_longer_covers(api_client, core_user, field):
+    """An operation on two fields, one of which is then moved away: the next file's rebuild attaches the automerged
+    file to the fields it covers now (as it takes a field created since), and no longer to the moved one: it stayed
+    on the operation at 0 % coverage, on the automerged file, and in `?fieldId=` of the moved field."""
+    from fields.services import field_update
+
+    other = field_create(core_user=core_user, geometry=grid_box(margin=0.001), name="Around")
+    processed_file(core_user, grid_table(start=_day(0), operation_type="applied", seed=1))
+    operation = Operation.objects.get()
+    body = api_client.get(f"{OPS_URL}/{operation.pk}").json()
+    assert sorted(f["id"] for f in body["fields"]) == sorted([field.pk, other.pk])
+    field_update(field=other, changes={"geometry": grid_box(lon0=LON0 + 1.0)})  # about 80 km east
+
+    processed_file(core_user, grid_table(start=_day(2), operation_type="applied", seed=2))
+    assert Operation.objects.get().pk == operation.pk
+    body = api_client.get(f"{OPS_URL}/{operation.pk}").json()
+    assert [f["id"] for f in body["fields"]] == [field.pk]
+    assert api_client.get(OPS_URL, {"fieldId": other.pk}).json() == []
+    merged = api_client.get(f"/services/operations/api/files/{body['coreFileId']}").json()
+    assert merged["fields"] == [field.pk]
+
+
 def test_files_six_days_apart_form_two_operations(core_user, field):
     processed_file(core_user, grid_table(start=_day(0), operation_type="planted"))
     processed_file(core_user, grid_table(start=_day(6), operation_type="planted"))
