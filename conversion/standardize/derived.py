@@ -121,6 +121,23 @@ def track_distance_heading(table: PointTable) -> tuple[np.ndarray, np.ndarray, n
     return dist, heading, speed
 
 
+def _section_headings(table: PointTable, cols: dict[str, np.ndarray]) -> np.ndarray:
+    """Heading of rows written per section: along each section's own track. In table order the previous row is
+    mostly the next section at the same moment, so the bearing between them ran across the boom (the covered area
+    drew such swaths along the boom, and the points said so)."""
+    sections = np.asarray(cols["sectionId"])
+    heading = np.full(len(sections), np.nan)
+    track = {name: np.asarray(cols[name]) for name in ("lon", "lat", "timestamp") if name in cols}
+    for section in np.unique(sections[~_missing(sections)]):
+        rows = np.flatnonzero(sections == section)
+        _, heading[rows], _ = track_distance_heading(replace(table, columns={k: v[rows] for k, v in track.items()}))
+    return heading
+
+
+def _missing(values: np.ndarray) -> np.ndarray:
+    return np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), dtype=bool)
+
+
 def yield_from_flow(columns: dict[str, np.ndarray], units: dict[str, str]) -> np.ndarray | None:
     """Wet mass per area (kg/ha) where only the flow is logged (FORMATS.md 2.6, 5.2): flow / (speed x width), i.e.
     kg/s over the m2/s the machine covers, x 10,000 m2/ha. NaN at a point without a positive speed and width (a
@@ -171,7 +188,7 @@ def derive(table: PointTable) -> PointTable:
         if "distance" not in cols and "sectionId" not in cols:
             put("distance", dist)
         if "heading" not in cols:
-            put("heading", heading)
+            put("heading", heading if "sectionId" not in cols else _section_headings(table, cols))
         if "speed" not in cols and "sectionId" not in cols:
             put("speed", speed)
     if "area" not in cols and "distance" in cols and "equipmentWidth" in cols:

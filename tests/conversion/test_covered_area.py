@@ -93,3 +93,25 @@ def test_a_width_or_distance_logged_wrong_is_drawn_at_most_100_m():
     table.columns["distance"][25] = 1e6
     covered = geodesic_area_m2(shape(standardize.coverage(table)))
     assert 245 * 10 < covered < 245 * 10 + 100 * 100 + 100 * 10
+
+
+def test_rows_written_per_section_take_each_section_s_own_heading():
+    """Three 10 m sections side by side, one row each per second, driving north 600 m, no heading logged: in table
+    order the previous row is the next section at the same moment, so the derived heading ran east-west across the
+    boom, and the swaths were drawn along it."""
+    lat0, lon0, seconds = 41.668, -93.152, 301
+    kx = math.radians(1) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
+    north = np.repeat(np.arange(seconds) * 2.0, 3)
+    east = np.tile([-10.0, 0.0, 10.0], seconds)
+    table = _table(lon0 + east / kx, lat0 + np.degrees(north / EARTH_RADIUS_M), width=10.0)
+    table.columns["sectionId"] = np.tile([1.0, 2.0, 3.0], seconds)
+    table.columns["timestamp"] = np.datetime64("2024-05-01T10:00:00", "ms") + np.repeat(
+        np.arange(seconds) * np.timedelta64(1000, "ms"), 3
+    )
+    table.columns["distance"] = np.where(north > 0, 2.0, np.nan)
+    derived = standardize.derive(table)
+    heading = derived.columns["heading"]
+    assert np.isnan(heading[:3]).all() and np.allclose(heading[3:] % 360, 0.0, atol=1e-6)
+    # The whole 30 m swath, and at most a cell (a quarter of the boom) more on each side (it was 13,700 m2)
+    covered = geodesic_area_m2(shape(standardize.coverage(derived)))
+    assert 600 * 30 * 0.99 < covered < 600 * (30 + 2 * 7.5)
