@@ -1,5 +1,6 @@
 """A real HTTP server on loopback that records what it receives: the webhook receiver of the tests."""
 
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -77,3 +78,11 @@ def start_receiver(receiver: Receiver) -> ThreadingHTTPServer:
     server, base_url = serve_on_loopback(Handler)
     receiver.url = f"{base_url}/hook"
     return server
+
+
+def unused_port() -> int:
+    """A loopback port nobody listens on (the system's pick, released at once): for a server to start on, or for a
+    call that must be refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -1,7 +1,6 @@
 """Real servers on loopback for the tests of what only a server shows (kept connections, request framing)."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from tests.receiver import unused_port
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -23,9 +24,7 @@ def _gunicorn_start(extra_env: dict) -> tuple[str, str, subprocess.Popen]:
         pytest.skip("gunicorn runs over the PostgreSQL test database (the embedded server has its own tests)")
     db = settings.DATABASES["default"]
     name = f"api-test-{uuid.uuid4().hex[:12]}"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = unused_port()
     env = os.environ | {
         "DATABASE_URL": f"postgis://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
         f"?application_name={name}",

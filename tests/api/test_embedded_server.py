@@ -18,16 +18,12 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.receiver import unused_port
+
 pytestmark = pytest.mark.embedded
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "a-long-password-for-the-test"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _call(base: str, method: str, path: str, body: dict | None = None, token: str | None = None):
@@ -62,7 +58,7 @@ def embedded_server(tmp_path_factory):
     for command in (["migrate", "-v0"], ["createapiowner", "embedded", "--password", PASSWORD]):
         done = subprocess.run(manage + command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"{command[0]} failed: {done.stderr[-3000:]}"
-    port = _free_port()
+    port = unused_port()
     log = open(var_dir / "server.log", "w")  # noqa: SIM115
     server = subprocess.Popen(
         manage + ["serve", f"127.0.0.1:{port}"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT

@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ import pytest
 
 from fields import weather
 from tests.fields.helpers import create_field, field_url, rect
-from tests.receiver import serve_on_loopback
+from tests.receiver import serve_on_loopback, unused_port
 from tests.tenancy import assert_problem
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
@@ -222,9 +221,7 @@ def test_days_the_source_refuses_are_400_with_its_reason(api_client, core_user, 
 
 
 def test_an_unreachable_source_is_503(api_client, core_user, settings):
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = unused_port()
     settings.WEATHER_BASE_URL = f"http://127.0.0.1:{port}/v1/archive"
     field = create_field(api_client, core_user, FIELD)
     response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-01-02"})

@@ -5,7 +5,6 @@ import hashlib
 import hmac
 import json
 import re
-import socket
 import socketserver
 import threading
 import time
@@ -18,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tests.factories import CoreUserFactory
+from tests.receiver import unused_port
 from tests.tenancy import assert_problem
 from webhooks.models import Delivery
 from webhooks.services import OWNER_BUSY_RETRY_SECONDS, deliveries_due, delivery_attempt, event_emit
@@ -129,12 +129,6 @@ class _Misbehaving(socketserver.ThreadingTCPServer):
         self.url = f"http://127.0.0.1:{self.server_address[1]}/hook"
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.parametrize(
     "receiver, said",
     [
@@ -151,7 +145,7 @@ def test_a_failed_connection_is_said_plainly(owner, core_user, subscribe, settin
     settings.WEBHOOK_RETRY_SCHEDULE = [3600]
     server = _Misbehaving(b"" if receiver == "closing" else b"hello there\r\n\r\n")
     url = {
-        "refusing": f"http://127.0.0.1:{_closed_port()}/hook",
+        "refusing": f"http://127.0.0.1:{unused_port()}/hook",
         "plain-http-for-https": server.url.replace("http:", "https:"),
     }.get(receiver, server.url)
     try:
@@ -170,7 +164,7 @@ def test_failed_calls_are_filtered_by_webhook_and_delivery(
     """With several webhooks, the failed calls of one (`webhookId`) or of one delivery (`deliveryId`); another
     owner's ids match nothing of theirs, and a malformed id is a 400."""
     settings.WEBHOOK_RETRY_SCHEDULE = [3600]
-    down = SimpleNamespace(url=f"http://127.0.0.1:{_closed_port()}/hook")
+    down = SimpleNamespace(url=f"http://127.0.0.1:{unused_port()}/hook")
     first = subscribe(owner, down, ["fieldCreated"])
     second = subscribe(owner, down, ["machineCreated"])
     theirs = subscribe(other_owner, down, ["fieldCreated"])
