@@ -23,12 +23,16 @@ def connection_failure(exc: BaseException) -> str:
     exceeded with url: / (Caused by NewConnectionError(...))"). The address is the one connected to, where the
     host name was pinned to its checked addresses. Timeouts are said by the caller, who knows its limits."""
     chain = _causes(exc)
-    return _plainly(chain[-1]) + connected_to(exc)
+    return _plainly(chain[-1]) + _address_said(chain)
 
 
 def connected_to(exc: BaseException) -> str:
     """ " (to <address>)" when `exc` (a requests error) says which checked address a connection was tried to."""
-    address = next((e.address for e in _causes(exc) if isinstance(getattr(e, "address", None), str)), None)
+    return _address_said(_causes(exc))
+
+
+def _address_said(chain: list[BaseException]) -> str:
+    address = next((e.address for e in chain if isinstance(getattr(e, "address", None), str)), None)
     return f" (to {address})" if address else ""
 
 

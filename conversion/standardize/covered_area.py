@@ -51,7 +51,8 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
         return {"type": "MultiPolygon", "coordinates": []}
     machine_width = _machine_width(table, ok)
     heading = table.columns.get("heading")
-    swaths = width is not None and heading is not None and bool(np.isfinite(np.asarray(heading, dtype=float)[ok]).any())
+    heading = np.asarray(heading, dtype=float)[ok] if heading is not None else None
+    swaths = width is not None and heading is not None and bool(np.isfinite(heading).any())
     if cell_size is None:
         # Without a direction of travel a swath cannot be drawn: each point covers its cell, one width wide.
         cell_size = max(machine_width / CELLS_PER_WIDTH, MIN_CELL_M) if swaths else machine_width
@@ -65,7 +66,7 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     x = (lon - lon0) * kx + half
     y = (lat - lat0) * ky + half
     if swaths:
-        x, y = _swath_samples(table, ok, x, y, machine_width, cell_size / SAMPLES_PER_CELL)
+        x, y = _swath_samples(table, ok, heading, x, y, machine_width, cell_size / SAMPLES_PER_CELL)
     # Cell indices start at 1 so that every neighbour of a cell has an index >= 0.
     origin_x = math.floor(float(x.min()) / cell_size) - 1
     origin_y = math.floor(float(y.min()) / cell_size) - 1
@@ -101,32 +102,40 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
 
 
 def _swath_samples(
-    table: PointTable, ok: np.ndarray, x: np.ndarray, y: np.ndarray, machine_width: float, spacing: float
+    table: PointTable,
+    ok: np.ndarray,
+    heading: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    machine_width: float,
+    spacing: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (m, as `x`, `y`) spread over each point's swath at most `spacing` apart: the rectangle its working
-    width wide across its heading, reaching back its distance from the previous point (the ground it covered since
-    then). A point without a heading takes its pass's next one (the first point of a pass), else the last; without
-    a distance (a pass's first point), the swath is a line across; without a width, the machine's."""
+    """Positions (m, as `x`, `y`) spread over the swath of each point `ok` at most `spacing` apart: the rectangle its
+    working width wide across its `heading` (of the points `ok`), reaching back its distance from the previous point
+    (the ground it covered since then). A point without a heading takes its pass's next one (the first point of a
+    pass), else the last; without a distance (a pass's first point), the swath is a line across; without a width,
+    the machine's."""
     n = len(x)
     w = np.asarray(table.columns["equipmentWidth"], dtype=float)[ok]
     w = np.minimum(np.where(np.isfinite(w) & (w > 0), w, machine_width), MAX_SWATH_M)
     d = table.columns.get("distance")
     d = np.nan_to_num(np.asarray(d, dtype=float)[ok], nan=0.0, posinf=0.0) if d is not None else np.zeros(n)
     d = np.clip(d, 0.0, MAX_SWATH_M)
-    theta = np.radians(_filled(np.asarray(table.columns["heading"], dtype=float)[ok]))
+    theta = np.radians(_filled(heading))
     # Direction of travel (heading clockwise from north) and the machine's right hand, in metres east and north.
     fx, fy = np.sin(theta), np.cos(theta)
     across = np.maximum(np.ceil(w / spacing), 1).astype(np.int64)
     along = np.maximum(np.ceil(d / spacing), 1).astype(np.int64)
     xs, ys = [], []
-    total = np.cumsum(across * along)
+    samples = across * along
+    total = np.cumsum(samples)
     bounds = np.searchsorted(total, np.arange(CHUNK_SAMPLES, int(total[-1]), CHUNK_SAMPLES), side="right")
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):
         if hi <= lo:
             continue
         part = slice(int(lo), int(hi))
         ka, kb = across[part], along[part]
-        count = ka * kb
+        count = samples[part]
         point = np.repeat(np.arange(len(count)), count)
         rank = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
         i, j = rank // ka[point], rank % ka[point]
@@ -153,14 +162,10 @@ def _distinct(keys: np.ndarray) -> np.ndarray:
 
 def _filled(h: np.ndarray) -> np.ndarray:
     """`h` with each NaN taken from the next value, and trailing NaNs from the last one."""
-    if not np.isnan(h).any() or np.isnan(h).all():
+    valid = np.flatnonzero(~np.isnan(h))
+    if len(valid) in (0, len(h)):
         return h
-    valid = ~np.isnan(h)
-    idx = np.where(valid, np.arange(len(h)), len(h))
-    nxt = np.minimum.accumulate(idx[::-1])[::-1]
-    out = np.where(nxt < len(h), h[np.minimum(nxt, len(h) - 1)], np.nan)
-    prev = np.maximum.accumulate(np.where(valid, np.arange(len(h)), -1))
-    return np.where(np.isnan(out), h[np.maximum(prev, 0)], out)
+    return h[valid[np.minimum(np.searchsorted(valid, np.arange(len(h))), len(valid) - 1)]]
 
 
 def _machine_width(table: PointTable, ok: np.ndarray) -> float:
