@@ -3,6 +3,7 @@
 import uuid
 
 from django.conf import settings
+from django.core.validators import MinLengthValidator
 from django.db import models
 
 from platform_site.db.fields import UpdatedTimeField
@@ -43,6 +44,11 @@ class EventType(models.TextChoices):
 EVENT_ALIASES = {"newSatelliteImages": EventType.NEW_SATELLITE_IMAGE}
 
 
+# The shortest signing secret a webhook takes (the API and the admin): a receiver's check is only as strong as the
+# secret, and a short one can be found by trying every string against one signed delivery.
+SECRET_MIN_LENGTH = 16
+
+
 class Webhook(models.Model):
     """A server URL of an API owner that receives the events it listens to, signed with `secret`."""
 
@@ -51,7 +57,7 @@ class Webhook(models.Model):
     name = models.CharField(max_length=255)
     url = models.URLField(max_length=2000)
     # Needed in clear to sign each delivery; never returned by the API.
-    secret = models.CharField(max_length=512)
+    secret = models.CharField(max_length=512, validators=[MinLengthValidator(SECRET_MIN_LENGTH)])
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):

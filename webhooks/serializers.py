@@ -4,7 +4,7 @@ from rest_framework import serializers
 from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import ApiSerializer, StrictCharField, TimestampField, format_timestamp
 
-from .models import EVENT_ALIASES, DeliveryAttempt, EventType, Webhook
+from .models import EVENT_ALIASES, SECRET_MIN_LENGTH, DeliveryAttempt, EventType, Webhook
 from .services import webhook_events
 
 EVENT_NAMES = sorted([*EventType.values, *EVENT_ALIASES])
@@ -16,7 +16,12 @@ class WebhookCreateSerializer(ApiSerializer):
     name = StrictCharField(max_length=255)
     # Not trimmed: a URL with spaces is refused (`urlsafety.url_host`), not quietly changed.
     url = serializers.URLField(max_length=2000, trim_whitespace=False)
-    secret = StrictCharField(max_length=512, trim_whitespace=False)
+    secret = StrictCharField(
+        min_length=SECRET_MIN_LENGTH,
+        max_length=512,
+        trim_whitespace=False,
+        error_messages={"min_length": f"The secret must be at least {SECRET_MIN_LENGTH} characters long."},
+    )
     events = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_NAMES), allow_empty=False)
 
     def validate_url(self, value):

@@ -183,7 +183,7 @@ def test_urls_we_call_are_refused_here_as_through_the_api_when_they_point_into_o
     # A new webhook too
     add = {
         **form_data(superuser_client.get("/admin/webhooks/webhook/add/")),
-        "owner": owner.pk, "name": "new", "url": private, "secret": "s3cret-s3cret",
+        "owner": owner.pk, "name": "new", "url": private, "secret": "s3cret-s3cret-s3cret",
     }  # fmt: skip
     response = superuser_client.post("/admin/webhooks/webhook/add/", add)
     assert response.status_code == 200 and "non-public address" in response.content.decode()
@@ -309,7 +309,7 @@ def test_an_event_another_webhook_of_the_owner_listens_to_is_a_form_error(superu
         "owner": owner.pk,
         "name": "second",
         "url": "https://example.com/second",
-        "secret": "s3cret-s3cret",
+        "secret": "s3cret-s3cret-s3cret",
         "subscriptions-TOTAL_FORMS": 1,
         "subscriptions-0-event": "fieldCreated",
     }
@@ -327,6 +327,13 @@ def test_an_event_another_webhook_of_the_owner_listens_to_is_a_form_error(superu
     )
     assert response.status_code == 200 and "Listed twice: fieldUpdated." in response.content.decode()
     assert Webhook.objects.count() == 1
+    # A short secret is refused as the API refuses it
+    response = superuser_client.post(
+        "/admin/webhooks/webhook/add/", {**data, "subscriptions-0-event": "fieldUpdated", "secret": "x" * 15}
+    )
+    assert response.status_code == 200 and Webhook.objects.count() == 1
+    [message] = response.context["adminform"].form.errors["secret"]
+    assert "at least 16 characters" in message
     response = superuser_client.post("/admin/webhooks/webhook/add/", {**data, "subscriptions-0-event": "fieldUpdated"})
     assert response.status_code == 302 and Webhook.objects.count() == 2
 

@@ -370,5 +370,6 @@ def test_tabs_and_line_breaks_are_text_and_a_secret_is_the_clients_bytes(api_cli
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = True  # (no lookup of the webhook's host: this machine may have no DNS)
     created = api_client.post(URL, {"name": "Jo\tSmith", "address": "1 Main St\r\nSpringfield"}, format="json")
     assert created.status_code == 201 and created.json()["address"] == "1 Main St\r\nSpringfield"
-    hook = {"name": "ops", "url": "https://example.com/h", "secret": "s\u0001\u001bcret", "events": ["fieldCreated"]}
+    secret = "s\u0001\u001bcret-of-16-characters"
+    hook = {"name": "ops", "url": "https://example.com/h", "secret": secret, "events": ["fieldCreated"]}
     assert api_client.post("/services/alerts/api/alerts/webhooks", hook, format="json").status_code == 201

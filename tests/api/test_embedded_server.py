@@ -91,7 +91,7 @@ def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server)
         return _call(base, "POST", "/services/widgets/api/magic-link/file-upload", {"externalId": f"grower-{i}"}, token)
 
     def webhook(i: int):
-        body = {"name": f"hook {i}", "url": f"http://127.0.0.1:9/{i}", "secret": "s", "events": ["fieldCreated"]}
+        body = {"name": f"hook {i}", "url": f"http://127.0.0.1:9/{i}", "secret": "s" * 16, "events": ["fieldCreated"]}
         return _call(base, "POST", "/services/alerts/api/alerts/webhooks", body, token)
 
     with ThreadPoolExecutor(max_workers=16) as pool:
@@ -187,7 +187,7 @@ def test_receivers_that_hang_do_not_hold_up_conversions_on_the_embedded_server(e
     base, token, _ = embedded_server
     receiver = HangingReceiver()
     try:
-        hook = {"name": "hangs", "url": f"http://127.0.0.1:{receiver.port}/", "secret": "s"}
+        hook = {"name": "hangs", "url": f"http://127.0.0.1:{receiver.port}/", "secret": "s" * 16}
         status, body = _call(
             base, "POST", "/services/alerts/api/alerts/webhooks", hook | {"events": ["fieldBoundaryCreated"]}, token
         )

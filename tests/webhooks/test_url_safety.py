@@ -52,7 +52,7 @@ def dns(monkeypatch, settings):
 
 
 def register(client, url):
-    body = {"name": "ops", "url": url, "secret": "s3cret", "events": ["fieldCreated"]}
+    body = {"name": "ops", "url": url, "secret": "s3cret-s3cret-s3cret", "events": ["fieldCreated"]}
     return client.post(URL, body, format="json")
 
 

@@ -12,7 +12,7 @@ def _private_urls_allowed(settings):
 
 
 def register(client, **overrides):
-    body = {"name": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s3cret", "events": ["fieldCreated"]}
+    body = {"name": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s3cret-s3cret-s3cret", "events": ["fieldCreated"]}
     return client.post(URL, body | overrides, format="json")
 
 
@@ -73,6 +73,13 @@ def test_event_aliases_are_stored_canonically_and_count_as_the_same_event(api_cl
     assert_problem(register(api_client, events=["newSatelliteImage"]), 400, "eventRegisteredTwice")
 
 
+def test_a_secret_shorter_than_16_characters_is_refused(api_client):
+    body = assert_problem(register(api_client, secret="x" * 15), 400, "validation")
+    assert body["fieldErrors"] == [{"field": "secret", "message": "The secret must be at least 16 characters long."}]
+    assert api_client.get(URL).json() == []
+    assert register(api_client, secret="x" * 16).status_code == 201
+
+
 def test_another_owner_may_listen_to_the_same_event(api_client, other_client):
     assert register(api_client).status_code == 201
     assert register(other_client).status_code == 201
@@ -87,6 +94,7 @@ def test_another_owner_may_listen_to_the_same_event(api_client, other_client):
         ({"url": "not a url"}, "url"),
         ({"secret": ""}, "secret"),
         ({"secret": "   "}, "secret"),
+        ({"secret": " " * 16}, "secret"),
         ({"name": None}, "name"),
         ({"colour": "blue"}, "colour"),
     ],
