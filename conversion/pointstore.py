@@ -2,7 +2,9 @@
 
 Every later step (images, operations, merge, crop, the GeoJSON downloads) loads points from here instead of
 parsing GeoJSON back: a million points load in a few tens of milliseconds. Text columns (crop, variety,
-products...) are stored as fixed-width unicode with "" for missing and come back as object arrays with None.
+products, a GeoJSON file's own properties...) are stored as their distinct texts (UTF-8, one after another, and
+their offsets) and each point's index into them, -1 for missing (None; "" too), and come back as object arrays.
+(Fixed-width unicode made every value as wide as the longest: one long text among many points took gigabytes.)
 """
 
 from __future__ import annotations
@@ -14,23 +16,46 @@ from typing import IO
 import numpy as np
 
 from conversion.readers.base import MachineIdentity, PointTable
+from conversion.readers.values import text_codes
 
 _HEADER = "__header__"
 _RAW_PREFIX = "raw:"
+_TEXT_PREFIX = "__text__"
 
 
-def _encode(values: np.ndarray) -> np.ndarray:
+def _encode(key: str, values: np.ndarray, arrays: dict[str, np.ndarray], text: dict[str, list[str]]) -> None:
+    """Put column `key` in `arrays`: as it is, or a text column as three arrays named in `text[key]`."""
     if values.dtype.kind != "O":
-        return values
-    return np.array(["" if v is None else str(v) for v in values.tolist()], dtype=str)
+        arrays[key] = values
+        return
+    texts, codes = text_codes(values)
+    if "" in texts:  # ("" is missing, as None)
+        empty = texts.index("")
+        codes = np.where(codes == empty, -1, np.where(codes > empty, codes - 1, codes))
+        texts.remove("")
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    names = text[key] = [f"{_TEXT_PREFIX}{len(text)}.{part}" for part in ("codes", "utf8", "offsets")]
+    for name, array in zip(
+        names, (codes.astype(np.int32), np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets), strict=True
+    ):
+        arrays[name] = array
 
 
-def _decode(values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind != "U":
-        return values
-    out = values.astype(object)
-    out[values == ""] = None
-    return out
+def _decode(data, key: str, text: dict[str, list[str]]) -> np.ndarray:
+    if key not in text:
+        values = data[key]
+        if values.dtype.kind != "U":
+            return values
+        out = values.astype(object)  # (as tables were stored before the text columns: fixed-width, "" missing)
+        out[values == ""] = None
+        return out
+    codes, utf8, offsets = (data[name] for name in text[key])
+    blob = utf8.tobytes()
+    lookup = np.empty(len(offsets), dtype=object)  # (the last stays None: code -1)
+    lookup[:-1] = [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    return lookup[codes]
 
 
 def _time(value) -> str | None:
@@ -56,9 +81,15 @@ def table_save(table: PointTable, fileobj: IO[bytes], *, include_raw: bool = Tru
         "source_format": table.source_format,
         "warnings": table.warnings,
     }
-    arrays = {name: _encode(values) for name, values in table.columns.items()}
+    arrays: dict[str, np.ndarray] = {}
+    text: dict[str, list[str]] = {}
+    for name, values in table.columns.items():
+        _encode(name, values, arrays, text)
     if include_raw:
-        arrays.update({_RAW_PREFIX + name: _encode(values) for name, values in table.raw_columns.items()})
+        for name, values in table.raw_columns.items():
+            _encode(_RAW_PREFIX + name, values, arrays, text)
+    header["order"] = [*table.columns, *(_RAW_PREFIX + name for name in table.raw_columns if include_raw)]
+    header["text"] = text
     arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     np.savez(fileobj, **arrays)
 
@@ -67,16 +98,16 @@ def table_load(fileobj: IO[bytes] | str, *, include_raw: bool = True) -> PointTa
     """Read a table written by `table_save`."""
     with np.load(fileobj, allow_pickle=False) as data:
         header = json.loads(bytes(data[_HEADER]).decode())
+        text = header.get("text", {})
         columns: dict[str, np.ndarray] = {}
         raw: dict[str, np.ndarray] = {}
-        for key in data.files:
-            if key == _HEADER:
-                continue
+        # (the columns' order: a text column's arrays have names of their own; before them, the arrays' order)
+        for key in header.get("order") or [k for k in data.files if k != _HEADER]:
             if key.startswith(_RAW_PREFIX):
                 if include_raw:
-                    raw[key[len(_RAW_PREFIX) :]] = _decode(data[key])
+                    raw[key[len(_RAW_PREFIX) :]] = _decode(data, key, text)
             else:
-                columns[key] = _decode(data[key])
+                columns[key] = _decode(data, key, text)
     table = PointTable(
         name=header["name"],
         operation_type=header["operation_type"],

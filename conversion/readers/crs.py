@@ -5,18 +5,40 @@ from __future__ import annotations
 
 import numpy as np
 from pyproj import CRS, Transformer
+from pyproj.exceptions import ProjError
 
 from fields.geodesy import WGS84
 
+from .base import UnreadableDataset
 
-def wgs84_transformer(crs: CRS) -> Transformer | None:
+
+def wgs84_transformer(crs: CRS, *, where: str) -> Transformer | None:
     """From `crs` to WGS84 longitude/latitude, x (easting, longitude) first as files write positions; None when
-    there is nothing to do (`crs` already is WGS84 longitude/latitude, in either axis order)."""
-    if crs.is_geographic and crs.ellipsoid and crs.ellipsoid.name.replace(" ", "").upper() in ("WGS84", "WGS_1984"):
+    there is nothing to do (`crs` already is WGS84 longitude/latitude, in either axis order). UnreadableDataset,
+    its message starting with `where` (the file and what names the system: "x.shp: the .prj file"), for a system
+    that is no position on the Earth's surface (geocentric, a local engineering system) or that no transformation
+    leads from to WGS84 (another body's: a Mars or Moon system)."""
+    horizontal = crs.sub_crs_list[0] if crs.is_compound and crs.sub_crs_list else crs
+    if horizontal.is_geocentric or not (horizontal.is_geographic or horizontal.is_projected):
+        raise UnreadableDataset(
+            f"{where} names {crs.name!r} ({crs.type_name}), not a longitude/latitude or map coordinate system: "
+            "positions in it cannot be placed on the Earth's surface"
+        )
+    if (
+        horizontal.is_geographic
+        and horizontal.ellipsoid
+        and horizontal.ellipsoid.name.replace(" ", "").upper() in ("WGS84", "WGS_1984")
+    ):
         return None
-    if crs.equals(WGS84, ignore_axis_order=True):
+    if horizontal.equals(WGS84, ignore_axis_order=True):
         return None
-    return Transformer.from_crs(crs, WGS84, always_xy=True)
+    try:
+        return Transformer.from_crs(horizontal, WGS84, always_xy=True)
+    except ProjError:
+        raise UnreadableDataset(
+            f"{where} names {crs.name!r}, which no transformation leads from to WGS84 longitude/latitude "
+            "(a system of another body than the Earth?)"
+        ) from None
 
 
 def declared_crs_contradiction(crs: CRS, x: np.ndarray, y: np.ndarray, declaration: str) -> str | None:

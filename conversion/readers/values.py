@@ -25,6 +25,21 @@ if TYPE_CHECKING:
     from .base import PointTable
 
 
+def text_codes(values) -> tuple[list[str], np.ndarray]:
+    """The distinct texts of a column (`str` of each value but None) in order of first appearance, and each value's
+    index into them: -1 for None. What `np.unique(values.astype(str), return_inverse=True)` answers, without its
+    fixed width: that makes every value as wide as the longest, so one long text among many points took gigabytes
+    (100,000 points and one text of 40,000 characters: 16 GB). Map with a list of len(texts) + 1 whose last item
+    stands for None."""
+    index: dict[str, int] = {}
+    codes = np.fromiter(
+        (-1 if v is None else index.setdefault(v if type(v) is str else str(v), len(index)) for v in values),
+        dtype=np.int64,
+        count=len(values),
+    )
+    return list(index), codes
+
+
 def text_value(value) -> str | None:
     """A value a file gives where text is expected, as text: a string cleaned and stripped; a finite number as its
     digits (`5`, `7.0` -> "7", `2.5`); None for an empty string and for anything else (booleans, objects, lists,

@@ -16,6 +16,7 @@ import numpy as np
 from conversion.crops import crop_standard
 from conversion.readers.base import HARVEST_COLUMNS, PointTable
 from conversion.readers.units import US_BUSHEL_L
+from conversion.readers.values import text_codes
 
 from .properties import DERIVED_UNITS, EARTH_RADIUS_M, HA_M2, in_derived_unit
 
@@ -30,13 +31,11 @@ def _per_point_standard(table: PointTable, attribute: str) -> np.ndarray | None:
     no point's crop has a standard."""
     crops = table.columns.get("crop")
     if crops is not None:
-        crops = np.asarray(crops, dtype=object)
-        if len(table.crops) == 1:
-            # A point whose crop cell is blank, in a file of one crop, is of that crop.
-            crops = np.where(np.isin(crops.astype(str), ("None", "")), table.crops[0], crops)
-        uniques, inverse = np.unique(crops.astype(str), return_inverse=True)
-        standards = [_standard(name) for name in uniques]
-        values = np.array([getattr(std, attribute) if std else np.nan for std in standards])[inverse]
+        names, codes = text_codes(crops)
+        # A point whose crop cell is blank, in a file of one crop, is of that crop.
+        fallback = table.crops[0] if len(table.crops) == 1 else ""
+        standards = [_standard(fallback if name in (None, "None", "") else name) for name in [*names, None]]
+        values = np.array([getattr(std, attribute) if std else np.nan for std in standards])[codes]
         return None if np.isnan(values).all() else values
     if len(table.crops) == 1 and (std := crop_standard(table.crops[0])):
         return np.full(len(table), getattr(std, attribute))

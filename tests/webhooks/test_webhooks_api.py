@@ -12,7 +12,12 @@ def _private_urls_allowed(settings):
 
 
 def register(client, **overrides):
-    body = {"name": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s3cret-s3cret-s3cret", "events": ["fieldCreated"]}
+    body = {
+        "name": "ops",
+        "url": "http://127.0.0.1:9/hook",
+        "secret": "s3cret-s3cret-s3cret",
+        "events": ["fieldCreated"],
+    }
     return client.post(URL, body | overrides, format="json")
 
 

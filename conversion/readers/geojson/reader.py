@@ -57,7 +57,7 @@ class GeojsonReader(Reader):
             contradiction = declared_crs_contradiction(crs, lon_array, lat_array, "crs member")
             if contradiction:
                 raise UnreadableDataset(f"{name}: {contradiction}")
-        to_wgs84 = wgs84_transformer(crs) if crs is not None else None
+        to_wgs84 = wgs84_transformer(crs, where=f"{name}: the crs member") if crs is not None else None
         if to_wgs84 is not None:
             lon_array, lat_array = (np.asarray(a, float) for a in to_wgs84.transform(lon_array, lat_array))
         usable = usable_positions(lon_array, lat_array)

@@ -19,7 +19,7 @@ import numpy as np
 
 from conversion.readers.base import HARVEST_COLUMNS
 from conversion.readers.units import to_canonical
-from conversion.readers.values import text_value
+from conversion.readers.values import text_codes, text_value
 
 
 @dataclass(frozen=True)
@@ -208,9 +208,11 @@ def _map_strings(values: np.ndarray, fn) -> np.ndarray:
             [None if np.isnan(u) else fn(int(u) if float(u).is_integer() else u) for u in uniques], dtype=object
         )
         return mapped[inverse]
-    uniques, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
-    mapped = np.array([fn(u) if u not in ("None", "") else None for u in uniques], dtype=object)
-    return mapped[inverse]
+    # (bytes as numpy reads them as text; they are as wide as the file's field already)
+    uniques, codes = text_codes(values.astype(str) if values.dtype.kind == "S" else values)
+    mapped = np.empty(len(uniques) + 1, dtype=object)  # (the last, for None, stays None)
+    mapped[:-1] = [fn(u) if u not in ("None", "") else None for u in uniques]
+    return mapped[codes]
 
 
 def _uniques(values: np.ndarray) -> list[str]:
@@ -235,9 +237,9 @@ def _parse_iso(values: np.ndarray) -> np.ndarray:
             return np.char.rstrip(strings, "Z").astype("datetime64[ms]")
         except ValueError:
             pass
-    uniques, inverse = np.unique(text.astype(str), return_inverse=True)
-    parsed = np.array([iso_utc(item) for item in uniques], dtype="datetime64[ms]")
-    return parsed[inverse]
+    uniques, codes = text_codes(text)
+    parsed = np.array([*(iso_utc(item) for item in uniques), None], dtype="datetime64[ms]")
+    return parsed[codes]
 
 
 def iso_utc(text: str) -> np.datetime64:
@@ -262,8 +264,8 @@ _TEXT_FORMATS = (
 
 def parse_text_times(values: np.ndarray) -> np.ndarray:
     """Times written as the exporters write them (`9/19/2016 4:45:10 PM`, ISO 8601...), NaT where none parses."""
-    uniques, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
-    parsed = np.full(len(uniques), np.datetime64("NaT", "ms"))
+    uniques, inverse = text_codes(values)
+    parsed = np.full(len(uniques) + 1, np.datetime64("NaT", "ms"))  # (the last for None)
     for i, text in enumerate(uniques):
         for fmt in _TEXT_FORMATS:
             try:

@@ -90,7 +90,7 @@ class ShapefileReader(Reader):
         records, keep = _read_dbf(dbf_path, fields, codec, fallback)
         prj = _sibling(shp_path, ".prj")
         crs = _prj_crs(shp_path, prj)
-        to_wgs84 = wgs84_transformer(crs) if crs is not None else None
+        to_wgs84 = wgs84_transformer(crs, where=f"{shp_path.name}: the .prj file") if crs is not None else None
         lon, lat, area, z = _read_geometry(reader, shp_path, len(keep), to_wgs84)
         lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
         lon, lat = _to_wgs84(shp_path, crs, to_wgs84, lon, lat)

@@ -3,6 +3,7 @@ reader's pieces, JSON errors reported where `json` reports them, and memory that
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,21 @@ def test_a_crs_member_after_the_features_reprojects_them(tmp_path):
     np.testing.assert_allclose(table.columns["lon"], lon)
     np.testing.assert_allclose(table.columns["lat"], lat)
     assert table.columns["lon"][0] == pytest.approx(9.0)  # the zone's central meridian
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("IAU_2015:49900", "names 'Mars (2015) - Sphere / Ocentric', which no transformation leads from to WGS84"),
+        ("EPSG:4978", "names 'WGS 84' (Geocentric CRS), not a longitude/latitude or map coordinate system"),
+    ],
+)
+def test_a_crs_member_of_no_place_on_the_earth_fails_the_data_set_with_the_reason(tmp_path, name, reason):
+    features = [_point(10.0, 50.0, seedRate=80000.0), _point(10.001, 50.0, seedRate=80000.0)]
+    crs = {"type": "name", "properties": {"name": name}}
+    text = json.dumps({"type": "FeatureCollection", "crs": crs, "features": features})
+    with pytest.raises(UnreadableDataset, match="^" + re.escape(f"points.geojson: the crs member {reason}")):
+        _read(_write(tmp_path, text))
 
 
 def test_a_collection_whose_type_comes_last_is_read(tmp_path):

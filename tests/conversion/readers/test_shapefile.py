@@ -1,5 +1,6 @@
 """Shapefile reader on John Deere and SMS-style exports; totals recomputed independently from the raw DBF."""
 
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -149,6 +150,35 @@ def test_projected_shapefile_is_reprojected_to_wgs84(tmp_path):
     np.testing.assert_allclose(table.columns["lon"], [p[0] for p in lonlat], atol=1e-8)
     np.testing.assert_allclose(table.columns["lat"], [p[1] for p in lonlat], atol=1e-8)
     np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([100, 200, 300]) * 1.1208511417)
+
+
+MARS_2000 = (
+    'GEOGCS["Mars 2000",DATUM["D_Mars_2000",SPHEROID["Mars_2000_IAU_IAG",3396190.0,169.894447]],'
+    'PRIMEM["Greenwich",0],UNIT["Decimal_Degree",0.0174532925199433]]'
+)
+LOCAL = 'LOCAL_CS["Arbitrary",LOCAL_DATUM["x",0],UNIT["Meter",1],AXIS["X",EAST],AXIS["Y",NORTH]]'
+
+
+@pytest.mark.parametrize(
+    ("prj", "reason"),
+    [
+        (MARS_2000, "names 'Mars 2000', which no transformation leads from to WGS84"),
+        (
+            CRS.from_user_input("IAU_2015:30100").to_wkt("WKT1_ESRI"),
+            "names 'GCS_Moon_2015_-_Sphere_Ocentric', which no transformation leads from to WGS84",
+        ),
+        (LOCAL, "names 'Arbitrary' (Engineering CRS), not a longitude/latitude or map coordinate system"),
+        (CRS.from_epsg(4978).to_wkt("WKT1_GDAL"), "names 'WGS 84' (Geocentric CRS), not a longitude/latitude or map"),
+    ],
+)
+def test_a_prj_of_no_place_on_the_earth_fails_the_data_set_with_the_reason(tmp_path, prj, reason):
+    """Such a .prj was an internal error (pyproj found no transformation), or a geocentric one read nonsense."""
+    from conversion.readers import UnreadableDataset
+
+    _write_points(tmp_path / "odd.shp", [(10.0, 50.0), (10.001, 50.001)], None, [1.0, 2.0])
+    (tmp_path / "odd.prj").write_text(prj)
+    with pytest.raises(UnreadableDataset, match="^" + re.escape(f"odd.shp: the .prj file {reason}")):
+        _read(Dataset("SHAPEFILE", tmp_path / "odd.shp", tmp_path, "odd"))
 
 
 def test_metre_coordinates_without_a_prj_are_refused(tmp_path):
