@@ -137,6 +137,18 @@ def usable_positions(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
     return np.isfinite(lon) & np.isfinite(lat) & (np.abs(lon) <= 180) & (np.abs(lat) <= 90)
 
 
+def left_out_warning(left_out: np.ndarray, total: int, why: str) -> list[str]:
+    """What a reader says of the points it leaves out (`left_out`, per point of `total`), `why`: none when it keeps
+    them all. A point left out is not in the point count, the totals or the coverage; said, it does not go unnoticed."""
+    count = int(np.count_nonzero(left_out))
+    return [f"{count} of {total} points left out: {why}."] if count else []
+
+
+NO_POSITION = (
+    "no position on the globe (coordinates that are not numbers, or outside longitude -180..180, latitude -90..90)"
+)
+
+
 _STATUS_ON = frozenset({"on", "true", "yes", "y"})
 _STATUS_OFF = frozenset({"off", "false", "no", "n"})
 

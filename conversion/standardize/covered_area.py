@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import shapely
-from shapely.geometry import MultiPolygon, mapping
+from shapely.geometry import MultiPolygon, box, mapping
 
 from conversion.readers.base import PointTable
 
@@ -26,6 +26,8 @@ SAMPLES_PER_CELL = 1
 # A point's swath is drawn at most this wide and this long (m): a width or a distance logged wrong (a spike of
 # kilometres) would otherwise take millions of samples. No boom is wider, and a pass breaks after a 100 m jump.
 MAX_SWATH_M = 100.0
+# The grid's degree of longitude is measured at most this far from the equator (a pole's is 0 m).
+MAX_GRID_LATITUDE = 89.9
 # Samples taken at once, at most (bounds their memory; a point's own are never split).
 CHUNK_SAMPLES = 1_000_000
 
@@ -58,7 +60,8 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
         cell_size = max(machine_width / CELLS_PER_WIDTH, MIN_CELL_M) if swaths else machine_width
     lon, lat = lon[ok], lat[ok]
     lon0, lat0 = float(np.median(lon)), float(np.median(lat))
-    kx = math.radians(1) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
+    # (at a pole a degree of longitude is no distance: points there would be spread over any number of degrees)
+    kx = math.radians(1) * EARTH_RADIUS_M * math.cos(math.radians(min(abs(lat0), MAX_GRID_LATITUDE)))
     ky = math.radians(1) * EARTH_RADIUS_M
     # Metres from the points' median, which lies in the middle of a cell: on a cell's edge (the grid's origin), a pass
     # through it ran along the coverage's edge, half its swath left out and its points on the boundary.
@@ -93,6 +96,10 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
         return np.column_stack((lon0 + (coords[:, 0] - half) / kx, lat0 + (coords[:, 1] - half) / ky))
 
     geom = shapely.transform(merged, to_lonlat)
+    west, south, east, north = geom.bounds
+    if west < -180 or south < -90 or east > 180 or north > 90:
+        # A swath reaching past a pole or the antimeridian: what lies on the globe (no wrapping round).
+        geom = shapely.intersection(geom, box(-180, -90, 180, 90))
     if geom.geom_type == "Polygon":
         geom = MultiPolygon([geom])
     elif geom.geom_type != "MultiPolygon":

@@ -95,6 +95,20 @@ def test_a_width_or_distance_logged_wrong_is_drawn_at_most_100_m():
     assert 245 * 10 < covered < 245 * 10 + 100 * 100 + 100 * 10
 
 
+@pytest.mark.parametrize(("lon0", "lat0"), [(10.0, 90.0), (10.0, -90.0), (10.0, 89.99995), (179.9999, 45.0)])
+def test_points_at_a_pole_or_the_antimeridian_cover_ground_on_the_globe(lon0, lat0):
+    """At latitude 90 a degree of longitude is no distance: the grid's was 0 m and the coverage reached longitudes of
+    1e11 (the file failed with an internal error when its fields were looked for). Swaths past a pole or the
+    antimeridian are cut there."""
+    lon = lon0 + np.arange(50) * 1e-5
+    table = standardize.derive(_table(np.minimum(lon, 180.0), np.full(50, lat0), width=10.0))
+    covered = shape(standardize.coverage(table))
+    assert covered.is_valid and not covered.is_empty
+    west, south, east, north = covered.bounds
+    assert -180 <= west and east <= 180 and -90 <= south and north <= 90
+    assert 0 < geodesic_area_m2(covered) < 1e6
+
+
 def test_rows_written_per_section_take_each_section_s_own_heading():
     """Three 10 m sections side by side, one row each per second, driving north 600 m, no heading logged: in table
     order the previous row is the next section at the same moment, so the derived heading ran east-west across the

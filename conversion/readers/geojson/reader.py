@@ -8,10 +8,12 @@ from pyproj import CRS
 
 from conversion.crops import normalize_crop_name
 from conversion.readers.base import (
+    NO_POSITION,
     Dataset,
     PointTable,
     Reader,
     UnreadableDataset,
+    left_out_warning,
     recording_status,
     register,
     usable_positions,
@@ -67,11 +69,14 @@ class GeojsonReader(Reader):
                 "and latitude -90..90)"
             )
         keep = _ALL if usable.all() else usable
+        said = left_out_warning(~usable, len(usable), NO_POSITION)
         # Without a crs the first points with usable positions name the properties, as those are the points kept;
         # with one, positions are only known usable after reprojection, once the file is read: the first points
         # with numbers as coordinates name them.
         keys = points.keys_finite if members.get("crs") is not None else points.keys_on_globe
-        return [self._table(dataset, lon_array[keep], lat_array[keep], points, list(keys), keep)]
+        table = self._table(dataset, lon_array[keep], lat_array[keep], points, list(keys), keep)
+        table.warnings.extend(said)
+        return [table]
 
     def _table(
         self, dataset: Dataset, lon: np.ndarray, lat: np.ndarray, points: _Points, keys: list[str], keep

@@ -23,6 +23,7 @@ from conversion.readers.base import (
     Reader,
     UnreadableDataset,
     concat_tables,
+    left_out_warning,
     register,
     usable_positions,
 )
@@ -293,7 +294,14 @@ class IsoxmlReader(Reader):
                 raw_units["PTN_up"] = "mm"
 
         lat, lon = columns["lat"], columns["lon"]
-        valid = ~((lat == 0) & (lon == 0)) & usable_positions(lon, lat) & ~np.isnat(timestamp)
+        no_position = ((lat == 0) & (lon == 0)) | ~usable_positions(lon, lat)
+        no_time = np.isnat(timestamp) & ~no_position
+        warnings = [
+            *warnings,
+            *left_out_warning(no_position, len(lat), "no position (0, 0 is a receiver without a fix)"),
+            *left_out_warning(no_time, len(lat), "no time"),
+        ]
+        valid = ~no_position & ~no_time
         table = PointTable(
             name=task_name,
             operation_type=operation,  # type: ignore[arg-type]

@@ -11,11 +11,13 @@ import shapefile
 
 from conversion.crops import normalize_crop_name
 from conversion.readers.base import (
+    NO_POSITION,
     Dataset,
     MachineIdentity,
     PointTable,
     Reader,
     UnreadableDataset,
+    left_out_warning,
     recording_status,
     register,
     usable_positions,
@@ -223,6 +225,7 @@ class ShapefileReader(Reader):
         )
         valid = usable_positions(lon, lat)
         if not valid.all():
+            table.warnings.extend(left_out_warning(~valid, len(valid), NO_POSITION))
             table = table.select(valid)
         table.refresh_time_range()
         return table

@@ -123,3 +123,21 @@ def test_features_that_are_no_points_are_left_out_with_a_warning(tmp_path):
     [table] = get_reader("GEOJSON").read(dataset)
     assert len(table.columns["lon"]) == 2
     assert any(w.startswith("3 features left out: not a Point") for w in table.warnings), table.warnings
+
+
+def test_points_off_the_globe_are_left_out_with_a_warning(tmp_path):
+    """They were left out without a word: the point count fell and nothing said why."""
+    good = [_point(10.0 + i * 1e-4, 54.0, appliedRate=3.0, timestamp=f"2024-05-01T10:00:{i:02}Z") for i in range(20)]
+    bad = [_point(200, 54.5), _point(10, 95), _point(-181, 0), _point(1e308 * 10, 0), _point(10, -90.0001)]
+    text = json.dumps(_collection(good[:10] + bad + good[10:])).replace("Infinity", "1e999")
+    (tmp_path / "rate.geojson").write_text(text)
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert len(table) == 20
+    assert table.warnings == [
+        "5 of 25 points left out: no position on the globe (coordinates that are not numbers, or outside longitude "
+        "-180..180, latitude -90..90)."
+    ]
+    # and none said when every point is kept
+    (tmp_path / "rate.geojson").write_text(json.dumps(_collection(good)))
+    assert get_reader("GEOJSON").read(dataset)[0].warnings == []

@@ -181,6 +181,15 @@ def test_a_prj_of_no_place_on_the_earth_fails_the_data_set_with_the_reason(tmp_p
         _read(Dataset("SHAPEFILE", tmp_path / "odd.shp", tmp_path, "odd"))
 
 
+def test_points_off_the_globe_are_left_out_with_a_warning(tmp_path):
+    positions = [(-93.0, 41.0), (200.0, 41.0), (-93.001, 41.0), (-93.0, 95.0), (-93.002, 41.0)]
+    _write_points(tmp_path / "off.shp", positions, CRS.from_epsg(4326), [1.0, 2.0, 3.0, 4.0, 5.0])
+    table = _read(Dataset("SHAPEFILE", tmp_path / "off.shp", tmp_path, "off"))
+    assert table.columns["dryMassPerArea"].tolist() == pytest.approx(np.array([1.0, 3.0, 5.0]) * 1.1208511417)
+    said = "2 of 5 points left out: no position on the globe (coordinates that are not numbers, or outside "
+    assert any(warning.startswith(said) for warning in table.warnings), table.warnings
+
+
 def test_metre_coordinates_without_a_prj_are_refused(tmp_path):
     from conversion.readers import UnreadableDataset
 
