@@ -167,3 +167,22 @@ def test_an_export_whose_only_binary_is_missing_is_unreadable(export):
     # When read, then it fails naming the missing binary
     with pytest.raises(UnreadableDataset, match=r"^task SAV: no readable time log \(TLG00001: binary file missing"):
         _read(export)
+
+
+def test_records_without_a_fix_are_left_out_with_a_warning(export, valid_timelogs):
+    # Given TLG00003, task zJY's only log, whose first five records are at (0, 0): a receiver without a fix
+    original = walk_tlg(valid_timelogs / "TLG00003.xml", valid_timelogs / "TLG00003.bin")["records"]
+    assert _valid_points(original) == len(original)  # (the sample has none)
+    data = bytearray((export / "TLG00003.bin").read_bytes())
+    for record in range(5):
+        start = original[record - 1]["end"] if record else 0
+        data[start + 6 : start + 14] = bytes(8)  # PTN A and B after the TC time
+    (export / "TLG00003.bin").write_bytes(bytes(data))
+    # When the export is read, then those records are no points, and the warnings say so
+    _, tables = _read(export)
+    table = tables["zJY"]
+    assert len(table) == len(original) - 5
+    said = f"5 of {len(original)} points left out: no position (0, 0 is a receiver without a fix)."
+    assert said in table.warnings, table.warnings
+    # And a log without such records says nothing of the kind
+    assert not any("left out" in warning for warning in tables["jk"].warnings)
