@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 TEST_DATABASE_URL ?= postgis://platform:platform@127.0.0.1:5432/platform
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
 PYTEST_ARGS ?=
+# The slowest tests of each phase, at the end of its output (the whole run must stay well under CI's 30 minutes).
+DURATIONS ?= --durations=15
 
 .PHONY: run test test-postgis test-embedded lint format bench install system-run system-test migrate clean
 
@@ -45,10 +47,10 @@ test: system-test install
 	@scripts/test-phases.sh "$(MAKE) --no-print-directory test-postgis" "$(MAKE) --no-print-directory test-embedded"
 
 test-postgis:
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(VENV)/bin/pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(VENV)/bin/pytest $(DURATIONS) $(PYTEST_ARGS)
 
 test-embedded:
-	env -u DATABASE_URL -u CELERY_BROKER_URL VAR_DIR=$$(mktemp -d) $(VENV)/bin/pytest -m embedded $(PYTEST_ARGS)
+	env -u DATABASE_URL -u CELERY_BROKER_URL VAR_DIR=$$(mktemp -d) $(VENV)/bin/pytest -m embedded $(DURATIONS) $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
