@@ -25,6 +25,7 @@ from platform_site.accounts.signals import core_user_deleting
 
 from . import storage
 from .models import Batch, BatchStatus, File
+from .uploads import UPLOAD_SUFFIX, upload_temp_dir
 
 _CHUNK = 500
 # `services.batches.ensure_extracted` extracts into `<batch>.<pid>.<time>`, then renames it to `<batch>`.
@@ -59,13 +60,15 @@ def _core_user_deleting(sender, core_user, **kwargs) -> None:
     Batch.objects.filter(core_user=core_user).only("pk", "upload").delete()
 
 
-def stray_storage_sweep() -> dict[str, int]:
-    """Remove stored bytes whose record no longer exists and that nothing wrote for CONVERSION_STUCK_AFTER_SECONDS:
-    upload zips (`batches/<batch>.zip`), data set zips (`datasets/<batch>/`), a file's outputs and images
-    (`files/<file>/`) and a batch's work folder; also work folders nothing wrote for that long that no batch uses
-    (`_work_dirs_sweep`). Names that are not a record id are not ours: left alone."""
-    limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
-    removed = 0
+def stray_storage_sweep(*, limit: datetime | None = None) -> dict[str, int]:
+    """Remove stored bytes whose record no longer exists and that nothing wrote since `limit` (default
+    CONVERSION_STUCK_AFTER_SECONDS ago; the embedded server's start, at its start): upload zips
+    (`batches/<batch>.zip`), data set zips (`datasets/<batch>/`), a file's outputs and images (`files/<file>/`) and
+    a batch's work folder; also work folders nothing wrote since then that no batch uses (`_work_dirs_sweep`), and
+    uploads that stopped streaming in (`.uploads/*.upload`: their request was cut off with its process). Names that
+    are not a record id are not ours: left alone."""
+    limit = limit or timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    removed = _uploads_sweep(limit)
     _, uploads = storage.listdir("batches")
     for name in _strays(Batch, uploads, key=lambda name: Path(name).stem[:36]):
         if _stored_time(f"batches/{name}") < limit:
@@ -77,6 +80,19 @@ def stray_storage_sweep() -> dict[str, int]:
                 storage.delete_tree(f"{folder}/{name}")
                 removed += 1
     return {"removed": removed + _work_dirs_sweep(limit)}
+
+
+def _uploads_sweep(limit: datetime) -> int:
+    """Remove the uploads streaming in (`uploads.upload_temp_dir()`) that nothing wrote since `limit`: a request
+    writes its upload as it reads it and removes it when it ends, however it ends, but a process killed mid-request
+    leaves it (up to CONVERSION_UPLOAD_MAX_BYTES each)."""
+    folder = upload_temp_dir()
+    removed = 0
+    for path in folder.glob(f"*{UPLOAD_SUFFIX}") if folder.is_dir() else ():
+        if _newest_local(path) < limit:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def _work_dirs_sweep(limit: datetime) -> int:

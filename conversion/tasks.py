@@ -1,5 +1,7 @@
 """Conversion tasks: thin and idempotent; they take ids and call `conversion.services`."""
 
+from django.utils.dateparse import parse_datetime
+
 from platform_site.celery import app
 
 from . import cleanup, services
@@ -18,15 +20,17 @@ def dataset_convert(dataset_id: int) -> None:
 
 
 @app.task(ignore_result=True)
-def conversion_sweep() -> dict:
-    """Periodic: re-send or fail batches, data sets and files that stayed in flight too long."""
-    return services.conversion_sweep()
+def conversion_sweep(limit: str | None = None) -> dict:
+    """Periodic: re-send or fail batches, data sets and files that stayed in flight too long (untouched since
+    `limit`, an ISO 8601 time: the embedded server's start, sent at its start)."""
+    return services.conversion_sweep(limit=parse_datetime(limit) if limit else None)
 
 
 @app.task(ignore_result=True)
-def conversion_storage_sweep() -> dict:
-    """Periodic: remove stored bytes whose record is gone (written by a task still running at its deletion)."""
-    return cleanup.stray_storage_sweep()
+def conversion_storage_sweep(limit: str | None = None) -> dict:
+    """Periodic: remove stored bytes whose record is gone (written by a task still running at its deletion), and
+    uploads a killed process left (nothing written since `limit`, as `conversion_sweep`'s)."""
+    return cleanup.stray_storage_sweep(limit=parse_datetime(limit) if limit else None)
 
 
 @app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)

@@ -42,6 +42,10 @@ def upload_max_bytes() -> int:
     return int(settings.CONVERSION_UPLOAD_MAX_BYTES)
 
 
+# An upload streaming in: `upload_temp_dir()/<random>.upload` (`cleanup.stray_storage_sweep` removes those left).
+UPLOAD_SUFFIX = ".upload"
+
+
 def upload_temp_dir() -> Path:
     return Path(settings.UPLOAD_TEMP_DIR or Path(settings.MEDIA_ROOT) / ".uploads")
 
@@ -62,7 +66,7 @@ class TemporaryZip(UploadedFile):
 
     def __init__(self, name: str, content_type: str | None, charset: str | None, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
-        file = tempfile.NamedTemporaryFile(suffix=".upload", dir=directory)  # noqa: SIM115 (closed by Django)
+        file = tempfile.NamedTemporaryFile(suffix=UPLOAD_SUFFIX, dir=directory)  # noqa: SIM115 (closed by Django)
         super().__init__(file, name, content_type, 0, charset)
 
     def temporary_file_path(self) -> str:

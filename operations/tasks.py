@@ -1,5 +1,7 @@
 """Operations tasks: thin and idempotent; they take ids and call `operations.services`."""
 
+from django.utils.dateparse import parse_datetime
+
 from platform_site.celery import app
 
 from . import services
@@ -24,6 +26,7 @@ def operation_crop_process(crop_id: str) -> None:
 
 
 @app.task(ignore_result=True)
-def operations_sweep() -> None:
-    """Periodic (beat): re-send or fail operation builds left processing too long."""
-    services.operations_sweep()
+def operations_sweep(limit: str | None = None) -> None:
+    """Periodic (beat): re-send or fail operation builds left processing too long (untouched since `limit`, an ISO
+    8601 time: the embedded server's start, sent at its start)."""
+    services.operations_sweep(limit=parse_datetime(limit) if limit else None)

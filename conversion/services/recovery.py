@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
@@ -63,10 +63,12 @@ def batch_retry(*, batch: Batch) -> Batch:
     return batch
 
 
-def conversion_sweep() -> dict[str, int]:
+def conversion_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     """Re-send batches and data sets that stayed in flight too long (their worker died, or their task was lost
-    before it started), or fail them with a reason after CONVERSION_MAX_ATTEMPTS; merged files too."""
-    limit = timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    before it started), or fail them with a reason after CONVERSION_MAX_ATTEMPTS; merged files too. In flight too
+    long: nothing done since `limit` (default CONVERSION_STUCK_AFTER_SECONDS ago; the embedded server's start, at
+    its start: its in-memory broker lost every task of the process before it)."""
+    limit = limit or timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     counts = {"resent": 0, "failed": 0}
     # Batches not opened: never started, or started long ago by a worker that died. Each send of the opening task is
     # an attempt, counted when it is sent (a task lost before a worker took it never runs to count itself), and the

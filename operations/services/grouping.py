@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
@@ -251,14 +251,15 @@ def _waiting_resend(operation: Operation) -> None:
         merging.merge_send(file_id)
 
 
-def operations_sweep() -> dict[str, int]:
+def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     """Re-send the build of operations left processing longer than CONVERSION_STUCK_AFTER_SECONDS (its task was
     lost or its worker died), or, after CONVERSION_MAX_ATTEMPTS re-sends, fail the operation and its automerged
     file with a reason. An automerged file failed while its operation still waits is made processing again. Crops
     left processing that long are sent again, or failed after as many re-sends. Group again the processed files on
-    a field that are in no operation that long after their processing."""
+    a field that are in no operation that long after their processing. That long: untouched since `limit` (default
+    CONVERSION_STUCK_AFTER_SECONDS ago; see `conversion.services.conversion_sweep`)."""
     now = timezone.now()
-    limit = now - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    limit = limit or now - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
     counts = {"resent": 0, "failed": 0, "grouped": 0}
     stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit)
     for operation_id in stuck.values_list("pk", flat=True):

@@ -76,6 +76,20 @@ def test_the_storage_sweep_keeps_the_bytes_of_existing_records(api_client, core_
     assert api_client.get(f"/services/operations/api/files/{file_id}/standardGeojson").status_code == 200
 
 
+def test_an_upload_cut_off_while_it_streamed_in_is_removed_once_nothing_wrote_it_for_that_long(settings):
+    """A process killed mid-request leaves its upload (up to 3 GiB) in the upload folder: nothing removed it."""
+    from conversion.uploads import upload_temp_dir
+
+    upload_temp_dir().mkdir(parents=True, exist_ok=True)
+    cut_off, streaming = upload_temp_dir() / "tmpcut.upload", upload_temp_dir() / "tmpnow.upload"
+    foreign = upload_temp_dir() / "notes.txt"  # (not an upload of ours)
+    for path in (cut_off, streaming, foreign):
+        path.write_bytes(b"PK" + bytes(100))
+    _age([cut_off, foreign], settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+    assert stray_storage_sweep()["removed"] >= 1  # (with what earlier tests' deleted records left)
+    assert not cut_off.exists() and streaming.exists() and foreign.exists()
+
+
 def test_beat_runs_the_storage_sweep_and_every_scheduled_task_exists():
     from platform_site.celery import app
 

@@ -4,13 +4,23 @@ Serves the API and, when no CELERY_BROKER_URL is configured, runs the tasks in-p
 workers in threads on the in-memory broker (one for the webhook deliveries, one for everything else, as
 production runs them) and an embedded beat thread for the periodic sweeps. With a real broker, it only
 serves (run the workers and beat beside it, README).
+
+The in-memory broker dies with the process: whatever was queued or running then (a conversion, a merge, an
+operation's build, a webhook delivery being posted) is lost. So at its start, the embedded server takes up what the
+process before it left (`restart_recovery`): the sweeps run at once, with everything not touched since this start
+counting as left, instead of after CONVERSION_STUCK_AFTER_SECONDS; leases of deliveries are released first. (It is
+the only process on its database: two embedded servers on one database would each take the other's work as left.)
 """
 
 import threading
+from datetime import datetime
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.utils import timezone
+
+from webhooks.services import deliveries_release
 
 
 class Command(BaseCommand):
@@ -21,9 +31,31 @@ class Command(BaseCommand):
 
     def handle(self, *args, addrport, **options):
         if settings.CELERY_EMBEDDED and not settings.CELERY_TASK_ALWAYS_EAGER:
+            started = timezone.now()
+            released = deliveries_release()  # (before a worker of this process can hold one)
             start_embedded_worker()
-            self.stdout.write("Tasks run in-process (no CELERY_BROKER_URL): embedded worker and beat started.")
+            restart_recovery(started)
+            self.stdout.write(
+                "Tasks run in-process (no CELERY_BROKER_URL): embedded worker and beat started; work the process "
+                f"before left is taken up ({released} webhook deliveries were held)."
+            )
         call_command("runserver", addrport, use_reloader=False, use_threading=True, insecure_serving=True)
+
+
+def restart_recovery(started: datetime) -> None:
+    """Send the sweeps at once, everything untouched since `started` (this process's start) counting as in flight
+    too long: conversions, merges and operation builds are sent again (each send an attempt: work that kills the
+    process every time ends FAILED after CONVERSION_MAX_ATTEMPTS starts), uploads cut off are removed, due webhook
+    deliveries are sent."""
+    from conversion.tasks import conversion_storage_sweep, conversion_sweep
+    from operations.tasks import operations_sweep
+    from webhooks.tasks import webhooks_deliveries_sweep
+
+    limit = started.isoformat()
+    conversion_sweep.delay(limit)
+    operations_sweep.delay(limit)
+    conversion_storage_sweep.delay(limit)
+    webhooks_deliveries_sweep.delay()
 
 
 def start_embedded_worker() -> None:
