@@ -26,6 +26,8 @@ class Detection:
 
     datasets: list[Dataset] = field(default_factory=list)
     unsupported: list[UnsupportedFound] = field(default_factory=list)
+    # Files that look like the start of a data set but lack a part (a .shp without its .dbf), as "<path>: <what>".
+    incomplete: list[str] = field(default_factory=list)
 
 
 JD_GS = "John Deere GS2/GS3"
@@ -77,6 +79,11 @@ def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
             file_format = _file_dataset_format(path, lower_files)
             if file_format is not None:
                 found.datasets.append(Dataset(file_format, path, here, Path(name).stem))
+            elif suffix == ".shp":
+                found.incomplete.append(
+                    f"{path.relative_to(root_path).as_posix()}: no {Path(name).stem}.dbf beside it (a shapefile's "
+                    "values are in its .dbf: zip the .shp, .shx, .dbf and .prj together)"
+                )
             elif suffix in _FILE_FORMATS and "taskdata.xml" not in lower_files:
                 fmt = _FILE_FORMATS[suffix]
                 if not any(u.format_name == fmt and u.path == here for u in found.unsupported):

@@ -103,6 +103,10 @@ def ensure_extracted(batch: Batch) -> Path:
     return target / "root"
 
 
+# The most incomplete data sets (a .shp without its .dbf) the failure of an archive with no data set names.
+INCOMPLETE_NAMED = 3
+
+
 def batch_open(batch_id: str) -> None:
     """Extract and detect; create the data sets and their files; enqueue their conversion. Idempotent."""
     with transaction.atomic():
@@ -122,7 +126,10 @@ def batch_open(batch_id: str) -> None:
         _batch_fail(batch, INTERNAL_ERROR, "Internal error while opening the archive.")
         return
     if not found.datasets and not found.unsupported:
-        _batch_fail(batch, NO_VALID_FILES, "No ISOXML, shapefile or GeoJSON point data set in the archive.")
+        reason = "No ISOXML, shapefile or GeoJSON point data set in the archive"
+        if found.incomplete:  # what came nearest, said
+            reason += ": " + "; ".join(found.incomplete[:INCOMPLETE_NAMED])
+        _batch_fail(batch, NO_VALID_FILES, reason + ".")
         return
     with transaction.atomic():
         batch = Batch.objects.select_for_update().get(pk=batch.pk)

@@ -196,6 +196,19 @@ def test_a_zip_without_data_sets_fails_with_no_valid_files(api_client, core_user
     assert batch["status"] == "FAILED"
     assert batch["statusDetails"] == NO_VALID_FILES
     assert batch["files"] == []
+    assert batch["failureReason"] == "No ISOXML, shapefile or GeoJSON point data set in the archive."
+
+
+@pytest.mark.embedded
+def test_a_shapefile_without_its_dbf_is_named_in_the_failure(api_client, core_user):
+    """It failed with the same sentence as an archive of holiday photos: the user could not tell what was missing."""
+    data = zip_entries({"export/Yield.shp": b"\x00\x00\x27\x0a" + bytes(96), "export/Yield.prj": b"GEOGCS[]"})
+    batch = _upload_ok(api_client, core_user, data)
+    assert batch["status"] == "FAILED" and batch["statusDetails"] == NO_VALID_FILES
+    assert batch["failureReason"] == (
+        "No ISOXML, shapefile or GeoJSON point data set in the archive: export/Yield.shp: no Yield.dbf beside it "
+        "(a shapefile's values are in its .dbf: zip the .shp, .shx, .dbf and .prj together)."
+    )
 
 
 @pytest.mark.embedded
