@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('webhooks', '0001_initial'),
+        ("webhooks", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='webhook',
-            name='secret',
+            model_name="webhook",
+            name="secret",
             field=models.CharField(max_length=512, validators=[django.core.validators.MinLengthValidator(16)]),
         ),
     ]
