@@ -4,23 +4,18 @@ for the sweeps' CONVERSION_STUCK_AFTER_SECONDS (an hour)."""
 
 import io
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from tests.receiver import Receiver, start_receiver, unused_port
+from tests.api.embedded import REPO, USERNAME, embedded_env, embedded_serve, owner_token
+from tests.receiver import Receiver, start_receiver
 
 pytestmark = pytest.mark.embedded
-
-REPO = Path(__file__).resolve().parents[2]
-PASSWORD = "a-long-password-for-the-test"
 
 # What a process killed mid-work leaves: it is run in a process of its own, whose in-memory broker (and with it the
 # tasks sent) dies with it, as the server's would.
@@ -41,7 +36,7 @@ from platform_site.accounts.models import CoreUser
 from webhooks.models import Delivery
 from webhooks.services import event_emit, webhook_register
 
-owner = get_user_model().objects.get(username="embedded")
+owner = get_user_model().objects.get(username=sys.argv[2])
 core_user = CoreUser.objects.create(owner=owner, name="grower")
 webhook_register(owner=owner, name="hook", url=sys.argv[1], secret="s" * 16, events=["fieldCreated"])
 # An upload received, whose opening task was queued (and lost)
@@ -81,47 +76,20 @@ def _get(base: str, path: str, token: str) -> dict:
 
 def test_work_a_killed_process_left_is_taken_up_as_the_embedded_server_starts(tmp_path):
     var_dir = tmp_path / "var"
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-    env |= {"VAR_DIR": str(var_dir), "DEBUG": "false", "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
-    env |= {"CELERY_TASK_ALWAYS_EAGER": "false", "CONVERSION_STUCK_AFTER_SECONDS": "3600"}
-    manage = [sys.executable, "manage.py"]
-    for command in (["migrate", "-v0"], ["createapiowner", "embedded", "--password", PASSWORD]):
-        done = subprocess.run(manage + command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, f"{command[0]} failed: {done.stderr[-3000:]}"
+    env = embedded_env(var_dir, CELERY_TASK_ALWAYS_EAGER="false", CONVERSION_STUCK_AFTER_SECONDS="3600")
     receiver = Receiver()
     receiver_server = start_receiver(receiver)
     dead = subprocess.run(
-        [sys.executable, "-c", LEFT_BY_A_DEAD_PROCESS, receiver.url],
+        [sys.executable, "-c", LEFT_BY_A_DEAD_PROCESS, receiver.url, USERNAME],
         cwd=REPO, env=env, input=_points_zip(), capture_output=True, timeout=120,
     )  # fmt: skip
     assert dead.returncode == 0, dead.stderr.decode()[-3000:]
     left = json.loads(dead.stdout.decode().strip().splitlines()[-1])
     assert receiver.received == []  # (nothing was sent: its tasks died with it)
 
-    port = unused_port()
-    log_path = tmp_path / "server.log"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            manage + ["serve", f"127.0.0.1:{port}"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+    with embedded_serve(env, tmp_path / "server.log") as base:
         try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        pytest.fail("the embedded server did not start: " + log_path.read_text()[-2000:])
-                    time.sleep(0.2)
-            request = urllib.request.Request(
-                base + "/api/authenticate",
-                data=json.dumps({"username": "embedded", "password": PASSWORD}).encode(),
-                headers={"Content-Type": "application/json"},
-            )
-            with urllib.request.urlopen(request, timeout=30) as response:
-                token = json.loads(response.read())["id_token"]
+            token = owner_token(base)
 
             # Then the upload is converted within moments, not after the sweep's hour
             deadline = time.monotonic() + 60
@@ -142,6 +110,4 @@ def test_work_a_killed_process_left_is_taken_up_as_the_embedded_server_starts(tm
                 assert time.monotonic() < deadline, "the cut-off upload was not removed"
                 time.sleep(0.2)
         finally:
-            server.terminate()
-            server.wait(timeout=20)
             receiver_server.shutdown()

@@ -3,10 +3,7 @@ concurrent writes: every request waits its turn for the database instead of fail
 
 import io
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -18,12 +15,9 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.receiver import unused_port
+from tests.api.embedded import embedded_env, embedded_serve, owner_token
 
 pytestmark = pytest.mark.embedded
-
-REPO = Path(__file__).resolve().parents[2]
-PASSWORD = "a-long-password-for-the-test"
 
 
 def _call(base: str, method: str, path: str, body: dict | None = None, token: str | None = None):
@@ -50,35 +44,13 @@ class EmbeddedServer(NamedTuple):
 def embedded_server(tmp_path_factory):
     """`make run`'s configuration in a scratch VAR_DIR: migrate, an owner, then `manage.py serve`."""
     var_dir = tmp_path_factory.mktemp("embedded")
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-    env |= {"VAR_DIR": str(var_dir), "DEBUG": "false", "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
-    env["WEBHOOK_TIMEOUT_SECONDS"] = "60"  # a receiver that hangs holds its delivery that long
-    env["DATABASE_URL"] = f"spatialite:///{var_dir / 'platform.sqlite3'}?timeout=5"  # a writer waits 5 s at most
-    manage = [sys.executable, "manage.py"]
-    for command in (["migrate", "-v0"], ["createapiowner", "embedded", "--password", PASSWORD]):
-        done = subprocess.run(manage + command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, f"{command[0]} failed: {done.stderr[-3000:]}"
-    port = unused_port()
-    log = open(var_dir / "server.log", "w")  # noqa: SIM115
-    server = subprocess.Popen(
-        manage + ["serve", f"127.0.0.1:{port}"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+    env = embedded_env(
+        var_dir,
+        WEBHOOK_TIMEOUT_SECONDS="60",  # a receiver that hangs holds its delivery that long
+        DATABASE_URL=f"spatialite:///{var_dir / 'platform.sqlite3'}?timeout=5",  # a writer waits 5 s at most
     )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("the embedded server did not start: " + (var_dir / "server.log").read_text()[-2000:])
-            time.sleep(0.2)
-    status, body = _call(base, "POST", "/api/authenticate", {"username": "embedded", "password": PASSWORD})
-    assert status == 200, body
-    yield EmbeddedServer(base, body["id_token"], var_dir / "platform.sqlite3")
-    server.terminate()
-    server.wait(timeout=20)
-    log.close()
+    with embedded_serve(env, var_dir / "server.log") as base:
+        yield EmbeddedServer(base, owner_token(base), var_dir / "platform.sqlite3")
 
 
 def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server):

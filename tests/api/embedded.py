@@ -1,0 +1,68 @@
+"""`make run`'s embedded default as a real process for the tests: a scratch VAR_DIR migrated with an owner, then
+`manage.py serve` on a loopback port (SpatiaLite, tasks in-process)."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.receiver import unused_port
+
+REPO = Path(__file__).resolve().parents[2]
+USERNAME, PASSWORD = "embedded", "a-long-password-for-the-test"
+MANAGE = [sys.executable, "manage.py"]
+
+
+def embedded_env(var_dir: Path, **settings: str) -> dict[str, str]:
+    """This environment without a database or broker URL (the embedded default) on `var_dir`, migrated, with the
+    owner USERNAME; `settings`: more environment variables."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env |= {"VAR_DIR": str(var_dir), "DEBUG": "false", "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
+    env |= settings
+    for command in (["migrate", "-v0"], ["createapiowner", USERNAME, "--password", PASSWORD]):
+        done = subprocess.run(MANAGE + command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{command[0]} failed: {done.stderr[-3000:]}"
+    return env
+
+
+@contextmanager
+def embedded_serve(env: dict[str, str], log_path: Path) -> Iterator[str]:
+    """`manage.py serve` with `env`, its output in `log_path`: its base URL once it takes connections; stopped after."""
+    port = unused_port()
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            MANAGE + ["serve", f"127.0.0.1:{port}"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        pytest.fail("the embedded server did not start: " + log_path.read_text()[-2000:])
+                    time.sleep(0.2)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+
+
+def owner_token(base: str) -> str:
+    """A token of the owner USERNAME."""
+    request = urllib.request.Request(
+        base + "/api/authenticate",
+        data=json.dumps({"username": USERNAME, "password": PASSWORD}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["id_token"]
