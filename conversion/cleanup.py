@@ -11,10 +11,9 @@ extraction failed) and the folder of a batch that ended (its end's removal after
 import re
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
-from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models.signals import post_delete
@@ -25,6 +24,7 @@ from platform_site.accounts.signals import core_user_deleting
 
 from . import storage
 from .models import Batch, BatchStatus, File
+from .services.recovery import stuck_limit
 from .uploads import UPLOAD_SUFFIX, upload_temp_dir
 
 _CHUNK = 500
@@ -67,7 +67,7 @@ def stray_storage_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     a batch's work folder; also work folders nothing wrote since then that no batch uses (`_work_dirs_sweep`), and
     uploads that stopped streaming in (`.uploads/*.upload`: their request was cut off with its process). Names that
     are not a record id are not ours: left alone."""
-    limit = limit or timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    limit = stuck_limit(limit)
     removed = _uploads_sweep(limit)
     _, uploads = storage.listdir("batches")
     for name in _strays(Batch, uploads, key=lambda name: Path(name).stem[:36]):

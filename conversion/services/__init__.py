@@ -22,7 +22,7 @@ One module per stage; import them from here.
 from .batches import batch_open, batch_progress, batch_receive, batch_status, ensure_extracted
 from .datasets import dataset_convert
 from .files import FAILED_EVENTS, FINISHED_EVENTS, file_complete, file_fail
-from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep, derived_file_sweep
+from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep, derived_file_sweep, stuck_limit
 
 __all__ = [
     "FAILED_EVENTS",
@@ -36,6 +36,7 @@ __all__ = [
     "conversion_sweep",
     "dataset_convert",
     "derived_file_sweep",
+    "stuck_limit",
     "ensure_extracted",
     "file_complete",
     "file_fail",

@@ -63,12 +63,18 @@ def batch_retry(*, batch: Batch) -> Batch:
     return batch
 
 
+def stuck_limit(limit: datetime | None = None) -> datetime:
+    """The sweeps' line: work in flight untouched since then counts as left (its task lost, or its worker dead).
+    `limit` when given (the embedded server's start, at its start), else CONVERSION_STUCK_AFTER_SECONDS ago."""
+    return limit or timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+
+
 def conversion_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     """Re-send batches and data sets that stayed in flight too long (their worker died, or their task was lost
     before it started), or fail them with a reason after CONVERSION_MAX_ATTEMPTS; merged files too. In flight too
     long: nothing done since `limit` (default CONVERSION_STUCK_AFTER_SECONDS ago; the embedded server's start, at
     its start: its in-memory broker lost every task of the process before it)."""
-    limit = limit or timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    limit = stuck_limit(limit)
     counts = {"resent": 0, "failed": 0}
     # Batches not opened: never started, or started long ago by a worker that died. Each send of the opening task is
     # an attempt, counted when it is sent (a task lost before a worker took it never runs to count itself), and the

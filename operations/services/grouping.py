@@ -259,7 +259,7 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     a field that are in no operation that long after their processing. That long: untouched since `limit` (default
     CONVERSION_STUCK_AFTER_SECONDS ago; see `conversion.services.conversion_sweep`)."""
     now = timezone.now()
-    limit = limit or now - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
+    limit = conversion.stuck_limit(limit)
     counts = {"resent": 0, "failed": 0, "grouped": 0}
     stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit)
     for operation_id in stuck.values_list("pk", flat=True):
