@@ -8,7 +8,7 @@ would make browsers send `Origin: null` on our own forms, which the CSRF check r
 import secrets
 from functools import wraps
 
-from django.http import HttpResponseRedirect, JsonResponse
+from django.http import HttpResponseRedirect, JsonResponse, UnreadablePostError
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -258,6 +258,10 @@ def link_upload(request, token: str):
 
     try:
         upload_parse(request)  # the body parsed now, through the streaming handler
+    except UnreadablePostError:  # it stopped arriving (the server's read timed out, or the connection broke)
+        return _upload_error(
+            request, link, token, "The upload stopped arriving before it was complete. Try again.", 408
+        )
     except UploadTooLarge as exc:
         return _upload_error(request, link, token, exc.detail, 413)
     except DomainError as exc:

@@ -248,6 +248,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     "credentials-refresh": {"task": "magiclinks.tasks.magiclinks_credentials_refresh_sweep", "schedule": 300.0},
 }
 
+# The embedded server (`make run`) closes a connection that sends nothing for this long: a client that announced a
+# longer body than it sends, or keeps an idle connection open, held one of its threads for as long as it stayed.
+EMBEDDED_READ_TIMEOUT_SECONDS = env.float("EMBEDDED_READ_TIMEOUT_SECONDS", default=60.0)
+
 # --- Webhooks -------------------------------------------------------------------------------------
 WEBHOOK_ALLOW_PRIVATE_URLS = env.bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=CELERY_EMBEDDED)
 # Seconds to wait before each retry after a failed attempt: about 1, 30, 60 and 240 minutes.

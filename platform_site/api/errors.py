@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import OperationalError
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, UnreadablePostError
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -25,6 +25,10 @@ from platform_site.text import storable
 NOT_FOUND = "The resource was not found."
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
+# A body that stopped arriving before its Content-Length (the server's read timed out, or the connection broke): 408.
+BODY_INCOMPLETE = (
+    "The request body stopped arriving before the length its Content-Length announced: send the whole body again."
+)
 DATABASE_BUSY_RETRY_SECONDS = 5
 # PostgreSQL's answers to a request that another one's change got in the way of: a deadlock (it was chosen to give
 # way), a serialisation failure, a lock it waited for too long. The other request went on; this one may be sent again.
@@ -182,6 +186,8 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
 
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(NOT_FOUND)
+    elif isinstance(exc, UnreadablePostError):
+        exc = DomainError(BODY_INCOMPLETE, error_key="requestTimeout", status_code=status.HTTP_408_REQUEST_TIMEOUT)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, DjangoValidationError):

@@ -70,6 +70,7 @@ PROBLEM_DESCRIPTIONS = {
     401: "No bearer token, or a malformed or expired one (`unauthorized`).",
     404: "No such resource, or one of another API owner (`notFound`).",
     406: "The `Accept` header takes no JSON (`notAcceptable`).",
+    408: "The body stopped arriving before its Content-Length was reached (`requestTimeout`).",
     411: "The body was sent without a Content-Length (`Transfer-Encoding: chunked`; `lengthRequired`).",
     413: "The JSON body is larger than the server accepts (`requestTooLarge`).",
     415: "The body is not JSON in UTF-8, UTF-16 or UTF-32 (`unsupportedMediaType`).",
@@ -189,8 +190,8 @@ def problem_statuses(operation: dict) -> dict[int, str]:
     """The error statuses every operation of its kind can answer, with what they mean there: 400 where there is
     input (a body or a query parameter; not `format`, whose unknown values are 404s), 401 behind the bearer
     token, 404 where the path names a resource or the query a core user it needs (a `coreUserId` filter of a
-    list finds nothing instead), 406 everywhere (DRF negotiates every request's `Accept`), 411, 413 and 415 where
-    there is a body."""
+    list finds nothing instead), 406 everywhere (DRF negotiates every request's `Accept`), 408, 411, 413 and 415
+    where there is a body."""
     parameters = operation.get("parameters", [])
     body = operation.get("requestBody", {}).get("content", {})
     upload = "multipart/form-data" in body
@@ -204,6 +205,7 @@ def problem_statuses(operation: dict) -> dict[int, str]:
     statuses[406] = _not_acceptable(operation)
     if body:
         descriptions = UPLOAD_PROBLEM_DESCRIPTIONS if upload else PROBLEM_DESCRIPTIONS
+        statuses[408] = PROBLEM_DESCRIPTIONS[408]
         statuses[411] = PROBLEM_DESCRIPTIONS[411]
         statuses[413] = descriptions[413]
         statuses[415] = descriptions[415]

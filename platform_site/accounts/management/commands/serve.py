@@ -16,8 +16,10 @@ import threading
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.staticfiles.management.commands.runserver import Command as RunserverCommand
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer
 from django.utils import timezone
 
 from webhooks.services import deliveries_release
@@ -39,7 +41,65 @@ class Command(BaseCommand):
                 "Tasks run in-process (no CELERY_BROKER_URL): embedded worker and beat started; work the process "
                 f"before left is taken up ({released} webhook deliveries were held)."
             )
-        call_command("runserver", addrport, use_reloader=False, use_threading=True, insecure_serving=True)
+        call_command(Runserver(), addrport, use_reloader=False, use_threading=True, insecure_serving=True)
+
+
+class ReadTimeoutWSGIServer(WSGIServer):
+    """Django's development server, closing a connection that sends nothing for EMBEDDED_READ_TIMEOUT_SECONDS. It
+    has no timeout of its own: a client that announced a longer body than it sent, or kept an idle connection open,
+    held a request thread for as long as it stayed connected. The limit is on each read, not on the request: a slow
+    upload that keeps sending is never cut off. A request whose body stops arriving is answered 408
+    (`errors.BODY_INCOMPLETE`)."""
+
+    def __init__(self, server_address, handler_class, **kwargs):
+        # (Django's `run` gives its WSGIRequestHandler; this server serves with the subclass below.)
+        super().__init__(server_address, ReadTimeoutRequestHandler, **kwargs)
+
+    def finish_request(self, request, client_address):
+        request.settimeout(settings.EMBEDDED_READ_TIMEOUT_SECONDS)
+        super().finish_request(request, client_address)
+
+
+class ReadTimeoutRequestHandler(WSGIRequestHandler):
+    """Reads the request through `_AbortOnTimeout`: a read past the timeout is the connection given up, as a client
+    that hung up is, so neither the server nor wsgiref logs a traceback for it (Django logs "Broken pipe")."""
+
+    def setup(self):
+        super().setup()
+        self.rfile = _AbortOnTimeout(self.rfile)
+
+
+class _AbortOnTimeout:
+    """A reader of the request socket whose reads after EMBEDDED_READ_TIMEOUT_SECONDS without data raise
+    ConnectionAbortedError (the first raised TimeoutError, the next ones a plain OSError: "cannot read from timed
+    out object")."""
+
+    def __init__(self, reader):
+        self._reader = reader
+        self._timed_out = False
+
+    def _call(self, method, *args):
+        if not self._timed_out:
+            try:
+                return method(*args)
+            except TimeoutError:
+                self._timed_out = True
+        raise ConnectionAbortedError(f"nothing received for {settings.EMBEDDED_READ_TIMEOUT_SECONDS:g} s")
+
+    def read(self, *args):
+        return self._call(self._reader.read, *args)
+
+    def readline(self, *args):
+        return self._call(self._reader.readline, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
+
+
+class Runserver(RunserverCommand):
+    """`runserver` (staticfiles' own: it serves the admin's and the pages' static files) on `ReadTimeoutWSGIServer`."""
+
+    server_cls = ReadTimeoutWSGIServer
 
 
 def restart_recovery(started: datetime) -> None:
