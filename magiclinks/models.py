@@ -8,6 +8,7 @@ Batches uploaded through a link are kept as plain ids (`batch_id`): conversion o
 import uuid
 
 from django.db import models
+from django.utils import timezone
 
 from platform_site.accounts.models import CoreUser
 
@@ -29,7 +30,8 @@ class MagicLink(models.Model):
     provider = models.CharField(max_length=32, null=True, blank=True)
     settings = models.JSONField(default=dict, blank=True)
     expires_at = models.DateTimeField()
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # (Not `auto_now_add`, which takes its own instant on save: `expires_at` is counted from this one.)
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
     last_accessed_at = models.DateTimeField(null=True, blank=True)
     usage_count = models.PositiveIntegerField(default=0)
     deleted_at = models.DateTimeField(null=True, blank=True)

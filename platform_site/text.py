@@ -7,6 +7,25 @@ import re
 # Python's own `float()` also reads): query parameters, and numbers that files write as text.
 PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
+# The date of an ISO 8601 time: calendar, ordinal or week date, extended or basic (`2024-05-01`, `2024-122`,
+# `2024-W18-3`, `20240501`), read up to what follows it.
+_ISO_DATE_PART = re.compile(r"[0-9W-]+")
+
+
+def iso_time_text(text: str) -> str | None:
+    """`text` ready for an ISO 8601 parser (Python's `fromisoformat`, Django's `parse_datetime`), or None when it is
+    not one: stripped, its `t` and `z` upper case (RFC 3339 allows either case); None when it holds other scripts'
+    digits (`٢020`, which those parsers read as 2020) or anything else outside ASCII, or joins date and time with
+    another character than `T` or a space (`fromisoformat` takes any)."""
+    text = text.strip().upper()
+    if not text.isascii():
+        return None
+    date = _ISO_DATE_PART.match(text)
+    if date is not None and date.end() < len(text) and text[date.end()] not in "T ":
+        return None
+    return text
+
+
 # NUL and the other C0 controls but tab, LF and CR; the surrogate code points (in a Python str always lone: a valid
 # pair is one character).
 _UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")

@@ -86,14 +86,16 @@ def magic_link_create(
         _require_provider_apps(core_user.owner_id, providers, widget)
     core_user_keep(core_user.pk)
     token = secrets.token_urlsafe(32)  # 256 bits
+    now = timezone.now()  # (one instant: `expiresAt` is exactly `expiresIn` after `createdAt`)
     link = MagicLink.objects.create(
+        created_at=now,
         core_user=core_user,
         widget=widget,
         token_hash=token_hash(token),
         allowed_providers=providers if widget == MagicLink.Widget.PROVIDER else [],
         provider=provider if widget == MagicLink.Widget.AUTHENTICATION else None,
         settings=_normalised_settings(widget, settings),
-        expires_at=timezone.now() + timedelta(seconds=expires_in),
+        expires_at=now + timedelta(seconds=expires_in),
     )
     return link, token
 

@@ -74,14 +74,23 @@ def _file_field_ids(file_ids: list[str]) -> set[str]:
     return set(FieldFile.objects.filter(file_id__in=[str(i) for i in file_ids]).values_list("field_id", flat=True))
 
 
+def _moved(moment: datetime, delta: timedelta) -> datetime:
+    """`moment + delta`, held within the years 1 to 9999: a file of the first or last days of those has a window
+    reaching past them (Python's OverflowError failed its grouping)."""
+    try:
+        return moment + delta
+    except OverflowError:
+        return (datetime.max if delta > timedelta(0) else datetime.min).replace(tzinfo=moment.tzinfo)
+
+
 def _candidate(file: File, field_ids: set[str]) -> Operation | None:
     """The operation the file belongs to: same core user and type, a shared field, every start in the window."""
     window = operation_window(file.operation_type)
     candidates = Operation.objects.filter(
         core_user_id=file.core_user_id,
         operation_type=file.operation_type,
-        start_time__gte=file.start_time - window,
-        start_time__lte=file.start_time + window,
+        start_time__gte=_moved(file.start_time, -window),
+        start_time__lte=_moved(file.start_time, window),
     ).order_by("created_time", "pk")
     for operation in candidates:
         members = list(operation.files.values_list("pk", "start_time"))

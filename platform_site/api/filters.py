@@ -10,7 +10,7 @@ from django import forms
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
-from platform_site.text import PLAIN_NUMBER
+from platform_site.text import PLAIN_NUMBER, iso_time_text
 
 PLAIN_INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -27,10 +27,11 @@ class UtcDateTimeField(forms.Field):
     def to_python(self, value):
         if value in (None, ""):
             return None
-        text = value.strip()
+        text, parsed = iso_time_text(value), None
         try:
-            parsed = parse_datetime(text)
-            if parsed is None and (day := parse_date(text)) is not None:
+            if text is not None:
+                parsed = parse_datetime(text)
+            if parsed is None and text is not None and (day := parse_date(text)) is not None:
                 parsed = datetime.combine(day, time.min)
         except ValueError:
             parsed = None

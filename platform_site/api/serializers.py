@@ -19,7 +19,8 @@ def format_timestamp(value: datetime | None) -> str | None:
         return None
     if value.tzinfo is not None:
         value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    # (`isoformat`, not `strftime("%Y")`: glibc writes the year 999 as `999`, not ISO's `0999`.)
+    return value.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 class TimestampField(serializers.DateTimeField):

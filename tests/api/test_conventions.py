@@ -285,6 +285,29 @@ def test_timestamps_outside_the_years_1_to_9999_in_utc_are_400(api_client, core_
     assert [e["field"] for e in body["fieldErrors"]] == [param], body
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "\u0662020-01-04T00:00:00Z",  # an Arabic-Indic 2: Django's parser read it as 2020
+        "\uff12020-01-04T00:00:00Z",  # a full-width 2
+        "2024-05-01x10:00:00",  # Python's fromisoformat takes any character between date and time
+        "2024-05-01\u200310:00:00",  # an em space
+    ],
+)
+def test_a_timestamp_filter_takes_iso_8601_in_ascii_only(api_client, core_user, value):
+    body = assert_problem(api_client.get(MACHINES.format(core_user.id), {"createdTime": value}), 400, "validation")
+    assert [e["field"] for e in body["fieldErrors"]] == ["createdTime"], body
+
+
+def test_a_timestamp_filter_takes_a_lower_case_t_and_z_as_rfc_3339_allows(api_client, core_user):
+    machine = api_client.post(MACHINES.format(core_user.id), {"name": "combine"}, format="json").json()
+    created = machine["createdTime"]
+    for value in (created, created.lower(), created.replace("T", " ")):
+        listed = api_client.get(MACHINES.format(core_user.id), {"createdTime": value})
+        assert listed.status_code == 200, listed.content
+        assert [m["id"] for m in listed.json()] == [machine["id"]], value
+
+
 @pytest.mark.parametrize("value", ["9999-12-31T23:59:59.999", "0001-01-01T00:00:00"])
 def test_the_first_and_last_millisecond_there_is_are_filter_values(api_client, core_user, value):
     for param in ("createdTime", "afterCreatedTime", "beforeCreatedTime"):
@@ -300,6 +323,9 @@ def test_timestamps_are_utc_with_milliseconds():
     assert format_timestamp(datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)) == "2026-01-02T03:04:05.678Z"
     east = timezone(timedelta(hours=2))
     assert format_timestamp(datetime(2026, 1, 2, 3, 0, 0, tzinfo=east)) == "2026-01-02T01:00:00.000Z"
+    # Four digits of year always (strftime's %Y wrote the year 999 as "999")
+    assert format_timestamp(datetime(999, 6, 1, 10, tzinfo=UTC)) == "0999-06-01T10:00:00.000Z"
+    assert format_timestamp(datetime(1, 1, 2, tzinfo=UTC)) == "0001-01-02T00:00:00.000Z"
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ def test_create_for_an_existing_user_then_read_list_and_delete(api_client, core_
     assert TIMESTAMP.match(created["expiresAt"])
     link = MagicLink.objects.get(pk=created["id"])
     assert timedelta(seconds=899) < link.expires_at - before < timedelta(seconds=902)
+    assert link.expires_at - link.created_at == timedelta(seconds=900)  # counted from the creation, exactly
 
     got = api_client.get(f"{API}/magic-link/{kind}/{created['id']}").json()
     expected = {

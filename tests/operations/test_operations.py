@@ -103,6 +103,15 @@ def test_the_window_holds_starts_exactly_its_length_apart_and_no_more(core_user,
     assert operations == {frozenset({str(first.pk), str(last.pk)}), frozenset({str(beyond.pk)})}
 
 
+@pytest.mark.parametrize("start", ["0001-01-02T00:00:00", "9999-12-30T23:00:00"])
+def test_files_of_the_first_and_last_days_there_are_form_operations(core_user, field, start):
+    """Their window reaches past the years 1 to 9999 (was an OverflowError: processed, but in no operation)."""
+    first = processed_file(core_user, grid_table(start=start, operation_type="planted", seed=1))
+    second = processed_file(core_user, grid_table(start=start, operation_type="planted", seed=2))
+    [operation] = Operation.objects.all()
+    assert set(operation.files.values_list("pk", flat=True)) == {first.pk, second.pk}
+
+
 def test_other_types_fields_and_users_form_their_own_operations(core_user, owner, field):
     processed_file(core_user, grid_table(start=_day(0), operation_type="applied"))
     processed_file(core_user, grid_table(start=_day(0), operation_type="planted"))

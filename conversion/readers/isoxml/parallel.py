@@ -40,9 +40,8 @@ class JoinedTimeLog:
     def tc_time(self) -> np.ndarray:
         return self.base.tc_time
 
-    @property
-    def gps_time(self) -> np.ndarray | None:
-        return self.base.gps_time
+    def utc_time(self, tc_zone: np.timedelta64 | None = None) -> np.ndarray | None:
+        return self.base.utc_time(tc_zone)
 
     @property
     def ptn(self) -> dict[str, np.ndarray]:

@@ -31,7 +31,7 @@ from conversion.readers.base import (
 from . import ignore_times
 from .parallel import AnyTimeLog, join_parallel
 from .sections import section_working_width
-from .task import task_crops_and_products, task_operators, task_recorded_totals, task_timezone
+from .task import log_timezone, task_clock_zones, task_crops_and_products, task_operators, task_recorded_totals
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
 from .tlg import TimeLog, TimeLogError, read_time_log
 
@@ -142,8 +142,10 @@ class IsoxmlReader(Reader):
         devices_used = self._devices_used(td, task, logs)
         implement = self._implement(devices_used)
         operation = self._operation_type(implement, logs)
-        tz_offset = task_timezone(task)
-        parts = [self._log_table(td, log, implement, operation, tz_offset, task_name) for log in logs]
+        zones = task_clock_zones(task)
+        parts = [
+            self._log_table(td, log, implement, operation, log_timezone(zones, log.tc_time), task_name) for log in logs
+        ]
         table = concat_tables(parts, name=task_name)
         table.warnings[:0] = warnings
         table.machines = _dedupe([d.identity() for d in devices_used])
@@ -215,11 +217,12 @@ class IsoxmlReader(Reader):
         if tz_offset is not None:
             tc_time = tc_time - tz_offset
         timestamp = tc_time
-        if log.gps_time is not None:
-            if np.isnat(log.gps_time).all():
+        gps_time = log.utc_time(tz_offset)
+        if gps_time is not None:
+            if np.isnat(gps_time).all():
                 warnings.append(f"{log.name}: GPS time unusable (constant or inconsistent date); TC clock used")
             else:
-                timestamp = np.where(np.isnat(log.gps_time), tc_time, log.gps_time)
+                timestamp = np.where(np.isnat(gps_time), tc_time, gps_time)
         columns: dict[str, np.ndarray] = {"timestamp": timestamp, "lon": log.lon, "lat": log.lat}
         units: dict[str, str] = {}
         if "up" in log.ptn:

@@ -7,6 +7,8 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from xml.etree.ElementTree import Element
 
 import numpy as np
@@ -21,21 +23,50 @@ from .taskdata import TaskData, _clean
 _TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
 
 
-def task_timezone(task: Element) -> np.timedelta64 | None:
-    """The UTC offset written on the task's TIM/ASP times, if any: the TC clock's zone."""
+# A log's first record may come a little before the start its task wrote for the session.
+ZONE_START_SLACK = np.timedelta64(60_000, "ms")
+
+
+@dataclass(frozen=True)
+class ClockZone:
+    """A start the task wrote with its UTC offset (TIM or ASP A="2023-04-14T10:51:44+01:00"): the TC clock's
+    reading then, and the clock's zone from then on."""
+
+    start: np.datetime64
+    offset: np.timedelta64
+
+
+def task_clock_zones(task: Element) -> list[ClockZone]:
+    """The starts written with a UTC offset on the task's TIM and ASP elements, in the clock's order."""
+    zones = []
     for node in task.iter():
         if node.tag not in ("TIM", "ASP"):
             continue
-        match = _TZ_RE.search(node.get("A") or "")
-        if not match:
+        value = (node.get("A") or "").strip()
+        if not _TZ_RE.search(value):
             continue
-        tz = match.group(1)
-        if tz == "Z":
-            return np.timedelta64(0, "ms")
-        sign = -1 if tz[0] == "-" else 1
-        hours, minutes = int(tz[1:3]), int(tz[4:6])
-        return np.timedelta64(sign * (hours * 60 + minutes) * 60_000, "ms")
-    return None
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            continue
+        offset_ms = int(moment.utcoffset().total_seconds() * 1000)
+        zones.append(ClockZone(np.datetime64(moment.replace(tzinfo=None), "ms"), np.timedelta64(offset_ms, "ms")))
+    return sorted(zones, key=lambda zone: zone.start)
+
+
+def log_timezone(zones: list[ClockZone], tc_time: np.ndarray) -> np.timedelta64 | None:
+    """The UTC offset of the TC clock during a log, None when the task writes none: that of the latest start at or
+    before the log's first reading. A task carried on across a change to or from summer time writes its sessions'
+    starts with two offsets, and each log is read in its own (one offset for every log put those after the change
+    an hour off). A log that begins before every start, or has no clock, takes the first start's."""
+    if not zones:
+        return None
+    readings = tc_time[~np.isnat(tc_time)]
+    if not len(readings):
+        return zones[0].offset
+    first = readings.min() + ZONE_START_SLACK
+    started = [zone for zone in zones if zone.start <= first]
+    return (started[-1] if started else zones[0]).offset
 
 
 def task_crops_and_products(td: TaskData, task: Element) -> tuple[list[str], list[str], list[str]]:

@@ -77,9 +77,9 @@ class TimeLogHeader:
 class TimeLog:
     """A parsed time log: per-record TC time, PTN fields and the logged DLV values (sparse, see `values`).
 
-    `tc_time` is the task controller's clock, of no stated zone. `gps_time` is UTC where the log states it: GPS time
-    (PTN H/I) where logged and valid, else a fixed start written with its UTC offset (TIM A="...-05:00"); NaT
-    elsewhere, None when the log states no UTC time at all.
+    `tc_time` is the task controller's clock, of no stated zone (the task's TIM/ASP times say its zone:
+    `task.log_timezone`). `utc_time(zone)` is UTC where the log states it: GPS time (PTN H/I, kept raw in
+    `gps_ms`/`gps_days`) where logged and valid, else a fixed start written with its UTC offset (TIM A="...-05:00").
 
     `n_records` counts the complete records only: `truncated_record` says the binary ends inside a record, whose
     bytes (`leftover_bytes`) were not read.
@@ -93,7 +93,9 @@ class TimeLog:
     truncated_record: bool
     tc_time: np.ndarray
     ptn: dict[str, np.ndarray]
-    gps_time: np.ndarray | None
+    gps_ms: np.ndarray | None
+    gps_days: np.ndarray | None
+    fixed_utc: np.datetime64 | None
     _data: bytes = field(repr=False)
     _record_ends: np.ndarray = field(repr=False)
     _pair_indexes: np.ndarray = field(repr=False)
@@ -166,11 +168,18 @@ class TimeLog:
         """Values of DLV `index` in the DDI unit (raw x resolution), carried forward."""
         return self.raw_values(index) * ddis.resolution(self.header.dlvs[index].ddi)
 
-    def time(self, *, prefer_gps: bool = True) -> np.ndarray:
-        """Per-record timestamps (datetime64[ms]): UTC where the log states it (`gps_time`), else the TC clock."""
-        if prefer_gps and self.gps_time is not None:
-            return np.where(np.isnat(self.gps_time), self.tc_time, self.gps_time)
-        return self.tc_time
+    def utc_time(self, tc_zone: np.timedelta64 | None = None) -> np.ndarray | None:
+        """Per-record UTC times (datetime64[ms]) where the log states them, NaT elsewhere; None when it states none.
+        `tc_zone`: the UTC offset of the TC clock, when the task says it (a GPS time of day without its date is put
+        on the day of the TC clock's UTC reading)."""
+        gps_time = None
+        if self.gps_ms is not None:
+            gps_time = _gps_times(self.gps_ms, self.gps_days, self.tc_time, tc_zone)
+        if self.fixed_utc is not None:
+            # The start's own UTC offset says when it was; GPS time, where logged and valid, still comes first.
+            fixed = np.full(self.n_records, self.fixed_utc)
+            gps_time = fixed if gps_time is None else np.where(np.isnat(gps_time), fixed, gps_time)
+        return gps_time
 
 
 def parse_header(xml_path: Path) -> TimeLogHeader:
@@ -277,12 +286,9 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         # Fixed PTN values are written in display units (degrees, mm), not raw.
         ptn[fname] = np.full(n, value / _PTN_SCALE.get(fname, 1.0))
 
-    gps_time = None
-    if "gps_time" in ptn:
-        gps_time = _gps_times(ptn.pop("gps_time"), ptn.pop("gps_date", None), tc_time)
-    if fixed_utc is not None:
-        # The start's own UTC offset says when it was; GPS time, where logged and valid, still comes first.
-        gps_time = np.full(n, fixed_utc) if gps_time is None else np.where(np.isnat(gps_time), fixed_utc, gps_time)
+    gps_ms, gps_days = ptn.pop("gps_time", None), ptn.pop("gps_date", None)
+    if gps_ms is None:
+        gps_days = None  # (a GPS date without a time of day says no time)
     for fname in list(ptn):
         scale = _PTN_SCALE.get(fname)
         ptn[fname] = ptn[fname] * scale if scale is not None else ptn[fname].astype(np.float64)
@@ -313,7 +319,9 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         truncated_record=truncated,
         tc_time=tc_time,
         ptn=ptn,
-        gps_time=gps_time,
+        gps_ms=gps_ms,
+        gps_days=gps_days,
+        fixed_utc=fixed_utc,
         _data=data,
         _record_ends=ends,
         _pair_indexes=indexes,
@@ -353,31 +361,36 @@ def _fixed_time(name: str, value: str) -> tuple[np.datetime64, np.datetime64 | N
     return clock, (np.datetime64(utc, "ms") if utc is not None else None)
 
 
-def _gps_times(ms: np.ndarray, days: np.ndarray | None, tc_time: np.ndarray) -> np.ndarray:
-    """GPS UTC timestamps; invalid ones NaT. Without a GPS date, the TC date is used, corrected across midnight."""
+def _gps_times(
+    ms: np.ndarray, days: np.ndarray | None, tc_time: np.ndarray, tc_zone: np.timedelta64 | None
+) -> np.ndarray:
+    """GPS UTC timestamps; invalid ones NaT. Without a GPS date, the date is the TC clock's, read in UTC when its
+    zone is known (`tc_zone`), and corrected across midnight: a GPS time of day more than half a day from the
+    clock's is of the day before or after. (Compared with the local clock instead, a zone of +12:00 or more put every
+    morning record a day late: 08:03 at +12:00 is 20:03 UTC of the day before, more than half a day from 08:03.)"""
     ms64 = ms.astype(np.int64)
     valid = ms64 < MS_PER_DAY
+    clock = tc_time if tc_zone is None else tc_time - tc_zone  # the TC clock in UTC, as near as is known
     if days is not None:
         d64 = days.astype(np.int64)
         valid &= (d64 > 0) & (d64 != 0xFFFF)
         stamp = EPOCH_1980 + (d64 * MS_PER_DAY + ms64).astype("timedelta64[ms]")
     else:
-        if np.isnat(tc_time).all():
+        if np.isnat(clock).all():
             return np.full(len(ms64), np.datetime64("NaT", "ms"))
-        tc_ms = (tc_time - EPOCH_1980).astype(np.int64)
+        tc_ms = (clock - EPOCH_1980).astype(np.int64)
         tc_day = tc_ms // MS_PER_DAY
         diff = ms64 - (tc_ms - tc_day * MS_PER_DAY)
-        # The TC clock may be hours off GPS; a difference of more than half a day means midnight lies between.
         day = tc_day - (diff > MS_PER_DAY // 2) + (diff < -MS_PER_DAY // 2)
         stamp = EPOCH_1980 + (day * MS_PER_DAY + ms64).astype("timedelta64[ms]")
-        valid &= ~np.isnat(tc_time)
+        valid &= ~np.isnat(clock)
     stamp = np.where(valid, stamp, np.datetime64("NaT", "ms"))
     good = stamp[valid]
     if len(good) > 1 and good.min() == good.max() and len(np.unique(tc_time[valid])) > 1:
         # A GPS time that never moves while the TC clock does is a placeholder (SingleDPD logs H = 0 throughout).
         return np.full(len(ms64), np.datetime64("NaT", "ms"))
-    if len(good) and not np.isnat(tc_time).all():
-        offset = np.median((stamp[valid] - tc_time[valid]).astype(np.int64))
+    if len(good) and not np.isnat(clock).all():
+        offset = np.median((stamp[valid] - clock[valid]).astype(np.int64))
         if abs(offset) > GPS_TC_MAX_OFFSET_MS:
             # Further apart than any time zone: the GPS date is wrong (CNH sample: one day behind), so the
             # caller falls back on the TC clock.

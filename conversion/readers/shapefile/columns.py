@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ import numpy as np
 from conversion.readers.base import HARVEST_COLUMNS
 from conversion.readers.units import to_canonical
 from conversion.readers.values import text_codes, text_value
+from platform_site.text import iso_time_text
 
 
 @dataclass(frozen=True)
@@ -244,13 +245,14 @@ def _parse_iso(values: np.ndarray) -> np.ndarray:
 
 def iso_utc(text: str) -> np.datetime64:
     """One ISO 8601 time as UTC (an offset honoured, none taken as UTC); NaT when it is none."""
+    text = iso_time_text(text)
     try:
-        stamp = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return np.datetime64("NaT", "ms")
-    if stamp.tzinfo is not None:
-        stamp = (stamp - stamp.utcoffset()).replace(tzinfo=None)
-    return np.datetime64(stamp, "ms")
+        stamp = datetime.fromisoformat(text) if text is not None else None
+        if stamp is not None and stamp.tzinfo is not None:
+            stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError):  # OverflowError: an offset that moves year 1 or 9999 out of range
+        stamp = None
+    return np.datetime64("NaT", "ms") if stamp is None else np.datetime64(stamp, "ms")
 
 
 _TEXT_FORMATS = (

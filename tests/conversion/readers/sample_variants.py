@@ -6,7 +6,7 @@ import struct
 from pathlib import Path
 from xml.etree import ElementTree
 
-from tests.conversion.readers.conftest import walk_tlg
+from tests.conversion.readers.conftest import PTN_ORDER, walk_tlg
 
 
 def copy_shapefile_set(folder: Path, stem: str, dest: Path, *, leave_out: tuple[str, ...] = ()) -> Path:
@@ -62,3 +62,23 @@ def fixed_start_time_log(xml_path: Path, bin_path: Path, start: str) -> tuple[by
         for index, value in record["values"]:
             binary += struct.pack("<Bi", index, value)
     return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True), bytes(binary)
+
+
+def rewritten_time_log(xml_path: Path, bin_path: Path, edit) -> bytes:
+    """The binary of a time log whose records `edit(record)` changed (a record as `walk_tlg` reads it: `tc_ms`,
+    `tc_day`, `ptn` by attribute letter, `values`), written back in the header's layout."""
+    root = ElementTree.parse(xml_path).getroot()
+    ptn = root.find("PTN")
+    present = [a for a in PTN_ORDER if ptn is not None and ptn.get(a) == ""]
+    formats = {"A": "<i", "B": "<i", "C": "<i", "D": "<B", "E": "<H", "F": "<H", "G": "<B", "H": "<I", "I": "<H"}
+    binary = bytearray()
+    for record in walk_tlg(xml_path, bin_path)["records"]:
+        edit(record)
+        if root.get("A") == "":
+            binary += struct.pack("<IH", record["tc_ms"], record["tc_day"])
+        for attr in present:
+            binary += struct.pack(formats[attr], record["ptn"][attr])
+        binary += struct.pack("<B", len(record["values"]))
+        for index, value in record["values"]:
+            binary += struct.pack("<Bi", index, value)
+    return bytes(binary)

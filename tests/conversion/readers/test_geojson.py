@@ -141,3 +141,25 @@ def test_points_off_the_globe_are_left_out_with_a_warning(tmp_path):
     # and none said when every point is kept
     (tmp_path / "rate.geojson").write_text(json.dumps(_collection(good)))
     assert get_reader("GEOJSON").read(dataset)[0].warnings == []
+
+
+@pytest.mark.parametrize(
+    ("odd", "read_as"),
+    [
+        ("0001-01-01T00:30:00+01:00", None),  # the year 0 in UTC: was an OverflowError, failing the whole file
+        ("9999-12-31T23:59:00-01:00", None),  # the year 10000 in UTC
+        ("\u0662024-05-01T10:00:09Z", None),  # another script's digit
+        ("2024-05-01t10:00:09z", "2024-05-01T10:00:09"),  # RFC 3339's lower case
+        ("2024-05-01T12:00:09+02:00", "2024-05-01T10:00:09"),
+    ],
+)
+def test_a_time_out_of_range_or_unreadable_leaves_that_point_without_one(tmp_path, odd, read_as):
+    features = [_point(10.0 + i * 1e-4, 54.0, timestamp=f"2024-05-01T10:00:0{i}Z", seedRate=8e4) for i in range(9)]
+    features.append(_point(10.001, 54.0, timestamp=odd, seedRate=8e4))
+    (tmp_path / "planting.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    times = table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist()
+    assert len(times) == 10
+    assert times[:9] == [f"2024-05-01T10:00:0{i}" for i in range(9)]
+    assert times[9] == ("NaT" if read_as is None else read_as)

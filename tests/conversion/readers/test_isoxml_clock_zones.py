@@ -1,0 +1,121 @@
+"""The zone of the task controller's clock, on the real SingleDPD export rewritten: a GPS time of day without its
+date is put on the right UTC day in every zone (+12:00 and beyond too), and a task whose sessions were written with
+two offsets (a change to summer time between them) reads each log in its own."""
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conversion.readers import Dataset
+from conversion.readers.isoxml import IsoxmlReader
+from tests.conversion.readers.conftest import DOTNET, walk_tlg
+from tests.conversion.readers.sample_variants import rewritten_time_log
+
+pytestmark = pytest.mark.embedded
+
+SINGLE_DPD = f"{DOTNET}/LoadFromStream/SingleDPD.zip"
+TASK_STAMPS = ("2022-10-19T16:03:11", "2022-10-19T16:05:26", "2022-10-19T16:03:13")  # TSK1's TIM and ASP starts
+HOUR_MS, DAY_MS = 3_600_000, 86_400_000
+EPOCH_1980 = np.datetime64("1980-01-01T00:00:00", "ms")
+
+
+@pytest.fixture
+def single_dpd(samples_dir, tmp_path) -> Path:
+    folder = tmp_path / "original"
+    with zipfile.ZipFile(samples_dir / SINGLE_DPD) as zf:
+        zf.extractall(folder)
+    return folder
+
+
+def _read(taskdata: Path):
+    reader = IsoxmlReader()
+    tables = reader.read(Dataset("ISOXML", taskdata, taskdata.parent, taskdata.parent.name))
+    assert not reader.failed, "a task met an internal error"
+    return tables[0]
+
+
+def _clock(record: dict) -> np.datetime64:
+    return EPOCH_1980 + np.timedelta64(record["tc_day"] * DAY_MS + record["tc_ms"], "ms")
+
+
+def _shift(record: dict, ms: int) -> None:
+    total = record["tc_day"] * DAY_MS + record["tc_ms"] + ms
+    record["tc_day"], record["tc_ms"] = divmod(total, DAY_MS)
+
+
+def _zoned(taskdata: Path, zone: str) -> None:
+    text = taskdata.read_text()
+    for stamp in TASK_STAMPS:
+        assert f'"{stamp}"' in text
+        text = text.replace(f'"{stamp}"', f'"{stamp}{zone}"')
+    taskdata.write_text(text)
+
+
+@pytest.mark.parametrize(
+    ("zone", "zone_hours", "clock_shift_hours", "utc_day"),
+    [
+        ("+13:00", 13, 0, "2022-10-19"),  # 16:03 at +13:00 is 03:03 UTC the same day (was a day late)
+        ("+12:00", 12, -8, "2022-10-18"),  # 08:03 at +12:00 is 20:03 UTC the day before (was a day late)
+        ("+14:00", 14, -8, "2022-10-18"),
+        ("-05:00", -5, 7, "2022-10-20"),  # 23:03 at -05:00 is 04:03 UTC the day after
+        ("+05:30", 5.5, 0, "2022-10-19"),
+        ("-11:00", -11, 0, "2022-10-20"),
+    ],
+)
+def test_a_gps_time_of_day_without_its_date_is_on_the_right_utc_day(
+    single_dpd, tmp_path, zone, zone_hours, clock_shift_hours, utc_day
+):
+    # Given SingleDPD's log (GPS time of day, PTN H, without a date), its TC clock moved by `clock_shift_hours`,
+    # the task's times written in `zone`, and each record's GPS time what the clock says in UTC plus 1.5 s
+    folder = tmp_path / "zoned"
+    shutil.copytree(single_dpd, folder)
+    _zoned(folder / "TASKDATA.XML", zone)
+    zone_ms = int(zone_hours * HOUR_MS)
+
+    def edit(record):
+        _shift(record, int(clock_shift_hours * HOUR_MS))
+        record["ptn"]["H"] = (record["tc_ms"] - zone_ms + 1500) % DAY_MS
+
+    binary = rewritten_time_log(single_dpd / "TLG00001.XML", single_dpd / "TLG00001.BIN", edit)
+    (folder / "TLG00001.BIN").write_bytes(binary)
+    records = walk_tlg(folder / "TLG00001.XML", folder / "TLG00001.BIN")["records"]
+    # When it is read
+    table = _read(folder / "TASKDATA.XML")
+    # Then every point's time is the GPS time on the UTC day of the clock's reading
+    expected = np.array([_clock(r) - np.timedelta64(zone_ms - 1500, "ms") for r in records])
+    assert str(expected[0])[:10] == utc_day
+    got = table.columns["timestamp"].tolist()
+    assert len(got) > 100 and set(got) <= set(expected.tolist())
+    assert {str(t)[:10] for t in got} == {utc_day}
+
+
+def test_each_log_is_read_in_the_zone_its_session_was_written_in(single_dpd, tmp_path):
+    # Given SingleDPD's task at +01:00, and a second session of it an hour and a half later, written at +02:00 (the
+    # clock put forward for summer time between them), whose log is the first one again on the later clock
+    folder = tmp_path / "two-zones"
+    shutil.copytree(single_dpd, folder)
+    taskdata = folder / "TASKDATA.XML"
+    _zoned(taskdata, "+01:00")
+    text = taskdata.read_text()
+    first_log = '<TLG A="TLG00001" B="14717" C="1"/>'
+    assert first_log in text
+    second = '<TIM A="2022-10-19T17:33:00+02:00" B="2022-10-19T17:36:00+02:00" D="4"/><TLG A="TLG00002"/>'
+    taskdata.write_text(text.replace(first_log, first_log + second))
+    later = 90 * 60_000
+    binary = rewritten_time_log(single_dpd / "TLG00001.XML", single_dpd / "TLG00001.BIN", lambda r: _shift(r, later))
+    shutil.copy(single_dpd / "TLG00001.XML", folder / "TLG00002.XML")
+    (folder / "TLG00002.BIN").write_bytes(binary)
+    records = walk_tlg(single_dpd / "TLG00001.XML", single_dpd / "TLG00001.BIN")["records"]
+    # When it is read
+    table = _read(taskdata)
+    # Then the first session's points are its clock less an hour, the second's their clock less two: UTC (the GPS
+    # time of this export is a placeholder, so the clock is read)
+    first = {_clock(r) - np.timedelta64(HOUR_MS, "ms") for r in records}
+    second = {_clock(r) + np.timedelta64(later - 2 * HOUR_MS, "ms") for r in records}
+    times = set(table.columns["timestamp"].tolist())
+    assert times & {t.astype(object) for t in first}
+    assert times & {t.astype(object) for t in second}
+    assert times <= {t.astype(object) for t in first | second}
