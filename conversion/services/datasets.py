@@ -38,17 +38,18 @@ def _run_lease(dataset_id: int):
     return session_lock(_RUN_LOCK_SPACE + dataset_id)
 
 
-def dataset_convert(dataset_id: int) -> None:
+def dataset_convert(dataset_id: int, *, task_retries: int = 0) -> None:
     """Convert one data set into its file(s). Idempotent: a data set that ended is left alone, and a copy of the
-    task arriving while another run converts it stops at once."""
+    task arriving while another run converts it stops at once. `task_retries`: the task's database retries
+    (`DatabaseRetryTask`); a retry continues the attempt of the run whose database failed, it is no new attempt."""
     with _run_lease(dataset_id) as only:
         if not only:
             log.info("data set %s: another run of it is converting it; this one stops", dataset_id)
             return
-        _dataset_convert(dataset_id)
+        _dataset_convert(dataset_id, task_retries)
 
 
-def _dataset_convert(dataset_id: int) -> None:
+def _dataset_convert(dataset_id: int, task_retries: int) -> None:
     with transaction.atomic():
         dataset = (
             BatchDataset.objects.select_for_update()
@@ -58,15 +59,24 @@ def _dataset_convert(dataset_id: int) -> None:
         )
         if dataset is None or dataset.status not in (DatasetStatus.PENDING, DatasetStatus.PROCESSING):
             return
+        # A later database retry of the task that last began it: that run's database failed (an outage, a full
+        # disk) and it could not record its end; this run continues its attempt. Counted as one, a brief outage
+        # used up the attempts in a minute and failed the data set as if its worker had died again and again.
+        continued = dataset.status == DatasetStatus.PROCESSING and task_retries > dataset.task_retries
         # PROCESSING, and no other run holds it (`_run_lease`): a run began and never ended. Its worker died (out of
         # memory, killed) and the broker sent the unacknowledged task again at once, so the sweep (which waits for
         # silence) never sees it stuck.
-        died = dataset.status == DatasetStatus.PROCESSING and dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS
+        died = (
+            not continued
+            and dataset.status == DatasetStatus.PROCESSING
+            and dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS
+        )
         if not died:
             dataset.status = DatasetStatus.PROCESSING
-            dataset.attempts += 1
+            dataset.attempts += 0 if continued else 1
+            dataset.task_retries = task_retries
             dataset.started_at = dataset.progress_at = timezone.now()
-            dataset.save(update_fields=["status", "attempts", "started_at", "progress_at"])
+            dataset.save(update_fields=["status", "attempts", "task_retries", "started_at", "progress_at"])
     if died:
         message = WORKER_DIED_MESSAGE.format(attempts=dataset.attempts)
         _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)
