@@ -26,6 +26,14 @@ WORKER_DIED_MESSAGE = (
 )
 
 
+def _internal_error(exc: BaseException) -> str:
+    """The internal error text, with the cause when it is the server's disk (full: a retry once there is room
+    converts the data set)."""
+    if archive.disk_failure(exc):
+        return f"{INTERNAL_ERROR} (the server's disk failed: {exc.strerror}; retry once it is fixed)"
+    return INTERNAL_ERROR
+
+
 # Advisory lock keys of data set runs: this space, then the data set's id.
 _RUN_LOCK_SPACE = 1 << 48
 
@@ -108,7 +116,7 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
             except UnreadableDataset as exc:
                 failures.append(str(exc))
                 file_fail(file, f"{UNABLE_TO_READ} ({exc})", table.operation_type)
-            except Exception:
+            except Exception as exc:
                 if not Batch.objects.filter(pk=batch.pk).exists():
                     raise  # deleted meanwhile: the handler below ends quietly
                 if File.objects.filter(pk=file.pk, status=FileStatus.PROCESSED).exists():
@@ -117,8 +125,8 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
                     continue
                 # One operation's unexpected error (a bug its data meets) fails its own file; the others convert.
                 log.exception("file %s (%s) of data set %s failed", file.pk, table.name, dataset.pk)
-                failures.append(INTERNAL_ERROR)
-                file_fail(file, INTERNAL_ERROR, table.operation_type)
+                failures.append(_internal_error(exc))
+                file_fail(file, _internal_error(exc), table.operation_type)
         # Parts the reader could not read (with a reason) or met a bug in (it logged the error): each fails its file.
         unread = [(name, reason, f"{UNABLE_TO_READ} ({reason})") for name, reason in reader.skipped]
         unread += [(name, INTERNAL_ERROR, INTERNAL_ERROR) for name in reader.failed]
@@ -130,7 +138,7 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
     except (UnreadableDataset, archive.ArchiveError) as exc:
         _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
         return
-    except Exception:
+    except Exception as exc:
         if not Batch.objects.filter(pk=batch.pk).exists():
             # Deleted meanwhile (its core user was): nothing is left to convert for. What this run stored after
             # the deletion's own cleanup is removed by the storage sweep.
@@ -142,7 +150,7 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
             log.info("data set %s ended during this run of it; it stops", dataset.pk)
             return
         log.exception("data set %s of batch %s failed", dataset.pk, batch.pk)
-        _dataset_fail(dataset, INTERNAL_ERROR, INTERNAL_ERROR)
+        _dataset_fail(dataset, _internal_error(exc), _internal_error(exc))
         return
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()

@@ -6,11 +6,12 @@ import errno
 import pytest
 from django.db import OperationalError
 
-from conversion import outputs, tasks
-from conversion.models import BatchDataset, DatasetStatus
+from conversion import outputs, storage, tasks
+from conversion.archive import extraction
+from conversion.models import INTERNAL_ERROR, BatchDataset, DatasetStatus
 from conversion.services import datasets
 
-from .conftest import BATCH_URL, opened_batch
+from .conftest import BATCH_URL, opened_batch, upload, zip_folder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -60,3 +61,55 @@ def test_a_database_retry_whose_worker_died_is_an_attempt(api_client, core_user,
     batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
     assert batch["status"] == "FAILED"
     assert "ended abnormally 2 times" in batch["failureReason"]
+
+
+class _FullDisk:
+    """A file opened for writing on a full disk: its first write fails as the kernel's does."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def write(self, data: bytes) -> int:
+        raise DISK_FULL
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+def test_a_full_disk_while_the_upload_is_extracted_fails_it_as_ours_and_a_retry_converts_it(
+    api_client, core_user, valid_timelogs, monkeypatch
+):
+    """It failed as "Files found but unable to read" ("entry ... is corrupt or truncated ([Errno 28] No space left
+    on device)"): the user was told to check a file that was fine."""
+    # Given a batch whose extraction meets a full disk
+    with monkeypatch.context() as patch:
+        patch.setattr(extraction, "open", lambda *a: _FullDisk(open(*a)), raising=False)
+        batch_id = upload(api_client, core_user.pk, zip_folder(valid_timelogs, prefix="TASKDATA/")).json()["id"]
+    # Then it fails with the internal error text and says why; nothing of the extraction is left
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "FAILED"
+    assert batch["statusDetails"] == INTERNAL_ERROR
+    assert "No space left on device" in batch["failureReason"]
+    assert not storage.batch_work_root().exists() or not any(storage.batch_work_root().iterdir())
+    # And once there is room, a retry converts it
+    assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+
+
+def test_a_full_disk_while_a_data_set_converts_fails_it_as_ours(api_client, core_user, valid_timelogs, monkeypatch):
+    # Given a data set whose outputs meet a full disk (the failure itself is recorded)
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(outputs, "produce", _no_space)
+        tasks.dataset_convert(dataset_id)
+    # Then the batch fails with the internal error text, its files saying why
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "FAILED" and batch["statusDetails"] == INTERNAL_ERROR
+    status = api_client.get(f"{BATCH_URL}/{batch_id}/status").json()
+    assert status["failed"] and all(
+        f["message"].startswith(INTERNAL_ERROR) and "No space left on device" in f["message"] for f in status["failed"]
+    )
