@@ -13,7 +13,7 @@ from django.utils import timezone
 from assets.models import Provider
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
-from platform_site.api.errors import NOT_FOUND, NotFoundError
+from platform_site.api.errors import NOT_FOUND, InsufficientStorage, NotFoundError, storage_full
 from platform_site.celery import send_on_commit
 from platform_site.text import fit, storable
 from webhooks.models import EventType
@@ -57,8 +57,8 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
         size=upload.size,
         attempts=1,  # an attempt is a send of the opening task (the sweep counts its re-sends)
     )
-    batch.upload.save(f"{batch.id}.zip", upload, save=False)
     try:
+        batch.upload.save(f"{batch.id}.zip", upload, save=False)
         with transaction.atomic():
             # The user was found before the body streamed in; deleted meanwhile, the upload is a 404 (and its
             # stored zip is removed), not a foreign-key violation at commit. Locked, it cannot go until we commit.
@@ -66,10 +66,12 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
                 raise NotFoundError(NOT_FOUND)
             batch.save(force_insert=True)
             send_on_commit(_tasks().batch_open, str(batch.id))
-    except BaseException:
+    except BaseException as exc:
         # Not when the batch committed and what failed came after (a commit hook): the zip is its data.
         if not Batch.objects.filter(pk=batch.pk).exists():
             batch.upload.delete(save=False)
+        if storage_full(exc):  # the disk or the database is full: nothing was kept, try again later (507)
+            raise InsufficientStorage() from exc
         raise
     return batch
 
