@@ -2,13 +2,19 @@
 again (or may be retried) once space is back, and says so with the spec's internal error text."""
 
 import errno
+import os
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import OperationalError
+from django.utils import timezone
 
-from conversion import outputs, storage, tasks
+from conversion import cleanup, outputs, standardize, storage, tasks
 from conversion.archive import extraction
-from conversion.models import INTERNAL_ERROR, BatchDataset, DatasetStatus
+from conversion.models import INTERNAL_ERROR, Batch, BatchDataset, DatasetStatus, File, FileStatus
 from conversion.services import datasets
 
 from .conftest import BATCH_URL, opened_batch, upload, zip_folder
@@ -113,3 +119,51 @@ def test_a_full_disk_while_a_data_set_converts_fails_it_as_ours(api_client, core
     assert status["failed"] and all(
         f["message"].startswith(INTERNAL_ERROR) and "No space left on device" in f["message"] for f in status["failed"]
     )
+
+
+def test_store_stream_renames_its_file_into_local_storage(tmp_path):
+    """It wrote a temporary file and copied it into storage: twice an output's size at its peak."""
+    written = {}
+
+    def write(fileobj):
+        fileobj.write(b"x" * 1000)
+        written["inode"] = os.fstat(fileobj.fileno()).st_ino
+
+    name, _ = storage.store_stream("files/test/standard.geojson", write)
+    path = Path(default_storage.path(name))
+    assert path.stat().st_ino == written["inode"] and path.read_bytes() == b"x" * 1000
+    # A write that fails leaves nothing beside it
+    with pytest.raises(OSError):
+        storage.store_stream("files/test/raw.geojson", _no_space)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["standard.geojson"]
+
+
+def test_a_failed_files_outputs_are_removed_and_a_retry_converts_it(api_client, core_user, valid_timelogs, monkeypatch):
+    """A failed conversion kept its partial outputs (raw.npz, raw.geojson, points.npz: tens of MB) for ever."""
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    # Given the disk fills up as each file's standardGeojson is written, after its other outputs
+    with monkeypatch.context() as patch:
+        patch.setattr(standardize, "write_standard_geojson", _no_space)
+        tasks.dataset_convert(dataset_id)
+    files = list(File.objects.filter(batch_id=batch_id))
+    assert files and {f.status for f in files} == {FileStatus.FAILED}
+    # Then none of their outputs is left; what a retry needs (the upload, the data set's zip) is
+    assert all(storage.listdir(storage.file_prefix(f.pk)) == ([], []) for f in files)
+    assert default_storage.exists(Batch.objects.get(pk=batch_id).upload.name)
+    assert storage.listdir(f"datasets/{batch_id}")[1] == ["0.zip"]
+    assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+
+
+def test_the_storage_sweep_removes_outputs_a_failed_file_kept(api_client, core_user, valid_timelogs, monkeypatch):
+    batch_id, dataset_id = opened_batch(api_client, core_user, valid_timelogs, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(outputs, "produce", _no_space)
+        tasks.dataset_convert(dataset_id)
+    # Given a failed file whose outputs stayed (it failed before they were removed on failure)
+    file = File.objects.filter(batch_id=batch_id).first()
+    default_storage.save(f"{storage.file_prefix(file.pk)}/points.npz", ContentFile(b"x" * 1000))
+    # When the storage sweep runs past them, they go
+    assert cleanup.stray_storage_sweep(limit=timezone.now() + timedelta(seconds=1))["removed"] >= 1
+    assert storage.listdir(storage.file_prefix(file.pk))[1] == []
