@@ -23,7 +23,8 @@ from django.utils import timezone
 from platform_site.accounts.signals import core_user_deleting
 
 from . import storage
-from .models import Batch, BatchStatus, File
+from .models import Batch, BatchStatus, File, FileStatus
+from .services.files import file_outputs_remove_if_failed
 from .services.recovery import stuck_limit
 from .uploads import UPLOAD_SUFFIX, upload_temp_dir
 
@@ -64,9 +65,10 @@ def stray_storage_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     """Remove stored bytes whose record no longer exists and that nothing wrote since `limit` (default
     CONVERSION_STUCK_AFTER_SECONDS ago; the embedded server's start, at its start): upload zips
     (`batches/<batch>.zip`), data set zips (`datasets/<batch>/`), a file's outputs and images (`files/<file>/`) and
-    a batch's work folder; also work folders nothing wrote since then that no batch uses (`_work_dirs_sweep`), and
-    uploads that stopped streaming in (`.uploads/*.upload`: their request was cut off with its process). Names that
-    are not a record id are not ours: left alone."""
+    a batch's work folder; the outputs of failed files (`files/<file>/`, none of it served); also work folders
+    nothing wrote since then that no batch uses (`_work_dirs_sweep`), and uploads that stopped streaming in
+    (`.uploads/*.upload`: their request was cut off with its process). Names that are not a record id are not ours:
+    left alone."""
     limit = stuck_limit(limit)
     removed = _uploads_sweep(limit)
     _, uploads = storage.listdir("batches")
@@ -79,7 +81,20 @@ def stray_storage_sweep(*, limit: datetime | None = None) -> dict[str, int]:
             if _newest_stored(f"{folder}/{name}") < limit:
                 storage.delete_tree(f"{folder}/{name}")
                 removed += 1
+    # Outputs of failed files, not served (their removal when they failed did not run: the process died, or they
+    # failed before it was made).
+    for name in _ids_of(File.objects.filter(status=FileStatus.FAILED), storage.listdir("files")[0]):
+        if _newest_stored(f"files/{name}") < limit:
+            file_outputs_remove_if_failed(name)
+            removed += 1
     return {"removed": removed + _work_dirs_sweep(limit)}
+
+
+def _ids_of(records, names: list[str]) -> list[str]:
+    """The `names` that are the id of one of `records`."""
+    ids = {name: _id(name) for name in names}
+    found = _found(records, ids.values())
+    return [name for name, i in ids.items() if i and i in found]
 
 
 def _uploads_sweep(limit: datetime) -> int:

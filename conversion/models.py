@@ -81,7 +81,12 @@ class BatchDataset(models.Model):
     supported = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=DatasetStatus.choices, default=DatasetStatus.PENDING)
     message = models.TextField(null=True, blank=True)
+    # Runs that began and did not end (a worker that died, a sweep's re-send); not a task's database retries.
     attempts = models.PositiveIntegerField(default=0)
+    # The database retries (`platform_site.celery.DatabaseRetryTask`) of the task whose run last began it: a run of a
+    # later retry of that task continues the same attempt; a run of the same one again is its redelivery (the worker
+    # died), a new attempt.
+    task_retries = models.PositiveIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     # Last sign of life of the task converting it (its start, then each file it finishes): the sweep judges from it.
     progress_at = models.DateTimeField(null=True, blank=True)

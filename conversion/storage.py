@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,7 +57,15 @@ def local_path(name: str) -> Iterator[Path]:
 def store_stream(name: str, write: Callable[[IO[bytes]], object]) -> tuple[str, object]:
     """Store what `write(fileobj)` writes under exactly `name` (replacing it); returns (name, write's result).
 
-    The bytes go to a temporary file on local disk first, so a large output is never held in memory."""
+    The bytes go to a temporary file on local disk first, so a large output is never held in memory. On the local
+    file system that file is written beside its place and renamed into it: copied, an output took twice its size
+    at its peak (a full disk failed at half of it), and what a failed write left is removed at once."""
+    try:
+        target = Path(default_storage.path(name))
+    except NotImplementedError:
+        target = None
+    if target is not None:
+        return name, _write_in_place(target, write)
     work_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=work_dir()) as tmp:
         result = write(tmp)
@@ -65,6 +74,22 @@ def store_stream(name: str, write: Callable[[IO[bytes]], object]) -> tuple[str, 
             default_storage.delete(name)
         stored = default_storage.save(name, DjangoFile(tmp, name=os.path.basename(name)))
     return stored, result
+
+
+def _write_in_place(target: Path, write: Callable[[IO[bytes]], object]) -> object:
+    """`write` into a hidden file beside `target`, then renamed onto it (a reader never sees it half written)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.part")
+    try:
+        with open(partial, "xb") as fileobj:
+            result = write(fileobj)
+        if default_storage.file_permissions_mode is not None:
+            os.chmod(partial, default_storage.file_permissions_mode)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return result
 
 
 def store_zip_of(name: str, paths: list[Path], base: Path) -> str:

@@ -13,10 +13,11 @@ def batch_open(batch_id: str) -> None:
     services.batch_open(batch_id)
 
 
-@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def dataset_convert(dataset_id: int) -> None:
-    """Convert one data set of a batch into its file(s)."""
-    services.dataset_convert(dataset_id)
+@app.task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def dataset_convert(self, dataset_id: int) -> None:
+    """Convert one data set of a batch into its file(s). A database retry of the task (`DatabaseRetryTask`)
+    continues the attempt of the run whose database failed."""
+    services.dataset_convert(dataset_id, task_retries=self.request.retries or 0)
 
 
 @app.task(ignore_result=True)

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 
-from platform_site.api.errors import DomainError
+from platform_site.api.errors import DomainError, InsufficientStorage, storage_full
 from platform_site.text import storable
 
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
@@ -126,19 +126,31 @@ class ZipUploadHandler(FileUploadHandler):
             if len(self.head) >= 4 and not self.head.startswith(ZIP_SIGNATURES):
                 self._discard()
                 raise not_a_zip()
-        self.zip.write(raw_data)
+        try:
+            self.zip.write(raw_data)
+        except OSError as exc:
+            raise self._storage_error(exc) from exc
         return None
 
     def file_complete(self, file_size):
         if self.head[:4] not in ZIP_SIGNATURES:
             self._discard()
             raise not_a_zip()
-        self.zip.flush()
-        os.fsync(self.zip.fileno())
+        try:
+            self.zip.flush()
+            os.fsync(self.zip.fileno())
+        except OSError as exc:
+            raise self._storage_error(exc) from exc
         self.zip.seek(0)
         self.zip.size = file_size
         done, self.zip = self.zip, None
         return done
+
+    def _storage_error(self, exc: OSError) -> Exception:
+        """The error to raise for a write of the zip that failed: its partial file goes at once (a full disk gets
+        its room back); a full disk is a 507 (`InsufficientStorage`), anything else raised as it is."""
+        self._discard()
+        return InsufficientStorage() if storage_full(exc) else exc
 
     def upload_interrupted(self):
         self._discard()

@@ -8,6 +8,7 @@ would make browsers send `Origin: null` on our own forms, which the CSRF check r
 import secrets
 from functools import wraps
 
+from django.db import OperationalError
 from django.http import HttpResponseRedirect, JsonResponse, UnreadablePostError
 from django.shortcuts import render
 from django.urls import reverse
@@ -16,7 +17,7 @@ from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from assets.models import Provider
-from platform_site.api.errors import PROBLEM_CONTENT_TYPE, DomainError, problem_body
+from platform_site.api.errors import PROBLEM_CONTENT_TYPE, DomainError, InsufficientStorage, problem_body, storage_full
 
 from . import services
 from .models import MagicLink
@@ -283,6 +284,13 @@ def _link_upload_checked(request, link: MagicLink, token: str):
         return _unavailable(request, exc)
     except DomainError as exc:
         return _upload_error(request, link, token, exc.detail, exc.status_code, provider)
+    except (OSError, OperationalError) as exc:
+        if not storage_full(exc):
+            raise
+        # The link's own record of the upload, or the commit, found the database full (the batch's own writes say
+        # so themselves): the page says it, as the API's 507 does; the stored zip goes with the storage sweep.
+        error = InsufficientStorage()
+        return _upload_error(request, link, token, error.detail, error.status_code, provider)
     response = HttpResponseRedirect(reverse("magiclink-batch", args=[token, batch.pk]))
     response.status_code = 303
     return _secure(response)
@@ -290,7 +298,10 @@ def _link_upload_checked(request, link: MagicLink, token: str):
 
 def _upload_error(request, link, token, message: str, status: int, provider: str = Provider.OTHER):
     context = _upload_context(token, error=message, selected_provider=provider)
-    return _page(request, "upload.html", context, link=link, status=status)
+    response = _page(request, "upload.html", context, link=link, status=status)
+    if status == InsufficientStorage.status_code:
+        response["Retry-After"] = str(InsufficientStorage.wait)
+    return response
 
 
 def _progress_or_404(token: str, batch_id):

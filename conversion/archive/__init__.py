@@ -15,7 +15,7 @@ from .detection import (
     dataset_files,
     detect,
 )
-from .extraction import ArchiveError, ExtractionBudget, ExtractResult, cleanup, safe_extract
+from .extraction import ArchiveError, ExtractionBudget, ExtractResult, cleanup, disk_failure, safe_extract
 
 __all__ = [
     "AG_LEADER",
@@ -33,6 +33,7 @@ __all__ = [
     "UnsupportedFound",
     "cleanup",
     "dataset_files",
+    "disk_failure",
     "detect",
     "safe_extract",
 ]

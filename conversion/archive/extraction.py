@@ -30,6 +30,18 @@ class ArchiveError(Exception):
     """The upload cannot be extracted safely; the message says why."""
 
 
+# Errors of our own disk, not of the archive: a full disk (or quota), a failing or read-only one. They are raised as
+# they are, the caller's failure, never the upload's ("entry ... is corrupt or truncated ([Errno 28] No space left
+# on device)" failed a good upload for good). The archive's own faults are zipfile's and zlib's errors, EOFError,
+# and bz2's OSError without an errno.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+
+
+def disk_failure(exc: BaseException) -> bool:
+    """Whether `exc` is a failure of the disk we write to or read from (`DISK_ERRNOS`), not of the archive."""
+    return isinstance(exc, OSError) and exc.errno in DISK_ERRNOS
+
+
 @dataclass
 class ExtractionBudget:
     """Limits shared by an archive and every zip nested in it."""
@@ -87,7 +99,8 @@ def safe_extract(
     Raises `ArchiveError` for a non-zip or corrupt file and for anything unsafe or unusable (traversal, absolute
     path, symlink, encrypted entry, a name too long for the disk, a file and a folder of one name, too many
     entries, too large, too compressed, zips nested deeper than `max_depth`). Messages name the archive `name`
-    (the uploaded file's name; by default the file name of `zip_path`).
+    (the uploaded file's name; by default the file name of `zip_path`). A failure of our own disk (full, failing:
+    `disk_failure`) is raised as the OSError it is: it is no fault of the archive.
     """
     dest_path = Path(dest)
     dest_path.mkdir(parents=True, exist_ok=True)
@@ -101,9 +114,13 @@ def safe_extract(
 def _open_zip(path: Path, label: str) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
+    except OSError as exc:
+        if disk_failure(exc):
+            raise
+        raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
     except zipfile.BadZipFile as exc:
         raise ArchiveError(f"{label} is not a zip archive or is truncated ({exc})") from exc
-    except (OSError, ValueError, EOFError) as exc:
+    except (ValueError, EOFError) as exc:
         raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
 
 
@@ -112,6 +129,8 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
         try:
             infos = zf.infolist()
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            if disk_failure(exc):
+                raise
             raise ArchiveError(f"{label}: corrupt zip directory ({exc})") from exc
         planned: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
         declared = 0
@@ -220,6 +239,8 @@ def _make_folder(folder: Path, info: zipfile.ZipInfo, label: str) -> None:
             f"{label}: entry {info.filename!r} needs a folder where another entry is a file of the same name"
         ) from exc
     except OSError as exc:
+        if disk_failure(exc):
+            raise
         raise _unwritable(info, label, exc) from exc
 
 
@@ -265,6 +286,8 @@ def _stream_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budg
         if exc.errno == errno.ENAMETOOLONG:
             raise _unwritable(info, label, exc) from exc
         target.unlink(missing_ok=True)
+        if disk_failure(exc):
+            raise
         raise ArchiveError(f"{label}: entry {info.filename!r} is corrupt or truncated ({exc})") from exc
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as exc:
         target.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from assets.models import Provider
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
-from platform_site.api.errors import NOT_FOUND, NotFoundError
+from platform_site.api.errors import NOT_FOUND, InsufficientStorage, NotFoundError, storage_full
 from platform_site.celery import send_on_commit
 from platform_site.text import fit, storable
 from webhooks.models import EventType
@@ -57,8 +57,8 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
         size=upload.size,
         attempts=1,  # an attempt is a send of the opening task (the sweep counts its re-sends)
     )
-    batch.upload.save(f"{batch.id}.zip", upload, save=False)
     try:
+        batch.upload.save(f"{batch.id}.zip", upload, save=False)
         with transaction.atomic():
             # The user was found before the body streamed in; deleted meanwhile, the upload is a 404 (and its
             # stored zip is removed), not a foreign-key violation at commit. Locked, it cannot go until we commit.
@@ -66,10 +66,12 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
                 raise NotFoundError(NOT_FOUND)
             batch.save(force_insert=True)
             send_on_commit(_tasks().batch_open, str(batch.id))
-    except BaseException:
+    except BaseException as exc:
         # Not when the batch committed and what failed came after (a commit hook): the zip is its data.
         if not Batch.objects.filter(pk=batch.pk).exists():
             batch.upload.delete(save=False)
+        if storage_full(exc):  # the disk or the database is full: nothing was kept, try again later (507)
+            raise InsufficientStorage() from exc
         raise
     return batch
 
@@ -85,17 +87,22 @@ def ensure_extracted(batch: Batch) -> Path:
         return target / "root"
     partial = target.with_name(f"{target.name}.{os.getpid()}.{timezone.now().timestamp():.0f}")
     storage.remove_work_dir(partial.name)
-    with storage.local_path(batch.upload.name) as zip_path:
-        archive.safe_extract(
-            zip_path,
-            partial / "root",
-            max_entries=settings.CONVERSION_MAX_ENTRIES,
-            max_total_bytes=settings.CONVERSION_MAX_EXPANDED_BYTES,
-            max_ratio=settings.CONVERSION_MAX_RATIO,
-            max_depth=settings.CONVERSION_MAX_DEPTH,
-            name=batch.file_name,
-        )
-    (partial / ".complete").touch()
+    try:
+        with storage.local_path(batch.upload.name) as zip_path:
+            archive.safe_extract(
+                zip_path,
+                partial / "root",
+                max_entries=settings.CONVERSION_MAX_ENTRIES,
+                max_total_bytes=settings.CONVERSION_MAX_EXPANDED_BYTES,
+                max_ratio=settings.CONVERSION_MAX_RATIO,
+                max_depth=settings.CONVERSION_MAX_DEPTH,
+                name=batch.file_name,
+            )
+        (partial / ".complete").touch()
+    except BaseException:
+        # What was written goes at once (a disk that filled up gets its room back), not with the storage sweep.
+        archive.cleanup(partial)
+        raise
     try:
         partial.rename(target)
     except OSError:  # another worker got there first; use its copy
@@ -121,9 +128,12 @@ def batch_open(batch_id: str) -> None:
     except archive.ArchiveError as exc:
         _batch_fail(batch, UNABLE_TO_READ, str(exc))
         return
-    except Exception:
+    except Exception as exc:
         log.exception("batch %s could not be opened", batch.pk)
-        _batch_fail(batch, INTERNAL_ERROR, "Internal error while opening the archive.")
+        reason = "Internal error while opening the archive"
+        if archive.disk_failure(exc):  # ours, said: the upload is fine, a retry once there is room opens it
+            reason += f": the server's disk failed ({exc.strerror}); retry the batch once it is fixed"
+        _batch_fail(batch, INTERNAL_ERROR, reason + ".")
         return
     if not found.datasets and not found.unsupported:
         reason = "No ISOXML, shapefile or GeoJSON point data set in the archive"
@@ -189,7 +199,10 @@ def _batch_finish(batch: Batch) -> None:
         batch.status, batch.status_details, batch.failure_reason = BatchStatus.PROCESSED, None, None
     else:
         failed = list(batch.datasets.exclude(status=DatasetStatus.DONE).values_list("supported", "message"))
-        internal = failed and all(supported and message == INTERNAL_ERROR for supported, message in failed)
+        # Ours when every file failed by our doing (an error, a full disk, a worker that died, the sweep's "did not
+        # finish in time": their messages begin with the internal error text, the data sets' with the reason alone).
+        messages = list(files.values_list("status_message", flat=True))
+        internal = bool(messages) and all((message or "").startswith(INTERNAL_ERROR) for message in messages)
         batch.status = BatchStatus.FAILED
         batch.status_details = INTERNAL_ERROR if internal else UNABLE_TO_READ
         batch.failure_reason = "; ".join(sorted({m for _, m in failed if m})) or None

@@ -26,6 +26,14 @@ WORKER_DIED_MESSAGE = (
 )
 
 
+def _internal_error(exc: BaseException) -> str:
+    """The internal error text, with the cause when it is the server's disk (full: a retry once there is room
+    converts the data set)."""
+    if archive.disk_failure(exc):
+        return f"{INTERNAL_ERROR} (the server's disk failed: {exc.strerror}; retry once it is fixed)"
+    return INTERNAL_ERROR
+
+
 # Advisory lock keys of data set runs: this space, then the data set's id.
 _RUN_LOCK_SPACE = 1 << 48
 
@@ -38,17 +46,18 @@ def _run_lease(dataset_id: int):
     return session_lock(_RUN_LOCK_SPACE + dataset_id)
 
 
-def dataset_convert(dataset_id: int) -> None:
+def dataset_convert(dataset_id: int, *, task_retries: int = 0) -> None:
     """Convert one data set into its file(s). Idempotent: a data set that ended is left alone, and a copy of the
-    task arriving while another run converts it stops at once."""
+    task arriving while another run converts it stops at once. `task_retries`: the task's database retries
+    (`DatabaseRetryTask`); a retry continues the attempt of the run whose database failed, it is no new attempt."""
     with _run_lease(dataset_id) as only:
         if not only:
             log.info("data set %s: another run of it is converting it; this one stops", dataset_id)
             return
-        _dataset_convert(dataset_id)
+        _dataset_convert(dataset_id, task_retries)
 
 
-def _dataset_convert(dataset_id: int) -> None:
+def _dataset_convert(dataset_id: int, task_retries: int) -> None:
     with transaction.atomic():
         dataset = (
             BatchDataset.objects.select_for_update()
@@ -58,15 +67,24 @@ def _dataset_convert(dataset_id: int) -> None:
         )
         if dataset is None or dataset.status not in (DatasetStatus.PENDING, DatasetStatus.PROCESSING):
             return
+        # A later database retry of the task that last began it: that run's database failed (an outage, a full
+        # disk) and it could not record its end; this run continues its attempt. Counted as one, a brief outage
+        # used up the attempts in a minute and failed the data set as if its worker had died again and again.
+        continued = dataset.status == DatasetStatus.PROCESSING and task_retries > dataset.task_retries
         # PROCESSING, and no other run holds it (`_run_lease`): a run began and never ended. Its worker died (out of
         # memory, killed) and the broker sent the unacknowledged task again at once, so the sweep (which waits for
         # silence) never sees it stuck.
-        died = dataset.status == DatasetStatus.PROCESSING and dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS
+        died = (
+            not continued
+            and dataset.status == DatasetStatus.PROCESSING
+            and dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS
+        )
         if not died:
             dataset.status = DatasetStatus.PROCESSING
-            dataset.attempts += 1
+            dataset.attempts += 0 if continued else 1
+            dataset.task_retries = task_retries
             dataset.started_at = dataset.progress_at = timezone.now()
-            dataset.save(update_fields=["status", "attempts", "started_at", "progress_at"])
+            dataset.save(update_fields=["status", "attempts", "task_retries", "started_at", "progress_at"])
     if died:
         message = WORKER_DIED_MESSAGE.format(attempts=dataset.attempts)
         _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)
@@ -98,7 +116,7 @@ def _dataset_convert(dataset_id: int) -> None:
             except UnreadableDataset as exc:
                 failures.append(str(exc))
                 file_fail(file, f"{UNABLE_TO_READ} ({exc})", table.operation_type)
-            except Exception:
+            except Exception as exc:
                 if not Batch.objects.filter(pk=batch.pk).exists():
                     raise  # deleted meanwhile: the handler below ends quietly
                 if File.objects.filter(pk=file.pk, status=FileStatus.PROCESSED).exists():
@@ -107,8 +125,8 @@ def _dataset_convert(dataset_id: int) -> None:
                     continue
                 # One operation's unexpected error (a bug its data meets) fails its own file; the others convert.
                 log.exception("file %s (%s) of data set %s failed", file.pk, table.name, dataset.pk)
-                failures.append(INTERNAL_ERROR)
-                file_fail(file, INTERNAL_ERROR, table.operation_type)
+                failures.append(_internal_error(exc))
+                file_fail(file, _internal_error(exc), table.operation_type)
         # Parts the reader could not read (with a reason) or met a bug in (it logged the error): each fails its file.
         unread = [(name, reason, f"{UNABLE_TO_READ} ({reason})") for name, reason in reader.skipped]
         unread += [(name, INTERNAL_ERROR, INTERNAL_ERROR) for name in reader.failed]
@@ -120,7 +138,7 @@ def _dataset_convert(dataset_id: int) -> None:
     except (UnreadableDataset, archive.ArchiveError) as exc:
         _dataset_fail(dataset, f"{UNABLE_TO_READ} ({exc})", str(exc))
         return
-    except Exception:
+    except Exception as exc:
         if not Batch.objects.filter(pk=batch.pk).exists():
             # Deleted meanwhile (its core user was): nothing is left to convert for. What this run stored after
             # the deletion's own cleanup is removed by the storage sweep.
@@ -132,7 +150,7 @@ def _dataset_convert(dataset_id: int) -> None:
             log.info("data set %s ended during this run of it; it stops", dataset.pk)
             return
         log.exception("data set %s of batch %s failed", dataset.pk, batch.pk)
-        _dataset_fail(dataset, INTERNAL_ERROR, INTERNAL_ERROR)
+        _dataset_fail(dataset, _internal_error(exc), _internal_error(exc))
         return
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()

@@ -11,7 +11,7 @@ from platform_site.text import fit, storable
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from .. import links, outputs
+from .. import links, outputs, storage
 from ..models import BatchDataset, DatasetStatus, File, FileOrigin, FileStatus
 from ..signals import file_processed
 
@@ -129,6 +129,18 @@ def _file_fail(file: File, message: str, operation_type: str | None = None) -> N
         update_fields.append("operation_type")
     file.save(update_fields=update_fields)
     event_emit(type=FAILED_EVENTS[file.origin], core_user=file.core_user, payload=_file_event_payload(file, message))
+    file_id = file.pk
+    transaction.on_commit(lambda: file_outputs_remove_if_failed(file_id), robust=True)
+
+
+def file_outputs_remove_if_failed(file_id) -> None:
+    """Remove a failed file's outputs (`files/<id>/`: its points, GeoJSON, images), nothing of which is served for
+    a failed file: a failed conversion kept tens of megabytes for ever (and a full disk stayed full). The bytes its
+    retry needs stay: the upload and the data set's zip (`originalFile`). Under the file's lock, and only while it
+    is still failed: a retry making it processing meanwhile waits, then writes its outputs anew."""
+    with transaction.atomic():
+        if File.objects.select_for_update().filter(pk=file_id, status=FileStatus.FAILED).exists():
+            storage.delete_tree(storage.file_prefix(file_id))
 
 
 def file_fail(file: File, message: str, operation_type: str | None = None) -> None:

@@ -4,6 +4,7 @@ Body: `{type, title, status, detail, path, errorKey}` plus `fieldErrors: [{field
 validation errors. Services raise `DomainError` subclasses; views never catch and reformat.
 """
 
+import errno
 from http import HTTPStatus
 from typing import Any
 
@@ -46,6 +47,27 @@ def database_busy_wait(exc: OperationalError) -> int | None:
     if sqlstate(exc) in POSTGRESQL_CONFLICTS:
         return CONFLICT_RETRY_SECONDS
     return None
+
+
+# SQLite could not grow its database file (SQLITE_FULL); PostgreSQL's disk_full.
+SQLITE_FULL = "database or disk is full"
+POSTGRESQL_DISK_FULL = "53100"
+STORAGE_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+INSUFFICIENT_STORAGE_RETRY_SECONDS = 60
+INSUFFICIENT_STORAGE = (
+    "The server has no room left to store this request's data; nothing of it was kept. Try again later."
+)
+
+
+def storage_full(exc: BaseException) -> bool:
+    """Whether `exc` says the server ran out of room to write: a file's write (ENOSPC, or a quota: EDQUOT), SQLite's
+    "database or disk is full", PostgreSQL's disk_full. Not SQLite's "disk I/O error": a full disk may cause it, and
+    so may a failing one."""
+    if isinstance(exc, OSError):
+        return exc.errno in STORAGE_FULL_ERRNOS
+    if isinstance(exc, OperationalError):
+        return SQLITE_FULL in str(exc) or sqlstate(exc) == POSTGRESQL_DISK_FULL
+    return False
 
 
 DRF_ERROR_KEYS: list[tuple[type[Exception], str]] = [
@@ -110,6 +132,18 @@ class ProviderResourceReadOnly(ForbiddenError):
 class ServiceUnavailableError(DomainError):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     error_key = "serviceUnavailable"
+
+
+class InsufficientStorage(DomainError):
+    """The server has no room left to write what the request brings (its disk, or its database, is full): 507
+    (RFC 4918), with `Retry-After`. Nothing of the request was kept: its transaction rolled back, its upload went."""
+
+    status_code = 507
+    error_key = "insufficientStorage"
+    wait = INSUFFICIENT_STORAGE_RETRY_SECONDS
+
+    def __init__(self, detail: str = INSUFFICIENT_STORAGE):
+        super().__init__(detail)
 
 
 def problem_body(
@@ -192,6 +226,8 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    elif storage_full(exc):
+        exc = InsufficientStorage()
 
     if isinstance(exc, DomainError):
         body = problem_body(

@@ -74,7 +74,11 @@ PROBLEM_DESCRIPTIONS = {
     411: "The body was sent without a Content-Length (`Transfer-Encoding: chunked`; `lengthRequired`).",
     413: "The JSON body is larger than the server accepts (`requestTooLarge`).",
     415: "The body is not JSON in UTF-8, UTF-16 or UTF-32 (`unsupportedMediaType`).",
+    507: "The server has no room left to store the change (its disk or its database is full; "
+    "`insufficientStorage`): nothing of it was kept. Send it again after `Retry-After` seconds.",
 }
+# Methods that write: a full disk or database answers them 507.
+WRITE_METHODS = ("post", "put", "patch", "delete")
 DOWNLOAD_NOT_ACCEPTABLE = "The `Accept` header takes neither {media_types} nor JSON (`notAcceptable`)."
 UPLOAD_PROBLEM_DESCRIPTIONS = {
     413: "The upload is larger than the server accepts (`fileTooLarge`).",
@@ -83,7 +87,7 @@ UPLOAD_PROBLEM_DESCRIPTIONS = {
 UNAUTHORIZED_HEADERS = {
     "WWW-Authenticate": {"description": f"`{BEARER_CHALLENGE}`.", "schema": {"type": "string"}},
 }
-# A 429 (a refused login) and a 503 say when to try again.
+# A 429 (a refused login), a 503 and a 507 say when to try again.
 RETRY_AFTER_HEADERS = {
     "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}},
 }
@@ -186,12 +190,12 @@ def postprocess_paging_headers(result, generator, request, public):
     return result
 
 
-def problem_statuses(operation: dict) -> dict[int, str]:
+def problem_statuses(operation: dict, method: str = "get") -> dict[int, str]:
     """The error statuses every operation of its kind can answer, with what they mean there: 400 where there is
     input (a body or a query parameter; not `format`, whose unknown values are 404s), 401 behind the bearer
     token, 404 where the path names a resource or the query a core user it needs (a `coreUserId` filter of a
     list finds nothing instead), 406 everywhere (DRF negotiates every request's `Accept`), 408, 411, 413 and 415
-    where there is a body."""
+    where there is a body, 507 where the `method` writes."""
     parameters = operation.get("parameters", [])
     body = operation.get("requestBody", {}).get("content", {})
     upload = "multipart/form-data" in body
@@ -209,6 +213,8 @@ def problem_statuses(operation: dict) -> dict[int, str]:
         statuses[411] = PROBLEM_DESCRIPTIONS[411]
         statuses[413] = descriptions[413]
         statuses[415] = descriptions[415]
+    if method in WRITE_METHODS:
+        statuses[507] = PROBLEM_DESCRIPTIONS[507]
     return statuses
 
 
@@ -266,7 +272,7 @@ def postprocess_problem_responses(result, generator, request, public):
         for method, operation in operations.items():
             if method not in HTTP_METHODS:
                 continue
-            statuses = {**problem_statuses(operation), **declared.get((_path_shape(path), method), {})}
+            statuses = {**problem_statuses(operation, method), **declared.get((_path_shape(path), method), {})}
             responses = operation.setdefault("responses", {})
             for status in sorted(statuses):
                 response = {
@@ -275,7 +281,7 @@ def postprocess_problem_responses(result, generator, request, public):
                 }
                 if status == 401:
                     response["headers"] = UNAUTHORIZED_HEADERS
-                elif status in (429, 503) and "Retry-After" in statuses[status]:
+                elif status in (429, 503, 507) and "Retry-After" in statuses[status]:
                     response["headers"] = RETRY_AFTER_HEADERS
                 responses.setdefault(str(status), response)
     return result

@@ -1,5 +1,6 @@
 """Safe extraction of hostile and odd zips, and detection of data sets (including unsupported proprietary ones)."""
 
+import errno
 import io
 import random
 import stat
@@ -245,3 +246,35 @@ def test_several_data_sets_case_insensitive(tmp_path):
         ("ISOXML", "b/TaskData"),
         ("SHAPEFILE", "Yield"),
     ]
+
+
+class _FillingDisk:
+    """A file being written on a disk with `room` bytes left: past them, its write fails as the kernel's does."""
+
+    def __init__(self, file, room: int):
+        self.file, self.room = file, room
+
+    def write(self, data: bytes) -> int:
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.room -= len(data)
+        return self.file.write(data)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+def test_a_full_disk_while_extracting_is_no_fault_of_the_archive(tmp_path, monkeypatch):
+    """Every OSError was "entry ... is corrupt or truncated ([Errno 28] No space left on device)": the upload was
+    blamed (and its batch failed as unreadable) for our disk."""
+    from conversion.archive import disk_failure, extraction
+
+    path = _zip(tmp_path / "card.zip", {"TASKDATA/TASKDATA.XML": random.Random(1).randbytes(3 * 1024 * 1024)})
+    monkeypatch.setattr(extraction, "open", lambda *a: _FillingDisk(open(*a), 1024 * 1024), raising=False)
+    with pytest.raises(OSError) as raised:
+        safe_extract(path, tmp_path / "out")
+    assert not isinstance(raised.value, ArchiveError) and disk_failure(raised.value)
+    assert _files_under(tmp_path / "out") == []  # the partial entry removed

@@ -73,6 +73,7 @@ def test_a_data_set_stuck_after_the_last_attempt_fails_with_a_reason(
     batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
     assert batch["status"] == "FAILED"
     assert "did not finish in time" in batch["failureReason"]
+    assert batch["statusDetails"] == INTERNAL_ERROR  # ours, not "Files found but unable to read"
     assert {f.status for f in File.objects.filter(batch_id=batch_id)} == {FileStatus.FAILED}
 
 
@@ -94,6 +95,7 @@ def test_a_data_set_whose_worker_dies_at_every_attempt_fails_when_sent_again(
         return
     assert batch["status"] == "FAILED"
     assert "ended abnormally 2 times" in batch["failureReason"]
+    assert batch["statusDetails"] == INTERNAL_ERROR
     assert {f.status for f in File.objects.filter(batch_id=batch_id)} == {FileStatus.FAILED}
 
 
