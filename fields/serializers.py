@@ -250,7 +250,9 @@ class FieldCreateSerializer(ApiSerializer):
 
 
 class FieldUpdateSerializer(ApiSerializer):
-    """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary)."""
+    """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary); at least one."""
+
+    schema_min_properties = 1  # (OpenAPI: `{}` is "Nothing to update")
 
     name = StrictCharField(required=False, allow_blank=True, max_length=255)
     farmId = CoreUserRowIdField(model=Farm, noun="farm", required=False, allow_null=True, source="farm")

@@ -195,6 +195,8 @@ class FarmListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/farms...`: create, get, replace (PUT)."""
 
+    replacement_actions = ("update",)  # OpenAPI: the PUT's body is required (`replacement_document`)
+
     serializer_class = FarmSerializer
 
     def get_queryset(self):
@@ -230,6 +232,8 @@ class GrowerListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 
 class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/growers...`: create, get, replace (PUT, name only)."""
+
+    replacement_actions = ("update",)  # OpenAPI: the PUT's body is required (`replacement_document`)
 
     serializer_class = GrowerSerializer
 

@@ -193,6 +193,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "platform_site.api.schema.postprocess_paging_headers",
         "platform_site.api.schema.postprocess_query_parameters",
+        "platform_site.api.schema.postprocess_request_body_required",
         # The problem+json error answers of every operation.
         "platform_site.api.schema.postprocess_problem_responses",
     ],

@@ -96,12 +96,16 @@ class RequestRulesAutoSchema(AutoSchema):
     - the body of a serializer that refuses keys it does not have (`RejectUnknownFieldsMixin`: a 400 `Unknown
       field.`) says so, `additionalProperties: false`; a serializer whose body may also echo an answer's other keys (a
       farm's or grower's PUT) says `schema_closed = False`: open, `true`;
+    - a body that must hold at least some keys (a PATCH refusing `{}` with "Nothing to update") says so with the
+      serializer's `schema_min_properties`: `minProperties`;
     - a list that may not be empty (`allow_empty=False`: a 400 "This list may not be empty.") has `minItems: 1`."""
 
     def _map_basic_serializer(self, serializer, direction):
         schema = super()._map_basic_serializer(serializer, direction)
         if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
             schema["additionalProperties"] = not getattr(serializer, "schema_closed", True)
+            if min_properties := getattr(serializer, "schema_min_properties", 0):
+                schema["minProperties"] = min_properties
         return schema
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
@@ -230,12 +234,17 @@ def _not_acceptable(operation: dict) -> str:
 def _declared_problems(generator) -> dict[tuple[str, str], dict[int, str]]:
     """`problem_responses` of each endpoint's view: `{action (a viewset's) or method (an APIView's): {status:
     description}}`, the statuses its rules (services) answer besides those of `problem_statuses`."""
-    declared = {}
+    return {
+        endpoint: getattr(view_class, "problem_responses", {}).get(name, {})
+        for endpoint, view_class, name in _endpoint_views(generator)
+    }
+
+
+def _endpoint_views(generator) -> Iterable[tuple[tuple[str, str], type | None, str]]:
+    """`((path shape, method), view class, action or method name)` of each endpoint the schema documents."""
     for path, _regex, method, callback in generator.endpoints or []:
-        view_class = getattr(callback, "cls", None)
         name = (getattr(callback, "actions", None) or {}).get(method.lower(), method.lower())
-        declared[(_path_shape(path), method.lower())] = getattr(view_class, "problem_responses", {}).get(name, {})
-    return declared
+        yield (_path_shape(path), method.lower()), getattr(callback, "cls", None), name
 
 
 def _path_shape(path: str) -> str:
@@ -278,4 +287,36 @@ def postprocess_problem_responses(result, generator, request, public):
                 elif status in (429, 503) and "Retry-After" in statuses[status]:
                     response["headers"] = RETRY_AFTER_HEADERS
                 responses.setdefault(str(status), response)
+    return result
+
+
+def _takes_no_document(schema: dict, components: dict) -> bool:
+    """Whether the body schema takes what DRF reads from a request without a body: `{}` (an empty form for an
+    upload). Not an object, a required key or `minProperties` and it does not."""
+    while "$ref" in schema:
+        schema = components.get(schema["$ref"].rsplit("/", 1)[1], {})
+    return schema.get("type", "object") == "object" and not schema.get("required") and not schema.get("minProperties")
+
+
+def postprocess_request_body_required(result, generator, request, public):
+    """A request body is `required: true` wherever the server refuses a request without one (400), so that a generated
+    client does not let it be left out: where its schema does not take the empty document DRF reads instead (an
+    array, a required key, `minProperties`; drf-spectacular judges by required keys only, and never for a schema
+    given as a dict), and where the view reads the body as a replacement document (`replacement_actions`:
+    `parsers.replacement_document`, no body is not `{}`)."""
+    components = result.get("components", {}).get("schemas", {})
+    replacing = {
+        endpoint
+        for endpoint, view_class, name in _endpoint_views(generator)
+        if name in getattr(view_class, "replacement_actions", ())
+    }
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            body = operation.get("requestBody") if method in HTTP_METHODS else None
+            if not body:
+                continue
+            if (_path_shape(path), method) in replacing or any(
+                not _takes_no_document(content.get("schema", {}), components) for content in body["content"].values()
+            ):
+                body["required"] = True
     return result

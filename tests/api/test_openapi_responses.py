@@ -493,6 +493,7 @@ def test_query_parameters_the_server_honours_are_documented(schema, api_client, 
             False,
         ),
         ("post", f"{OPERATIONS}/files/merge", {"ids": []}, "ids", False),
+        ("patch", f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}", {}, "", False),
         (
             "post",
             f"{ALERTS}/webhooks",
@@ -509,7 +510,11 @@ def test_request_constraints_the_server_holds_are_documented(
     `#RRGGBB` colour, a list that may not be empty (they were plain strings and arrays)."""
     request = operation(schema, method, template)["requestBody"]["content"]["application/json"]["schema"]
     assert (errors_of(schema, request, body) == []) is taken, body
-    response = getattr(api_client, method)(template.replace("{coreUserId}", str(core_user.pk)), body, format="json")
+    url = template.replace("{coreUserId}", str(core_user.pk))
+    if "{id}" in url:  # a field's
+        made = api_client.post(f"{FIELDS}/users/{core_user.pk}/fields", {"geometry": square(10, 50)}, format="json")
+        url = url.replace("{id}", made.json()["id"])
+    response = getattr(api_client, method)(url, body, format="json")
     if taken:
         assert response.status_code < 300, response.content
     else:
@@ -589,3 +594,46 @@ def test_deprecated_keys_and_enums_are_documented(schema):
     ):
         method = "post" if path.endswith("intersects") else "get"
         assert schema["paths"][path][method].get("deprecated") is deprecated, path
+
+
+def test_a_request_body_is_required_exactly_where_the_server_refuses_none(schema, api_client, core_user, settings):
+    """Every operation that declares a body says `required: true` when the server refuses the request sent without
+    one (400), and not when it takes it: a generated client otherwise lets a body be left out that the server
+    refuses (a farm's PUT, `POST /configs/{coreUserId}`), or insists on one it does not need."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True  # the provider application's example hosts do not resolve here
+    user = f"{FIELDS}/users/{core_user.pk}"
+    # Given one record of each kind a body-taking path names
+    ids = {
+        "coreUserId": core_user.pk,
+        "machines": api_client.post(f"{BETA}/users/{core_user.pk}/machines", {"name": "M"}, format="json").json()["id"],
+        "farms": api_client.post(f"{user}/farms", {"name": "F"}, format="json").json()["id"],
+        "growers": api_client.post(f"{user}/growers", {"name": "G"}, format="json").json()["id"],
+        "fields": api_client.post(f"{user}/fields", {"geometry": square(10, 50)}, format="json").json()["id"],
+        "provider-applications": api_client.post(
+            f"{WIDGETS}/provider-applications", APPLICATION_BODY, format="json"
+        ).json()["id"],
+    }
+    ids["fieldId"] = ids["fields"]
+    mismatches, probed = [], 0
+    for template, operations in schema["paths"].items():
+        for method, op in operations.items():
+            if method not in HTTP_METHODS or "requestBody" not in op:
+                continue
+            # When it is sent without a body (path ids of real records, required query parameters given)
+            url = re.sub(r"/([^/]+)/\{(\w+)\}", lambda m: f"/{m[1]}/{ids[m[2] if m[2] in ids else m[1]]}", template)
+            query = {
+                p["name"]: core_user.pk if p["name"] == "coreUserId" else p["schema"].get("enum", ["Other"])[0]
+                for p in op.get("parameters", [])
+                if p["in"] == "query" and p.get("required")
+            }
+            if query:
+                url += "?" + "&".join(f"{key}={value}" for key, value in query.items())
+            response = getattr(api_client, method)(url)
+            probed += 1
+            # Then the server refuses it (400) where the schema requires the body, and takes it elsewhere
+            refused = response.status_code == 400
+            assert refused or response.status_code < 300, (method, template, response.status_code, response.content)
+            if refused != bool(op["requestBody"].get("required")):
+                mismatches.append((method.upper(), template, response.status_code, response.content[:150]))
+    assert probed >= 25
+    assert mismatches == [], "\n".join(map(str, mismatches))
