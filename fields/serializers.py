@@ -290,6 +290,66 @@ class FieldIdsField(serializers.ListField):
         super().__init__(**kwargs)
 
 
+# --- OpenAPI documentation only: the GeoJSON answers of the geometric queries and the weather ---------------------
+POSITION_SCHEMA = {
+    "type": "array",
+    "items": {"type": "number"},
+    "minItems": 2,
+    "description": "`[longitude, latitude]` in WGS84.",
+}
+
+
+class GeoJSONMultiPolygonSerializer(ApiSerializer):
+    """A GeoJSON MultiPolygon in WGS84 as the server answers one (`POST .../fields/intersect`): polygons of linear
+    rings of positions; no polygon at all (`coordinates: []`) when the area is empty."""
+
+    coordinates = serializers.ListField(
+        child=serializers.ListField(
+            child=serializers.ListField(child=serializers.ListField(child=serializers.FloatField(), min_length=2))
+        ),
+        help_text="Polygons, each a list of linear rings (the exterior first), each a list of positions.",
+    )
+
+
+class WeatherValueSerializer(ApiSerializer):
+    """One day's value of a weather property."""
+
+    time = serializers.CharField()
+    value = serializers.FloatField(allow_null=True, help_text="null when the weather source has none for the day.")
+
+
+class WeatherSeriesSerializer(ApiSerializer):
+    """A weather property: one value per day of the range, and its unit."""
+
+    values = WeatherValueSerializer(many=True)
+    unit = serializers.CharField()
+
+
+class WeatherPropertiesSerializer(ApiSerializer):
+    """The six daily weather properties (units: rainSum `mm`, the temperatures `°C`, snowfallSum `cm`,
+    shortwaveRadiationSum `MJ/m²`) and when they were read."""
+
+    rainSum = WeatherSeriesSerializer()
+    maxTemperature = WeatherSeriesSerializer()
+    meanTemperature = WeatherSeriesSerializer()
+    minTemperature = WeatherSeriesSerializer()
+    snowfallSum = WeatherSeriesSerializer()
+    shortwaveRadiationSum = WeatherSeriesSerializer()
+    processedTime = TimestampField()
+
+
+class GeoJSONPointSerializer(ApiSerializer):
+    """A GeoJSON Point in WGS84."""
+
+
+class WeatherSerializer(ApiSerializer):
+    """The weather of a field (`GET .../fields/{fieldId}/weather`): a GeoJSON Feature at the centroid of its active
+    boundary with the daily weather in its properties."""
+
+    geometry = GeoJSONPointSerializer()
+    properties = WeatherPropertiesSerializer()
+
+
 class FarmSerializer(ApiModelSerializer):
     """A farm (long id) with the ids of its fields."""
 
@@ -373,6 +433,25 @@ class GrowerWriteSerializer(ApiSerializer):
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
 
 
-# --- OpenAPI documentation: keys sent only when they apply --------------------------------------------------------
+# --- OpenAPI documentation: keys sent only when they apply, and the GeoJSON `type`s ------------------------------
 document_extra_properties(FieldSerializer, optional=(*FIELD_PROVIDER_KEYS, "mergedFieldId", "sources"))
 document_extra_properties(GrowerSerializer, optional=("name",))
+document_extra_properties(
+    GeoJSONMultiPolygonSerializer, {"type": {"type": "string", "enum": ["MultiPolygon"]}}, required=("type",)
+)
+document_extra_properties(
+    GeoJSONPointSerializer,
+    {"type": {"type": "string", "enum": ["Point"]}, "coordinates": POSITION_SCHEMA},
+    required=("type", "coordinates"),
+)
+document_extra_properties(WeatherSerializer, {"type": {"type": "string", "enum": ["Feature"]}}, required=("type",))
+document_extra_properties(
+    WeatherValueSerializer,
+    {
+        "time": {
+            "type": "string",
+            "pattern": r"^\d{4}-\d{2}-\d{2}T00:00:00$",
+            "description": "The day in UTC, without timezone: `YYYY-MM-DDT00:00:00`.",
+        }
+    },
+)

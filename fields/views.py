@@ -24,10 +24,12 @@ from .serializers import (
     FieldIdsField,
     FieldSerializer,
     FieldUpdateSerializer,
+    GeoJSONMultiPolygonSerializer,
     GeometrySerializer,
     GrowerSerializer,
     GrowerWriteSerializer,
     IntersectsSerializer,
+    WeatherSerializer,
     field_representations,
 )
 
@@ -129,7 +131,10 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         )
         return Response(field_representations(rows))
 
-    @extend_schema(request={"application/json": {"type": "array", "items": {"type": "string"}}}, responses=dict)
+    @extend_schema(
+        request={"application/json": {"type": "array", "items": {"type": "string"}}},
+        responses=GeoJSONMultiPolygonSerializer,
+    )
     @action(detail=False, methods=["post"])
     def intersect(self, request, coreUserId=None):
         field_ids = FieldIdsField().run_validation(request.data)
@@ -141,7 +146,7 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
             OpenApiParameter("startTime", str, required=True, description="YYYY-MM-DD"),
             OpenApiParameter("endTime", str, required=True, description="YYYY-MM-DD"),
         ],
-        responses=dict,
+        responses=WeatherSerializer,
     )
     @action(detail=True, methods=["get"])
     def weather(self, request, coreUserId=None, pk=None):

@@ -637,3 +637,37 @@ def test_a_request_body_is_required_exactly_where_the_server_refuses_none(schema
                 mismatches.append((method.upper(), template, response.status_code, response.content[:150]))
     assert probed >= 25
     assert mismatches == [], "\n".join(map(str, mismatches))
+
+
+def test_an_intersection_and_a_weather_answer_match_their_schemas(schema, api_client, core_user, settings):
+    """Both were documented as any object (`responses=dict`): the intersection is a GeoJSON MultiPolygon (empty
+    coordinates when the fields do not overlap), the weather the spec's Feature."""
+    settings.WEATHER_SOURCE = "tests.fields.test_weather.SunnyDays"  # 12.5 mm of rain, no other value
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    template = f"{FIELDS}/users/{{coreUserId}}/fields"
+    # Given two overlapping fields and a third apart
+    for field_id, lon in (("a", 10), ("b", 10.005), ("c", 30)):
+        assert api_client.post(fields, {"id": field_id, "geometry": square(lon, 50)}, format="json").status_code == 201
+    overlap = api_client.post(f"{fields}/intersect", ["a", "b"], format="json")
+    apart = api_client.post(f"{fields}/intersect", ["a", "c"], format="json")
+    assert overlap.json()["type"] == "MultiPolygon" and len(overlap.json()["coordinates"]) == 1
+    assert apart.json() == {"type": "MultiPolygon", "coordinates": []}
+    for answer in (overlap, apart):
+        assert_documented(schema, "post", f"{template}/intersect", answer)
+    ok = operation(schema, "post", f"{template}/intersect")["responses"]["200"]["content"]["application/json"]
+    assert errors_of(schema, ok["schema"], {"type": "Polygon", "coordinates": []})
+    assert errors_of(schema, ok["schema"], {"anything": 1})
+    # When the weather of a field is asked for
+    [weather_path] = [path for path in schema["paths"] if path.startswith(template) and path.endswith("/weather")]
+    answer = api_client.get(f"{fields}/a/weather", {"startTime": "2024-03-01", "endTime": "2024-03-02"})
+    assert answer.status_code == 200, answer.content
+    properties = answer.json()["properties"]
+    assert properties["rainSum"] == {
+        "values": [{"time": "2024-03-01T00:00:00", "value": 12.5}, {"time": "2024-03-02T00:00:00", "value": 12.5}],
+        "unit": "mm",
+    }
+    assert properties["snowfallSum"]["values"][0]["value"] is None
+    assert_documented(schema, "get", weather_path, answer)
+    ok = operation(schema, "get", weather_path)["responses"]["200"]["content"]["application/json"]
+    assert errors_of(schema, ok["schema"], answer.json() | {"geometry": {"type": "MultiPolygon", "coordinates": []}})
+    assert errors_of(schema, ok["schema"], answer.json() | {"properties": {"rainSum": {}}})
