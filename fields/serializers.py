@@ -381,12 +381,17 @@ class FarmSerializer(ApiModelSerializer):
 
 
 class FarmWriteSerializer(ApiSerializer):
-    """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none). A PUT may also echo the
-    farm's other keys as a GET answered them (a changed one is a 400)."""
+    """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none)."""
 
-    schema_closed = False  # (OpenAPI: a PUT takes the answer's keys back)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
     growerId = CoreUserRowIdField(model=Grower, noun="grower", required=False, allow_null=True, source="grower")
+
+
+class FarmReplaceSerializer(FarmWriteSerializer):
+    """PUT body of a farm: also the farm's other keys, as a GET answered them (`echo_validated`: a changed one is a
+    400)."""
+
+    schema_echoes = FarmSerializer  # (OpenAPI: the answer's read-only keys, optional)
 
 
 class GrowerSerializer(ApiModelSerializer):
@@ -426,11 +431,16 @@ class GrowerSerializer(ApiModelSerializer):
 
 
 class GrowerWriteSerializer(ApiSerializer):
-    """POST / PUT body of a grower: `name` only (PUT: absent means none). A PUT may also echo the grower's other keys
-    as a GET answered them (a changed one is a 400)."""
+    """POST / PUT body of a grower: `name` only (PUT: absent means none)."""
 
-    schema_closed = False  # (OpenAPI: a PUT takes the answer's keys back)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
+
+
+class GrowerReplaceSerializer(GrowerWriteSerializer):
+    """PUT body of a grower: also the grower's other keys, as a GET answered them (`echo_validated`: a changed one is
+    a 400)."""
+
+    schema_echoes = GrowerSerializer  # (OpenAPI: the answer's read-only keys, optional)
 
 
 # --- OpenAPI documentation: keys sent only when they apply, and the GeoJSON `type`s ------------------------------

@@ -18,6 +18,7 @@ from .intersects import fields_intersecting_rows
 from .models import Boundary, Farm, Field, Grower
 from .serializers import (
     BoundarySerializer,
+    FarmReplaceSerializer,
     FarmSerializer,
     FarmWriteSerializer,
     FieldCreateSerializer,
@@ -26,6 +27,7 @@ from .serializers import (
     FieldUpdateSerializer,
     GeoJSONMultiPolygonSerializer,
     GeometrySerializer,
+    GrowerReplaceSerializer,
     GrowerSerializer,
     GrowerWriteSerializer,
     IntersectsSerializer,
@@ -213,11 +215,11 @@ class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         farm = services.farm_create(core_user=self.core_user, **data)
         return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=FarmWriteSerializer, responses=FarmSerializer)
+    @extend_schema(request=FarmReplaceSerializer, responses=FarmSerializer)
     def update(self, request, coreUserId=None, pk=None):
         farm = self.get_object()  # a missing or foreign id is 404 whatever the body
         data = echo_validated(
-            FarmWriteSerializer, replacement_document(request), FarmSerializer(farm).data, core_user=self.core_user
+            FarmReplaceSerializer, replacement_document(request), FarmSerializer(farm).data, core_user=self.core_user
         )
         farm = services.farm_replace(farm=farm, **data)
         return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data)
@@ -251,9 +253,9 @@ class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         grower = services.grower_create(core_user=self.core_user, **data)
         return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=GrowerWriteSerializer, responses=GrowerSerializer)
+    @extend_schema(request=GrowerReplaceSerializer, responses=GrowerSerializer)
     def update(self, request, coreUserId=None, pk=None):
         grower = self.get_object()  # a missing or foreign id is 404 whatever the body
-        data = echo_validated(GrowerWriteSerializer, replacement_document(request), GrowerSerializer(grower).data)
+        data = echo_validated(GrowerReplaceSerializer, replacement_document(request), GrowerSerializer(grower).data)
         grower = services.grower_replace(grower=grower, **data)
         return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import build_bearer_security_scheme_object, is_field
+from drf_spectacular.plumbing import append_meta, build_bearer_security_scheme_object, is_field
 from rest_framework import serializers
 
 from platform_site.api.authentication import BEARER_CHALLENGE
@@ -87,6 +87,9 @@ UNAUTHORIZED_HEADERS = {
 RETRY_AFTER_HEADERS = {
     "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}},
 }
+ECHO_DESCRIPTION = (
+    "Read-only, as the answer has it: may be sent back, but must equal the stored value (another value is a 400)."
+)
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -94,8 +97,10 @@ class RequestRulesAutoSchema(AutoSchema):
     """The default schema class (`DEFAULT_SCHEMA_CLASS`): request bodies say the rules the server holds them to that
     drf-spectacular leaves out, so a client generated from the document refuses what the server would:
     - the body of a serializer that refuses keys it does not have (`RejectUnknownFieldsMixin`: a 400 `Unknown
-      field.`) says so, `additionalProperties: false`; a serializer whose body may also echo an answer's other keys (a
-      farm's or grower's PUT) says `schema_closed = False`: open, `true`;
+      field.`) says so, `additionalProperties: false`;
+    - a body that may also echo the read-only keys of an answer (a farm's or grower's PUT: `echo_validated`) names
+      the answer's serializer in `schema_echoes`: those keys are optional properties that must equal the stored
+      values, so that a client may put back what it read and still sends no key the server refuses;
     - a body that must hold at least some keys (a PATCH refusing `{}` with "Nothing to update") says so with the
       serializer's `schema_min_properties`: `minProperties`;
     - a list that may not be empty (`allow_empty=False`: a 400 "This list may not be empty.") has `minItems: 1`."""
@@ -103,10 +108,25 @@ class RequestRulesAutoSchema(AutoSchema):
     def _map_basic_serializer(self, serializer, direction):
         schema = super()._map_basic_serializer(serializer, direction)
         if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
-            schema["additionalProperties"] = not getattr(serializer, "schema_closed", True)
+            schema["additionalProperties"] = False
+            if (answer := getattr(serializer, "schema_echoes", None)) is not None:
+                schema.setdefault("properties", {}).update(self._echoed_properties(serializer, answer()))
             if min_properties := getattr(serializer, "schema_min_properties", 0):
                 schema["minProperties"] = min_properties
         return schema
+
+    def _echoed_properties(self, serializer, answer) -> dict:
+        """The keys of `answer` that `serializer` does not take, as the answer documents them (not read-only)."""
+        properties = {}
+        for name, field in answer.fields.items():
+            if name in serializer.fields:
+                continue
+            meta = self._get_serializer_field_meta(field, "response") | {"description": ECHO_DESCRIPTION}
+            meta.pop("readOnly", None)
+            mapped = append_meta(self._map_serializer_field(field, "response"), meta)
+            mapped.pop("readOnly", None)  # (drf-spectacular drops a read-only property from a request body)
+            properties[name] = mapped
+        return properties
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)

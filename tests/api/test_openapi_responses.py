@@ -524,26 +524,53 @@ def test_request_constraints_the_server_holds_are_documented(
 
 def test_request_bodies_say_they_take_no_other_keys(schema, api_client, core_user):
     """A body key the resource does not have is a 400 (`Unknown field.`): every request body says so
-    (`additionalProperties: false`), but a farm's or grower's, whose PUT takes a GET's answer back."""
+    (`additionalProperties: false`), a farm's and grower's too; their PUT lists the answer's read-only keys it takes
+    back (unchanged), which their POST refuses."""
     bodies = {
         name: component.get("additionalProperties")
         for name, component in schema["components"]["schemas"].items()
         if name.endswith("Request") and "properties" in component
     }
-    assert {name for name, taken in bodies.items() if taken is not False} == {"FarmWriteRequest", "GrowerWriteRequest"}
-    assert bodies["FarmWriteRequest"] is bodies["GrowerWriteRequest"] is True
+    assert {name for name, taken in bodies.items() if taken is not False} == set()
 
     request = operation(schema, "post", USERS)["requestBody"]["content"]["application/json"]["schema"]
     assert errors_of(schema, request, {"name": "x", "favouriteColour": "red"}) != []
     problem = assert_problem(api_client.post(USERS, {"name": "x", "favouriteColour": "red"}, format="json"), 400)
     assert [error["field"] for error in problem["fieldErrors"]] == ["favouriteColour"]
 
-    farm = api_client.post(f"{FIELDS}/users/{core_user.pk}/farms", {"name": "F"}, format="json").json()
-    template = f"{FIELDS}/users/{{coreUserId}}/farms/{{id}}"
-    request = operation(schema, "put", template)["requestBody"]["content"]["application/json"]["schema"]
-    assert errors_of(schema, request, farm | {"name": "G"}) == []
-    put = api_client.put(f"{FIELDS}/users/{core_user.pk}/farms/{farm['id']}", farm | {"name": "G"}, format="json")
-    assert put.status_code == 200 and put.json()["name"] == "G"
+    user = f"{FIELDS}/users/{core_user.pk}"
+    grower = api_client.post(f"{user}/growers", {"name": "G"}, format="json").json()
+    farm = api_client.post(f"{user}/farms", {"name": "F", "growerId": grower["id"]}, format="json").json()
+    for kind, record, change in (("farms", farm, {"name": "F2", "growerId": None}), ("growers", grower, {"name": "H"})):
+        template = f"{FIELDS}/users/{{coreUserId}}/{kind}"
+        put = operation(schema, "put", f"{template}/{{id}}")["requestBody"]["content"]["application/json"]["schema"]
+        post = operation(schema, "post", template)["requestBody"]["content"]["application/json"]["schema"]
+        # The answer, changed and put back, is a documented body and taken
+        assert errors_of(schema, put, record | change) == [], kind
+        answer = api_client.put(f"{user}/{kind}/{record['id']}", record | change, format="json")
+        assert answer.status_code == 200 and answer.json()["name"] == change["name"], answer.content
+        # A key no answer has is refused by both
+        assert errors_of(schema, put, record | {"favouriteColour": "red"}), kind
+        problem = assert_problem(
+            api_client.put(f"{user}/{kind}/{record['id']}", record | {"favouriteColour": "red"}, format="json"), 400
+        )
+        assert [error["field"] for error in problem["fieldErrors"]] == ["favouriteColour"]
+        # A POST takes no read-only key
+        assert errors_of(schema, post, {"name": "N", "id": record["id"]}), kind
+        assert_problem(api_client.post(f"{user}/{kind}", {"name": "N", "id": record["id"]}, format="json"), 400)
+        # The echoed keys say they must be the stored values (a changed one is a 400)
+        component = schema["components"]["schemas"][put["$ref"].rsplit("/", 1)[1]]
+        echoed = set(record) - set(post_properties(schema, post))
+        assert echoed and echoed <= set(component["properties"]) and not echoed & set(component.get("required", []))
+        assert all("stored value" in json.dumps(component["properties"][key]) for key in echoed), kind
+        changed = api_client.put(
+            f"{user}/{kind}/{record['id']}", record | {"coreUserId": str(uuid.uuid4())}, format="json"
+        )
+        assert [error["field"] for error in assert_problem(changed, 400)["fieldErrors"]] == ["coreUserId"]
+
+
+def post_properties(schema, request) -> dict:
+    return schema["components"]["schemas"][request["$ref"].rsplit("/", 1)[1]]["properties"]
 
 
 def test_no_query_parameter_is_nullable(schema):
