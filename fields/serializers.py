@@ -278,6 +278,18 @@ class IntersectsSerializer(ApiSerializer):
 
 
 MAX_INTERSECT_FIELDS = 1000
+# `services.writes.FIELD_ID_PATTERN` in OpenAPI (ECMA) syntax; the reserved ids are said in words, not in a lookahead
+# that not every client generator's regex engine takes.
+FIELD_ID_SCHEMA_PATTERN = r"^[A-Za-z0-9._~:-]{1,255}$"
+INTERSECT_BODY_SCHEMA = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": 255},
+    "minItems": 2,
+    "maxItems": MAX_INTERSECT_FIELDS,
+    "uniqueItems": True,
+    "description": "The ids of at least two different fields of the core user, each with an active boundary (fewer "
+    "than two different ids is a 400; the server counts a repeated id once, the schema asks for none).",
+}
 
 
 class FieldIdsField(serializers.ListField):
@@ -446,6 +458,17 @@ class GrowerReplaceSerializer(GrowerWriteSerializer):
 # --- OpenAPI documentation: keys sent only when they apply, and the GeoJSON `type`s ------------------------------
 document_extra_properties(FieldSerializer, optional=(*FIELD_PROVIDER_KEYS, "mergedFieldId", "sources"))
 document_extra_properties(GrowerSerializer, optional=("name",))
+document_extra_properties(
+    FieldCreateSerializer,
+    {
+        "id": {
+            "type": "string",
+            "pattern": FIELD_ID_SCHEMA_PATTERN,
+            "description": "Chosen by the client (a UUID is made when absent), kept for ever: 1 to 255 letters, digits "
+            "or `. _ ~ : -`, and not `intersects`, `intersect`, `.` or `..` (path segments of other routes).",
+        }
+    },
+)
 document_extra_properties(
     GeoJSONMultiPolygonSerializer, {"type": {"type": "string", "enum": ["MultiPolygon"]}}, required=("type",)
 )

@@ -17,6 +17,7 @@ from .geometry import to_geojson
 from .intersects import fields_intersecting_rows
 from .models import Boundary, Farm, Field, Grower
 from .serializers import (
+    INTERSECT_BODY_SCHEMA,
     BoundarySerializer,
     FarmReplaceSerializer,
     FarmSerializer,
@@ -134,7 +135,7 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         return Response(field_representations(rows))
 
     @extend_schema(
-        request={"application/json": {"type": "array", "items": {"type": "string"}}},
+        request={"application/json": INTERSECT_BODY_SCHEMA},
         responses=GeoJSONMultiPolygonSerializer,
     )
     @action(detail=False, methods=["post"])

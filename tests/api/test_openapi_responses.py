@@ -17,6 +17,7 @@ from shapely.geometry import MultiPoint, MultiPolygon, mapping
 from assets.models import Implement, Operator, OriginType
 from configs.defaults import DEFAULT_COLOR_RAMP
 from configs.services import config_user_set
+from fields.services.writes import FIELD_ID_PATTERN
 from tests.fields.helpers import provider_field, square
 from tests.magiclinks.helpers import APPLICATION_BODY
 from tests.tenancy import assert_problem
@@ -698,3 +699,24 @@ def test_an_intersection_and_a_weather_answer_match_their_schemas(schema, api_cl
     ok = operation(schema, "get", weather_path)["responses"]["200"]["content"]["application/json"]
     assert errors_of(schema, ok["schema"], answer.json() | {"geometry": {"type": "MultiPolygon", "coordinates": []}})
     assert errors_of(schema, ok["schema"], answer.json() | {"properties": {"rainSum": {}}})
+
+
+def test_field_ids_the_server_refuses_are_refused_by_the_schema(schema, api_client, core_user):
+    """A client-chosen field id takes letters, digits and `. _ ~ : -` only (a `pattern`; the reserved ids are named in
+    its description), and an intersection needs at least two different ids (`minItems: 2`, `uniqueItems`)."""
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    template = f"{FIELDS}/users/{{coreUserId}}/fields"
+    create = operation(schema, "post", template)["requestBody"]["content"]["application/json"]["schema"]
+    for field_id, taken in (("a.b~c:d-e_F9", True), ("b", True), ("north 40", False), ("a/b", False), ("é", False)):
+        body = {"id": field_id, "geometry": square(10, 50)}
+        assert (errors_of(schema, create, body) == []) is taken, field_id
+        response = api_client.post(fields, body, format="json")
+        assert response.status_code == (201 if taken else 400), (field_id, response.content)
+    id_schema = json_schema(schema["components"]["schemas"]["FieldCreateRequest"], {})["properties"]["id"]
+    assert id_schema["pattern"] == f"^{FIELD_ID_PATTERN.pattern}$"  # the rule the service holds ids to
+    assert all(word in id_schema["description"] for word in ("`intersects`", "`intersect`", "`.`", "`..`"))
+    intersect = operation(schema, "post", f"{template}/intersect")["requestBody"]["content"]["application/json"]
+    for ids, taken in ((["a.b~c:d-e_F9", "b"], True), (["b"], False), (["b", "b"], False), ([], False)):
+        assert (errors_of(schema, intersect["schema"], ids) == []) is taken, ids
+        response = api_client.post(f"{fields}/intersect", ids, format="json")
+        assert response.status_code == (200 if taken else 400), (ids, response.content)
