@@ -212,15 +212,14 @@ def postprocess_paging_headers(result, generator, request, public):
 
 def problem_statuses(operation: dict) -> dict[int, str]:
     """The error statuses every operation of its kind can answer, with what they mean there: 400 where there is
-    input (a body or a query parameter; not `format`, whose unknown values are 404s), 401 behind the bearer
-    token, 404 where the path names a resource or the query a core user it needs (a `coreUserId` filter of a
-    list finds nothing instead), 406 everywhere (DRF negotiates every request's `Accept`), 408, 411, 413 and 415
-    where there is a body."""
+    input (a body or a query parameter), 401 behind the bearer token, 404 where the path names a resource or the
+    query a core user it needs (a `coreUserId` filter of a list finds nothing instead), 406 everywhere (DRF
+    negotiates every request's `Accept`), 408, 411, 413 and 415 where there is a body."""
     parameters = operation.get("parameters", [])
     body = operation.get("requestBody", {}).get("content", {})
     upload = "multipart/form-data" in body
     statuses: dict[int, str] = {}
-    if body or any(p.get("in") == "query" and p.get("name") != "format" for p in parameters):
+    if body or any(p.get("in") == "query" for p in parameters):
         statuses[400] = PROBLEM_DESCRIPTIONS[400]
     if any(requirement for requirement in operation.get("security", [])):
         statuses[401] = PROBLEM_DESCRIPTIONS[401]

@@ -720,3 +720,20 @@ def test_field_ids_the_server_refuses_are_refused_by_the_schema(schema, api_clie
         assert (errors_of(schema, intersect["schema"], ids) == []) is taken, ids
         response = api_client.post(f"{fields}/intersect", ids, format="json")
         assert response.status_code == (200 if taken else 400), (ids, response.content)
+
+
+def test_format_is_no_query_parameter(schema, api_client):
+    """DRF's `?format=` override is off (`URL_FORMAT_OVERRIDE`): the media type is the `Accept` header's. A `format`
+    was declared on the downloads ([json, png] on an image that answered the PNG whatever it said) and answered
+    404 `notFound` on a list for a value no renderer has (`?format=xml`); now no operation declares it and it is
+    ignored as any query parameter an operation does not take."""
+    declared = [
+        (method, path)
+        for path, operations in schema["paths"].items()
+        for method, op in operations.items()
+        if method in HTTP_METHODS and any(p["name"] == "format" for p in op.get("parameters", []))
+    ]
+    assert declared == []
+    for value in ("json", "xml", "api"):
+        response = api_client.get(f"{FIELDS}/farms", {"format": value})
+        assert response.status_code == 200 and response["Content-Type"] == "application/json", (value, response)
