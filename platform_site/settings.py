@@ -197,6 +197,7 @@ SPECTACULAR_SETTINGS = {
         "platform_site.api.schema.postprocess_paging_headers",
         "platform_site.api.schema.postprocess_query_parameters",
         "platform_site.api.schema.postprocess_request_body_required",
+        "platform_site.api.schema.postprocess_path_parameter_names",
         # The problem+json error answers of every operation.
         "platform_site.api.schema.postprocess_problem_responses",
     ],

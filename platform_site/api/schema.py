@@ -339,3 +339,32 @@ def postprocess_request_body_required(result, generator, request, public):
             ):
                 body["required"] = True
     return result
+
+
+# The spec's names of the path parameters that the routes call `pk` (drf-spectacular: `id`): a generated client's
+# method signatures follow them. The server does not read the names; only the schema is renamed.
+PATH_PARAMETER_NAMES = (
+    (re.compile(r"/machines/\{id\}"), "machineId"),
+    (re.compile(r"/implements/\{id\}"), "implementId"),
+    (re.compile(r"/operators/\{id\}"), "operatorId"),
+    (re.compile(r"/boundaries/\{id\}"), "boundaryId"),
+    (re.compile(r"/fields/\{fieldId\}/operations(?:/files)?/\{id\}"), "fileId"),
+    (re.compile(r"/magic-link/(?:provider|authentication|file-upload)/\{id\}"), "magicLinkId"),
+    (re.compile(r"/fields/\{id\}/weather$"), "fieldId"),
+)
+
+
+def postprocess_path_parameter_names(result, generator, request, public):
+    """Paths and their `id` parameter renamed to the spec's names (`PATH_PARAMETER_NAMES`), in their order."""
+    paths = {}
+    for path, operations in result.get("paths", {}).items():
+        name = next((name for pattern, name in PATH_PARAMETER_NAMES if pattern.search(path)), None)
+        if name is not None:
+            path = path.replace("{id}", f"{{{name}}}")
+            for method, operation in operations.items():
+                for parameter in operation.get("parameters", []) if method in HTTP_METHODS else []:
+                    if parameter.get("in") == "path" and parameter.get("name") == "id":
+                        parameter["name"] = name
+        paths[path] = operations
+    result["paths"] = paths
+    return result

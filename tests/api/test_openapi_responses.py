@@ -131,9 +131,12 @@ def test_every_operation_documents_its_problem_answers(schema):
                 assert {"400", "411", "413", "415"} <= set(errors), (method, path)
     read_only = f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}"
     assert {"403"} <= set(operation(schema, "patch", read_only)["responses"])
-    assert {"403"} <= set(operation(schema, "delete", f"{BETA}/users/{{coreUserId}}/machines/{{id}}")["responses"])
+    assert {"403"} <= set(
+        operation(schema, "delete", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}")["responses"]
+    )
     assert "409" in operation(schema, "post", f"{FIELDS}/users/{{coreUserId}}/fields")["responses"]
-    assert "503" in operation(schema, "get", f"{read_only}/weather")["responses"]
+    weather = f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/weather"
+    assert "503" in operation(schema, "get", weather)["responses"]
 
 
 def test_real_error_answers_are_documented_problems(schema, api_client, core_user, client):
@@ -396,7 +399,7 @@ def test_pooled_assets_and_map_images_match_the_schema(schema, api_client, core_
     assert {m["originType"] for m in machines.json()} == {"FILE_POOLED", "USER_CREATED"}
     assert_documented(schema, "get", f"{template}/machines", machines)
     changed = api_client.patch(f"{user}/machines/{made['id']}", {"make": "Fendt"}, format="json")
-    assert_documented(schema, "patch", f"{template}/machines/{{id}}", changed)
+    assert_documented(schema, "patch", f"{template}/machines/{{machineId}}", changed)
     [pooled] = [m for m in machines.json() if m["originType"] == "FILE_POOLED"]
     files = api_client.get(f"{user}/machines/{pooled['id']}/files")
     assert {(f["distance"]["unit"], f["fuelConsumption"]["unit"]) for f in files.json()} == {("ft", "US gal")}
@@ -615,9 +618,9 @@ def test_deprecated_keys_and_enums_are_documented(schema):
     field_files = "/services/fields/api/users/{coreUserId}/fields/{fieldId}/operations"
     for path, deprecated in (
         (field_files, True),
-        (f"{field_files}/{{id}}", True),
+        (f"{field_files}/{{fileId}}", True),
         (f"{field_files}/files", None),
-        (f"{field_files}/files/{{id}}", None),
+        (f"{field_files}/files/{{fileId}}", None),
         ("/services/fields/api/fields/query/intersects", True),
     ):
         method = "post" if path.endswith("intersects") else "get"
