@@ -41,6 +41,8 @@ class OwnerConfigurationView(APIView):
 class CoreUserConfigurationView(APIView):
     """GET / POST / PATCH / DELETE /configs/{coreUserId}: a core user's configuration."""
 
+    replacement_actions = ("post",)  # OpenAPI: its body is required (`replacement_document`)
+
     def core_user(self, request, coreUserId):
         return owned_core_user_or_404(request.user, coreUserId)
 

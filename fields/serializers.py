@@ -250,7 +250,9 @@ class FieldCreateSerializer(ApiSerializer):
 
 
 class FieldUpdateSerializer(ApiSerializer):
-    """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary)."""
+    """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary); at least one."""
+
+    schema_min_properties = 1  # (OpenAPI: `{}` is "Nothing to update")
 
     name = StrictCharField(required=False, allow_blank=True, max_length=255)
     farmId = CoreUserRowIdField(model=Farm, noun="farm", required=False, allow_null=True, source="farm")
@@ -276,6 +278,18 @@ class IntersectsSerializer(ApiSerializer):
 
 
 MAX_INTERSECT_FIELDS = 1000
+# `services.writes.FIELD_ID_PATTERN` in OpenAPI (ECMA) syntax; the reserved ids are said in words, not in a lookahead
+# that not every client generator's regex engine takes.
+FIELD_ID_SCHEMA_PATTERN = r"^[A-Za-z0-9._~:-]{1,255}$"
+INTERSECT_BODY_SCHEMA = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": 255},
+    "minItems": 2,
+    "maxItems": MAX_INTERSECT_FIELDS,
+    "uniqueItems": True,
+    "description": "The ids of at least two different fields of the core user, each with an active boundary (fewer "
+    "than two different ids is a 400; the server counts a repeated id once, the schema asks for none).",
+}
 
 
 class FieldIdsField(serializers.ListField):
@@ -286,6 +300,66 @@ class FieldIdsField(serializers.ListField):
     def __init__(self, **kwargs):
         kwargs.setdefault("max_length", MAX_INTERSECT_FIELDS)
         super().__init__(**kwargs)
+
+
+# --- OpenAPI documentation only: the GeoJSON answers of the geometric queries and the weather ---------------------
+POSITION_SCHEMA = {
+    "type": "array",
+    "items": {"type": "number"},
+    "minItems": 2,
+    "description": "`[longitude, latitude]` in WGS84.",
+}
+
+
+class GeoJSONMultiPolygonSerializer(ApiSerializer):
+    """A GeoJSON MultiPolygon in WGS84 as the server answers one (`POST .../fields/intersect`): polygons of linear
+    rings of positions; no polygon at all (`coordinates: []`) when the area is empty."""
+
+    coordinates = serializers.ListField(
+        child=serializers.ListField(
+            child=serializers.ListField(child=serializers.ListField(child=serializers.FloatField(), min_length=2))
+        ),
+        help_text="Polygons, each a list of linear rings (the exterior first), each a list of positions.",
+    )
+
+
+class WeatherValueSerializer(ApiSerializer):
+    """One day's value of a weather property."""
+
+    time = serializers.CharField()
+    value = serializers.FloatField(allow_null=True, help_text="null when the weather source has none for the day.")
+
+
+class WeatherSeriesSerializer(ApiSerializer):
+    """A weather property: one value per day of the range, and its unit."""
+
+    values = WeatherValueSerializer(many=True)
+    unit = serializers.CharField()
+
+
+class WeatherPropertiesSerializer(ApiSerializer):
+    """The six daily weather properties (units: rainSum `mm`, the temperatures `°C`, snowfallSum `cm`,
+    shortwaveRadiationSum `MJ/m²`) and when they were read."""
+
+    rainSum = WeatherSeriesSerializer()
+    maxTemperature = WeatherSeriesSerializer()
+    meanTemperature = WeatherSeriesSerializer()
+    minTemperature = WeatherSeriesSerializer()
+    snowfallSum = WeatherSeriesSerializer()
+    shortwaveRadiationSum = WeatherSeriesSerializer()
+    processedTime = TimestampField()
+
+
+class GeoJSONPointSerializer(ApiSerializer):
+    """A GeoJSON Point in WGS84."""
+
+
+class WeatherSerializer(ApiSerializer):
+    """The weather of a field (`GET .../fields/{fieldId}/weather`): a GeoJSON Feature at the centroid of its active
+    boundary with the daily weather in its properties."""
+
+    geometry = GeoJSONPointSerializer()
+    properties = WeatherPropertiesSerializer()
 
 
 class FarmSerializer(ApiModelSerializer):
@@ -319,12 +393,17 @@ class FarmSerializer(ApiModelSerializer):
 
 
 class FarmWriteSerializer(ApiSerializer):
-    """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none). A PUT may also echo the
-    farm's other keys as a GET answered them (a changed one is a 400)."""
+    """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none)."""
 
-    schema_closed = False  # (OpenAPI: a PUT takes the answer's keys back)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
     growerId = CoreUserRowIdField(model=Grower, noun="grower", required=False, allow_null=True, source="grower")
+
+
+class FarmReplaceSerializer(FarmWriteSerializer):
+    """PUT body of a farm: also the farm's other keys, as a GET answered them (`echo_validated`: a changed one is a
+    400)."""
+
+    schema_echoes = FarmSerializer  # (OpenAPI: the answer's read-only keys, optional)
 
 
 class GrowerSerializer(ApiModelSerializer):
@@ -364,13 +443,48 @@ class GrowerSerializer(ApiModelSerializer):
 
 
 class GrowerWriteSerializer(ApiSerializer):
-    """POST / PUT body of a grower: `name` only (PUT: absent means none). A PUT may also echo the grower's other keys
-    as a GET answered them (a changed one is a 400)."""
+    """POST / PUT body of a grower: `name` only (PUT: absent means none)."""
 
-    schema_closed = False  # (OpenAPI: a PUT takes the answer's keys back)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
 
 
-# --- OpenAPI documentation: keys sent only when they apply --------------------------------------------------------
+class GrowerReplaceSerializer(GrowerWriteSerializer):
+    """PUT body of a grower: also the grower's other keys, as a GET answered them (`echo_validated`: a changed one is
+    a 400)."""
+
+    schema_echoes = GrowerSerializer  # (OpenAPI: the answer's read-only keys, optional)
+
+
+# --- OpenAPI documentation: keys sent only when they apply, and the GeoJSON `type`s ------------------------------
 document_extra_properties(FieldSerializer, optional=(*FIELD_PROVIDER_KEYS, "mergedFieldId", "sources"))
 document_extra_properties(GrowerSerializer, optional=("name",))
+document_extra_properties(
+    FieldCreateSerializer,
+    {
+        "id": {
+            "type": "string",
+            "pattern": FIELD_ID_SCHEMA_PATTERN,
+            "description": "Chosen by the client (a UUID is made when absent), kept for ever: 1 to 255 letters, digits "
+            "or `. _ ~ : -`, and not `intersects`, `intersect`, `.` or `..` (path segments of other routes).",
+        }
+    },
+)
+document_extra_properties(
+    GeoJSONMultiPolygonSerializer, {"type": {"type": "string", "enum": ["MultiPolygon"]}}, required=("type",)
+)
+document_extra_properties(
+    GeoJSONPointSerializer,
+    {"type": {"type": "string", "enum": ["Point"]}, "coordinates": POSITION_SCHEMA},
+    required=("type", "coordinates"),
+)
+document_extra_properties(WeatherSerializer, {"type": {"type": "string", "enum": ["Feature"]}}, required=("type",))
+document_extra_properties(
+    WeatherValueSerializer,
+    {
+        "time": {
+            "type": "string",
+            "pattern": r"^\d{4}-\d{2}-\d{2}T00:00:00$",
+            "description": "The day in UTC, without timezone: `YYYY-MM-DDT00:00:00`.",
+        }
+    },
+)

@@ -17,17 +17,22 @@ from .geometry import to_geojson
 from .intersects import fields_intersecting_rows
 from .models import Boundary, Farm, Field, Grower
 from .serializers import (
+    INTERSECT_BODY_SCHEMA,
     BoundarySerializer,
+    FarmReplaceSerializer,
     FarmSerializer,
     FarmWriteSerializer,
     FieldCreateSerializer,
     FieldIdsField,
     FieldSerializer,
     FieldUpdateSerializer,
+    GeoJSONMultiPolygonSerializer,
     GeometrySerializer,
+    GrowerReplaceSerializer,
     GrowerSerializer,
     GrowerWriteSerializer,
     IntersectsSerializer,
+    WeatherSerializer,
     field_representations,
 )
 
@@ -129,7 +134,10 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         )
         return Response(field_representations(rows))
 
-    @extend_schema(request={"application/json": {"type": "array", "items": {"type": "string"}}}, responses=dict)
+    @extend_schema(
+        request={"application/json": INTERSECT_BODY_SCHEMA},
+        responses=GeoJSONMultiPolygonSerializer,
+    )
     @action(detail=False, methods=["post"])
     def intersect(self, request, coreUserId=None):
         field_ids = FieldIdsField().run_validation(request.data)
@@ -141,7 +149,7 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
             OpenApiParameter("startTime", str, required=True, description="YYYY-MM-DD"),
             OpenApiParameter("endTime", str, required=True, description="YYYY-MM-DD"),
         ],
-        responses=dict,
+        responses=WeatherSerializer,
     )
     @action(detail=True, methods=["get"])
     def weather(self, request, coreUserId=None, pk=None):
@@ -195,6 +203,8 @@ class FarmListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/farms...`: create, get, replace (PUT)."""
 
+    replacement_actions = ("update",)  # OpenAPI: the PUT's body is required (`replacement_document`)
+
     serializer_class = FarmSerializer
 
     def get_queryset(self):
@@ -206,11 +216,11 @@ class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         farm = services.farm_create(core_user=self.core_user, **data)
         return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=FarmWriteSerializer, responses=FarmSerializer)
+    @extend_schema(request=FarmReplaceSerializer, responses=FarmSerializer)
     def update(self, request, coreUserId=None, pk=None):
         farm = self.get_object()  # a missing or foreign id is 404 whatever the body
         data = echo_validated(
-            FarmWriteSerializer, replacement_document(request), FarmSerializer(farm).data, core_user=self.core_user
+            FarmReplaceSerializer, replacement_document(request), FarmSerializer(farm).data, core_user=self.core_user
         )
         farm = services.farm_replace(farm=farm, **data)
         return Response(FarmSerializer(self.get_queryset().get(pk=farm.pk)).data)
@@ -231,6 +241,8 @@ class GrowerListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/growers...`: create, get, replace (PUT, name only)."""
 
+    replacement_actions = ("update",)  # OpenAPI: the PUT's body is required (`replacement_document`)
+
     serializer_class = GrowerSerializer
 
     def get_queryset(self):
@@ -242,9 +254,9 @@ class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         grower = services.grower_create(core_user=self.core_user, **data)
         return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=GrowerWriteSerializer, responses=GrowerSerializer)
+    @extend_schema(request=GrowerReplaceSerializer, responses=GrowerSerializer)
     def update(self, request, coreUserId=None, pk=None):
         grower = self.get_object()  # a missing or foreign id is 404 whatever the body
-        data = echo_validated(GrowerWriteSerializer, replacement_document(request), GrowerSerializer(grower).data)
+        data = echo_validated(GrowerReplaceSerializer, replacement_document(request), GrowerSerializer(grower).data)
         grower = services.grower_replace(grower=grower, **data)
         return Response(GrowerSerializer(self.get_queryset().get(pk=grower.pk)).data)

@@ -161,6 +161,9 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
     "DEFAULT_PARSER_CLASSES": ["platform_site.api.parsers.JSONParser"],
+    # No `?format=`: the media type is negotiated from `Accept` alone. The override did nothing on a download but
+    # answer its file anyway, and a value without a renderer (`?format=xml`) was a 404 `notFound` on any endpoint.
+    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_METADATA_CLASS": "platform_site.api.metadata.ApiMetadata",
     "EXCEPTION_HANDLER": "platform_site.api.errors.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "platform_site.api.schema.RequestRulesAutoSchema",
@@ -193,6 +196,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "platform_site.api.schema.postprocess_paging_headers",
         "platform_site.api.schema.postprocess_query_parameters",
+        "platform_site.api.schema.postprocess_request_body_required",
+        "platform_site.api.schema.postprocess_path_parameter_names",
         # The problem+json error answers of every operation.
         "platform_site.api.schema.postprocess_problem_responses",
     ],

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import build_bearer_security_scheme_object, is_field
+from drf_spectacular.plumbing import append_meta, build_bearer_security_scheme_object, is_field
 from rest_framework import serializers
 
 from platform_site.api.authentication import BEARER_CHALLENGE
@@ -91,6 +91,9 @@ UNAUTHORIZED_HEADERS = {
 RETRY_AFTER_HEADERS = {
     "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}},
 }
+ECHO_DESCRIPTION = (
+    "Read-only, as the answer has it: may be sent back, but must equal the stored value (another value is a 400)."
+)
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -98,15 +101,36 @@ class RequestRulesAutoSchema(AutoSchema):
     """The default schema class (`DEFAULT_SCHEMA_CLASS`): request bodies say the rules the server holds them to that
     drf-spectacular leaves out, so a client generated from the document refuses what the server would:
     - the body of a serializer that refuses keys it does not have (`RejectUnknownFieldsMixin`: a 400 `Unknown
-      field.`) says so, `additionalProperties: false`; a serializer whose body may also echo an answer's other keys (a
-      farm's or grower's PUT) says `schema_closed = False`: open, `true`;
+      field.`) says so, `additionalProperties: false`;
+    - a body that may also echo the read-only keys of an answer (a farm's or grower's PUT: `echo_validated`) names
+      the answer's serializer in `schema_echoes`: those keys are optional properties that must equal the stored
+      values, so that a client may put back what it read and still sends no key the server refuses;
+    - a body that must hold at least some keys (a PATCH refusing `{}` with "Nothing to update") says so with the
+      serializer's `schema_min_properties`: `minProperties`;
     - a list that may not be empty (`allow_empty=False`: a 400 "This list may not be empty.") has `minItems: 1`."""
 
     def _map_basic_serializer(self, serializer, direction):
         schema = super()._map_basic_serializer(serializer, direction)
         if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
-            schema["additionalProperties"] = not getattr(serializer, "schema_closed", True)
+            schema["additionalProperties"] = False
+            if (answer := getattr(serializer, "schema_echoes", None)) is not None:
+                schema.setdefault("properties", {}).update(self._echoed_properties(serializer, answer()))
+            if min_properties := getattr(serializer, "schema_min_properties", 0):
+                schema["minProperties"] = min_properties
         return schema
+
+    def _echoed_properties(self, serializer, answer) -> dict:
+        """The keys of `answer` that `serializer` does not take, as the answer documents them (not read-only)."""
+        properties = {}
+        for name, field in answer.fields.items():
+            if name in serializer.fields:
+                continue
+            meta = self._get_serializer_field_meta(field, "response") | {"description": ECHO_DESCRIPTION}
+            meta.pop("readOnly", None)
+            mapped = append_meta(self._map_serializer_field(field, "response"), meta)
+            mapped.pop("readOnly", None)  # (drf-spectacular drops a read-only property from a request body)
+            properties[name] = mapped
+        return properties
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
@@ -192,15 +216,15 @@ def postprocess_paging_headers(result, generator, request, public):
 
 def problem_statuses(operation: dict, method: str = "get") -> dict[int, str]:
     """The error statuses every operation of its kind can answer, with what they mean there: 400 where there is
-    input (a body or a query parameter; not `format`, whose unknown values are 404s), 401 behind the bearer
-    token, 404 where the path names a resource or the query a core user it needs (a `coreUserId` filter of a
-    list finds nothing instead), 406 everywhere (DRF negotiates every request's `Accept`), 408, 411, 413 and 415
-    where there is a body, 507 where the `method` writes."""
+    input (a body or a query parameter), 401 behind the bearer token, 404 where the path names a resource or the
+    query a core user it needs (a `coreUserId` filter of a list finds nothing instead), 406 everywhere (DRF
+    negotiates every request's `Accept`), 408, 411, 413 and 415 where there is a body, 507 where the `method`
+    writes."""
     parameters = operation.get("parameters", [])
     body = operation.get("requestBody", {}).get("content", {})
     upload = "multipart/form-data" in body
     statuses: dict[int, str] = {}
-    if body or any(p.get("in") == "query" and p.get("name") != "format" for p in parameters):
+    if body or any(p.get("in") == "query" for p in parameters):
         statuses[400] = PROBLEM_DESCRIPTIONS[400]
     if any(requirement for requirement in operation.get("security", [])):
         statuses[401] = PROBLEM_DESCRIPTIONS[401]
@@ -236,12 +260,17 @@ def _not_acceptable(operation: dict) -> str:
 def _declared_problems(generator) -> dict[tuple[str, str], dict[int, str]]:
     """`problem_responses` of each endpoint's view: `{action (a viewset's) or method (an APIView's): {status:
     description}}`, the statuses its rules (services) answer besides those of `problem_statuses`."""
-    declared = {}
+    return {
+        endpoint: getattr(view_class, "problem_responses", {}).get(name, {})
+        for endpoint, view_class, name in _endpoint_views(generator)
+    }
+
+
+def _endpoint_views(generator) -> Iterable[tuple[tuple[str, str], type | None, str]]:
+    """`((path shape, method), view class, action or method name)` of each endpoint the schema documents."""
     for path, _regex, method, callback in generator.endpoints or []:
-        view_class = getattr(callback, "cls", None)
         name = (getattr(callback, "actions", None) or {}).get(method.lower(), method.lower())
-        declared[(_path_shape(path), method.lower())] = getattr(view_class, "problem_responses", {}).get(name, {})
-    return declared
+        yield (_path_shape(path), method.lower()), getattr(callback, "cls", None), name
 
 
 def _path_shape(path: str) -> str:
@@ -284,4 +313,65 @@ def postprocess_problem_responses(result, generator, request, public):
                 elif status in (429, 503, 507) and "Retry-After" in statuses[status]:
                     response["headers"] = RETRY_AFTER_HEADERS
                 responses.setdefault(str(status), response)
+    return result
+
+
+def _takes_no_document(schema: dict, components: dict) -> bool:
+    """Whether the body schema takes what DRF reads from a request without a body: `{}` (an empty form for an
+    upload). Not an object, a required key or `minProperties` and it does not."""
+    while "$ref" in schema:
+        schema = components.get(schema["$ref"].rsplit("/", 1)[1], {})
+    return schema.get("type", "object") == "object" and not schema.get("required") and not schema.get("minProperties")
+
+
+def postprocess_request_body_required(result, generator, request, public):
+    """A request body is `required: true` wherever the server refuses a request without one (400), so that a generated
+    client does not let it be left out: where its schema does not take the empty document DRF reads instead (an
+    array, a required key, `minProperties`; drf-spectacular judges by required keys only, and never for a schema
+    given as a dict), and where the view reads the body as a replacement document (`replacement_actions`:
+    `parsers.replacement_document`, no body is not `{}`)."""
+    components = result.get("components", {}).get("schemas", {})
+    replacing = {
+        endpoint
+        for endpoint, view_class, name in _endpoint_views(generator)
+        if name in getattr(view_class, "replacement_actions", ())
+    }
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            body = operation.get("requestBody") if method in HTTP_METHODS else None
+            if not body:
+                continue
+            if (_path_shape(path), method) in replacing or any(
+                not _takes_no_document(content.get("schema", {}), components) for content in body["content"].values()
+            ):
+                body["required"] = True
+    return result
+
+
+# The spec's names of the path parameters that the routes call `pk` (drf-spectacular: `id`): a generated client's
+# method signatures follow them. The server does not read the names; only the schema is renamed.
+PATH_PARAMETER_NAMES = (
+    (re.compile(r"/machines/\{id\}"), "machineId"),
+    (re.compile(r"/implements/\{id\}"), "implementId"),
+    (re.compile(r"/operators/\{id\}"), "operatorId"),
+    (re.compile(r"/boundaries/\{id\}"), "boundaryId"),
+    (re.compile(r"/fields/\{fieldId\}/operations(?:/files)?/\{id\}"), "fileId"),
+    (re.compile(r"/magic-link/(?:provider|authentication|file-upload)/\{id\}"), "magicLinkId"),
+    (re.compile(r"/fields/\{id\}/weather$"), "fieldId"),
+)
+
+
+def postprocess_path_parameter_names(result, generator, request, public):
+    """Paths and their `id` parameter renamed to the spec's names (`PATH_PARAMETER_NAMES`), in their order."""
+    paths = {}
+    for path, operations in result.get("paths", {}).items():
+        name = next((name for pattern, name in PATH_PARAMETER_NAMES if pattern.search(path)), None)
+        if name is not None:
+            path = path.replace("{id}", f"{{{name}}}")
+            for method, operation in operations.items():
+                for parameter in operation.get("parameters", []) if method in HTTP_METHODS else []:
+                    if parameter.get("in") == "path" and parameter.get("name") == "id":
+                        parameter["name"] = name
+        paths[path] = operations
+    result["paths"] = paths
     return result

@@ -17,6 +17,7 @@ from shapely.geometry import MultiPoint, MultiPolygon, mapping
 from assets.models import Implement, Operator, OriginType
 from configs.defaults import DEFAULT_COLOR_RAMP
 from configs.services import config_user_set
+from fields.services.writes import FIELD_ID_PATTERN
 from tests.fields.helpers import provider_field, square
 from tests.magiclinks.helpers import APPLICATION_BODY
 from tests.tenancy import assert_problem
@@ -130,9 +131,12 @@ def test_every_operation_documents_its_problem_answers(schema):
                 assert {"400", "411", "413", "415"} <= set(errors), (method, path)
     read_only = f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}"
     assert {"403"} <= set(operation(schema, "patch", read_only)["responses"])
-    assert {"403"} <= set(operation(schema, "delete", f"{BETA}/users/{{coreUserId}}/machines/{{id}}")["responses"])
+    assert {"403"} <= set(
+        operation(schema, "delete", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}")["responses"]
+    )
     assert "409" in operation(schema, "post", f"{FIELDS}/users/{{coreUserId}}/fields")["responses"]
-    assert "503" in operation(schema, "get", f"{read_only}/weather")["responses"]
+    weather = f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/weather"
+    assert "503" in operation(schema, "get", weather)["responses"]
 
 
 def test_real_error_answers_are_documented_problems(schema, api_client, core_user, client):
@@ -395,7 +399,7 @@ def test_pooled_assets_and_map_images_match_the_schema(schema, api_client, core_
     assert {m["originType"] for m in machines.json()} == {"FILE_POOLED", "USER_CREATED"}
     assert_documented(schema, "get", f"{template}/machines", machines)
     changed = api_client.patch(f"{user}/machines/{made['id']}", {"make": "Fendt"}, format="json")
-    assert_documented(schema, "patch", f"{template}/machines/{{id}}", changed)
+    assert_documented(schema, "patch", f"{template}/machines/{{machineId}}", changed)
     [pooled] = [m for m in machines.json() if m["originType"] == "FILE_POOLED"]
     files = api_client.get(f"{user}/machines/{pooled['id']}/files")
     assert {(f["distance"]["unit"], f["fuelConsumption"]["unit"]) for f in files.json()} == {("ft", "US gal")}
@@ -493,6 +497,7 @@ def test_query_parameters_the_server_honours_are_documented(schema, api_client, 
             False,
         ),
         ("post", f"{OPERATIONS}/files/merge", {"ids": []}, "ids", False),
+        ("patch", f"{FIELDS}/users/{{coreUserId}}/fields/{{id}}", {}, "", False),
         (
             "post",
             f"{ALERTS}/webhooks",
@@ -509,7 +514,11 @@ def test_request_constraints_the_server_holds_are_documented(
     `#RRGGBB` colour, a list that may not be empty (they were plain strings and arrays)."""
     request = operation(schema, method, template)["requestBody"]["content"]["application/json"]["schema"]
     assert (errors_of(schema, request, body) == []) is taken, body
-    response = getattr(api_client, method)(template.replace("{coreUserId}", str(core_user.pk)), body, format="json")
+    url = template.replace("{coreUserId}", str(core_user.pk))
+    if "{id}" in url:  # a field's
+        made = api_client.post(f"{FIELDS}/users/{core_user.pk}/fields", {"geometry": square(10, 50)}, format="json")
+        url = url.replace("{id}", made.json()["id"])
+    response = getattr(api_client, method)(url, body, format="json")
     if taken:
         assert response.status_code < 300, response.content
     else:
@@ -519,26 +528,53 @@ def test_request_constraints_the_server_holds_are_documented(
 
 def test_request_bodies_say_they_take_no_other_keys(schema, api_client, core_user):
     """A body key the resource does not have is a 400 (`Unknown field.`): every request body says so
-    (`additionalProperties: false`), but a farm's or grower's, whose PUT takes a GET's answer back."""
+    (`additionalProperties: false`), a farm's and grower's too; their PUT lists the answer's read-only keys it takes
+    back (unchanged), which their POST refuses."""
     bodies = {
         name: component.get("additionalProperties")
         for name, component in schema["components"]["schemas"].items()
         if name.endswith("Request") and "properties" in component
     }
-    assert {name for name, taken in bodies.items() if taken is not False} == {"FarmWriteRequest", "GrowerWriteRequest"}
-    assert bodies["FarmWriteRequest"] is bodies["GrowerWriteRequest"] is True
+    assert {name for name, taken in bodies.items() if taken is not False} == set()
 
     request = operation(schema, "post", USERS)["requestBody"]["content"]["application/json"]["schema"]
     assert errors_of(schema, request, {"name": "x", "favouriteColour": "red"}) != []
     problem = assert_problem(api_client.post(USERS, {"name": "x", "favouriteColour": "red"}, format="json"), 400)
     assert [error["field"] for error in problem["fieldErrors"]] == ["favouriteColour"]
 
-    farm = api_client.post(f"{FIELDS}/users/{core_user.pk}/farms", {"name": "F"}, format="json").json()
-    template = f"{FIELDS}/users/{{coreUserId}}/farms/{{id}}"
-    request = operation(schema, "put", template)["requestBody"]["content"]["application/json"]["schema"]
-    assert errors_of(schema, request, farm | {"name": "G"}) == []
-    put = api_client.put(f"{FIELDS}/users/{core_user.pk}/farms/{farm['id']}", farm | {"name": "G"}, format="json")
-    assert put.status_code == 200 and put.json()["name"] == "G"
+    user = f"{FIELDS}/users/{core_user.pk}"
+    grower = api_client.post(f"{user}/growers", {"name": "G"}, format="json").json()
+    farm = api_client.post(f"{user}/farms", {"name": "F", "growerId": grower["id"]}, format="json").json()
+    for kind, record, change in (("farms", farm, {"name": "F2", "growerId": None}), ("growers", grower, {"name": "H"})):
+        template = f"{FIELDS}/users/{{coreUserId}}/{kind}"
+        put = operation(schema, "put", f"{template}/{{id}}")["requestBody"]["content"]["application/json"]["schema"]
+        post = operation(schema, "post", template)["requestBody"]["content"]["application/json"]["schema"]
+        # The answer, changed and put back, is a documented body and taken
+        assert errors_of(schema, put, record | change) == [], kind
+        answer = api_client.put(f"{user}/{kind}/{record['id']}", record | change, format="json")
+        assert answer.status_code == 200 and answer.json()["name"] == change["name"], answer.content
+        # A key no answer has is refused by both
+        assert errors_of(schema, put, record | {"favouriteColour": "red"}), kind
+        problem = assert_problem(
+            api_client.put(f"{user}/{kind}/{record['id']}", record | {"favouriteColour": "red"}, format="json"), 400
+        )
+        assert [error["field"] for error in problem["fieldErrors"]] == ["favouriteColour"]
+        # A POST takes no read-only key
+        assert errors_of(schema, post, {"name": "N", "id": record["id"]}), kind
+        assert_problem(api_client.post(f"{user}/{kind}", {"name": "N", "id": record["id"]}, format="json"), 400)
+        # The echoed keys say they must be the stored values (a changed one is a 400)
+        component = schema["components"]["schemas"][put["$ref"].rsplit("/", 1)[1]]
+        echoed = set(record) - set(post_properties(schema, post))
+        assert echoed and echoed <= set(component["properties"]) and not echoed & set(component.get("required", []))
+        assert all("stored value" in json.dumps(component["properties"][key]) for key in echoed), kind
+        changed = api_client.put(
+            f"{user}/{kind}/{record['id']}", record | {"coreUserId": str(uuid.uuid4())}, format="json"
+        )
+        assert [error["field"] for error in assert_problem(changed, 400)["fieldErrors"]] == ["coreUserId"]
+
+
+def post_properties(schema, request) -> dict:
+    return schema["components"]["schemas"][request["$ref"].rsplit("/", 1)[1]]["properties"]
 
 
 def test_no_query_parameter_is_nullable(schema):
@@ -582,10 +618,125 @@ def test_deprecated_keys_and_enums_are_documented(schema):
     field_files = "/services/fields/api/users/{coreUserId}/fields/{fieldId}/operations"
     for path, deprecated in (
         (field_files, True),
-        (f"{field_files}/{{id}}", True),
+        (f"{field_files}/{{fileId}}", True),
         (f"{field_files}/files", None),
-        (f"{field_files}/files/{{id}}", None),
+        (f"{field_files}/files/{{fileId}}", None),
         ("/services/fields/api/fields/query/intersects", True),
     ):
         method = "post" if path.endswith("intersects") else "get"
         assert schema["paths"][path][method].get("deprecated") is deprecated, path
+
+
+def test_a_request_body_is_required_exactly_where_the_server_refuses_none(schema, api_client, core_user, settings):
+    """Every operation that declares a body says `required: true` when the server refuses the request sent without
+    one (400), and not when it takes it: a generated client otherwise lets a body be left out that the server
+    refuses (a farm's PUT, `POST /configs/{coreUserId}`), or insists on one it does not need."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True  # the provider application's example hosts do not resolve here
+    user = f"{FIELDS}/users/{core_user.pk}"
+    # Given one record of each kind a body-taking path names
+    ids = {
+        "coreUserId": core_user.pk,
+        "machines": api_client.post(f"{BETA}/users/{core_user.pk}/machines", {"name": "M"}, format="json").json()["id"],
+        "farms": api_client.post(f"{user}/farms", {"name": "F"}, format="json").json()["id"],
+        "growers": api_client.post(f"{user}/growers", {"name": "G"}, format="json").json()["id"],
+        "fields": api_client.post(f"{user}/fields", {"geometry": square(10, 50)}, format="json").json()["id"],
+        "provider-applications": api_client.post(
+            f"{WIDGETS}/provider-applications", APPLICATION_BODY, format="json"
+        ).json()["id"],
+    }
+    ids["fieldId"] = ids["fields"]
+    mismatches, probed = [], 0
+    for template, operations in schema["paths"].items():
+        for method, op in operations.items():
+            if method not in HTTP_METHODS or "requestBody" not in op:
+                continue
+            # When it is sent without a body (path ids of real records, required query parameters given)
+            url = re.sub(r"/([^/]+)/\{(\w+)\}", lambda m: f"/{m[1]}/{ids[m[2] if m[2] in ids else m[1]]}", template)
+            query = {
+                p["name"]: core_user.pk if p["name"] == "coreUserId" else p["schema"].get("enum", ["Other"])[0]
+                for p in op.get("parameters", [])
+                if p["in"] == "query" and p.get("required")
+            }
+            if query:
+                url += "?" + "&".join(f"{key}={value}" for key, value in query.items())
+            response = getattr(api_client, method)(url)
+            probed += 1
+            # Then the server refuses it (400) where the schema requires the body, and takes it elsewhere
+            refused = response.status_code == 400
+            assert refused or response.status_code < 300, (method, template, response.status_code, response.content)
+            if refused != bool(op["requestBody"].get("required")):
+                mismatches.append((method.upper(), template, response.status_code, response.content[:150]))
+    assert probed >= 25
+    assert mismatches == [], "\n".join(map(str, mismatches))
+
+
+def test_an_intersection_and_a_weather_answer_match_their_schemas(schema, api_client, core_user, settings):
+    """Both were documented as any object (`responses=dict`): the intersection is a GeoJSON MultiPolygon (empty
+    coordinates when the fields do not overlap), the weather the spec's Feature."""
+    settings.WEATHER_SOURCE = "tests.fields.test_weather.SunnyDays"  # 12.5 mm of rain, no other value
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    template = f"{FIELDS}/users/{{coreUserId}}/fields"
+    # Given two overlapping fields and a third apart
+    for field_id, lon in (("a", 10), ("b", 10.005), ("c", 30)):
+        assert api_client.post(fields, {"id": field_id, "geometry": square(lon, 50)}, format="json").status_code == 201
+    overlap = api_client.post(f"{fields}/intersect", ["a", "b"], format="json")
+    apart = api_client.post(f"{fields}/intersect", ["a", "c"], format="json")
+    assert overlap.json()["type"] == "MultiPolygon" and len(overlap.json()["coordinates"]) == 1
+    assert apart.json() == {"type": "MultiPolygon", "coordinates": []}
+    for answer in (overlap, apart):
+        assert_documented(schema, "post", f"{template}/intersect", answer)
+    ok = operation(schema, "post", f"{template}/intersect")["responses"]["200"]["content"]["application/json"]
+    assert errors_of(schema, ok["schema"], {"type": "Polygon", "coordinates": []})
+    assert errors_of(schema, ok["schema"], {"anything": 1})
+    # When the weather of a field is asked for
+    [weather_path] = [path for path in schema["paths"] if path.startswith(template) and path.endswith("/weather")]
+    answer = api_client.get(f"{fields}/a/weather", {"startTime": "2024-03-01", "endTime": "2024-03-02"})
+    assert answer.status_code == 200, answer.content
+    properties = answer.json()["properties"]
+    assert properties["rainSum"] == {
+        "values": [{"time": "2024-03-01T00:00:00", "value": 12.5}, {"time": "2024-03-02T00:00:00", "value": 12.5}],
+        "unit": "mm",
+    }
+    assert properties["snowfallSum"]["values"][0]["value"] is None
+    assert_documented(schema, "get", weather_path, answer)
+    ok = operation(schema, "get", weather_path)["responses"]["200"]["content"]["application/json"]
+    assert errors_of(schema, ok["schema"], answer.json() | {"geometry": {"type": "MultiPolygon", "coordinates": []}})
+    assert errors_of(schema, ok["schema"], answer.json() | {"properties": {"rainSum": {}}})
+
+
+def test_field_ids_the_server_refuses_are_refused_by_the_schema(schema, api_client, core_user):
+    """A client-chosen field id takes letters, digits and `. _ ~ : -` only (a `pattern`; the reserved ids are named in
+    its description), and an intersection needs at least two different ids (`minItems: 2`, `uniqueItems`)."""
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    template = f"{FIELDS}/users/{{coreUserId}}/fields"
+    create = operation(schema, "post", template)["requestBody"]["content"]["application/json"]["schema"]
+    for field_id, taken in (("a.b~c:d-e_F9", True), ("b", True), ("north 40", False), ("a/b", False), ("é", False)):
+        body = {"id": field_id, "geometry": square(10, 50)}
+        assert (errors_of(schema, create, body) == []) is taken, field_id
+        response = api_client.post(fields, body, format="json")
+        assert response.status_code == (201 if taken else 400), (field_id, response.content)
+    id_schema = json_schema(schema["components"]["schemas"]["FieldCreateRequest"], {})["properties"]["id"]
+    assert id_schema["pattern"] == f"^{FIELD_ID_PATTERN.pattern}$"  # the rule the service holds ids to
+    assert all(word in id_schema["description"] for word in ("`intersects`", "`intersect`", "`.`", "`..`"))
+    intersect = operation(schema, "post", f"{template}/intersect")["requestBody"]["content"]["application/json"]
+    for ids, taken in ((["a.b~c:d-e_F9", "b"], True), (["b"], False), (["b", "b"], False), ([], False)):
+        assert (errors_of(schema, intersect["schema"], ids) == []) is taken, ids
+        response = api_client.post(f"{fields}/intersect", ids, format="json")
+        assert response.status_code == (200 if taken else 400), (ids, response.content)
+
+
+def test_format_is_no_query_parameter(schema, api_client):
+    """DRF's `?format=` override is off (`URL_FORMAT_OVERRIDE`): the media type is the `Accept` header's. A `format`
+    was declared on the downloads ([json, png] on an image that answered the PNG whatever it said) and answered
+    404 `notFound` on a list for a value no renderer has (`?format=xml`); now no operation declares it and it is
+    ignored as any query parameter an operation does not take."""
+    declared = [
+        (method, path)
+        for path, operations in schema["paths"].items()
+        for method, op in operations.items()
+        if method in HTTP_METHODS and any(p["name"] == "format" for p in op.get("parameters", []))
+    ]
+    assert declared == []
+    for value in ("json", "xml", "api"):
+        response = api_client.get(f"{FIELDS}/farms", {"format": value})
+        assert response.status_code == 200 and response["Content-Type"] == "application/json", (value, response)

@@ -235,3 +235,22 @@ def test_each_set_of_choices_is_one_enum(schema):
         if "enum" in component and name != "NullEnum":
             by_values.setdefault(tuple(sorted(map(str, component["enum"]))), []).append(name)
     assert [names for names in by_values.values() if len(names) > 1] == []
+
+
+def test_path_parameters_have_the_spec_names(schema):
+    """A generated client's method signatures name the path parameters as the spec does (`machineId`, `fileId`,
+    `magicLinkId`...), not `id` wherever a route's keyword is `pk`."""
+    document, *_ = schema
+    documented = {
+        (method.upper(), path)
+        for path, operations in document["paths"].items()
+        for method in operations
+        if method in HTTP_METHODS
+    }
+    assert [(method, path) for method, path in SPEC_ENDPOINTS if (method, path) not in documented] == []
+    for path, operations in document["paths"].items():
+        names = re.findall(r"\{(\w+)\}", path)
+        for method, operation in operations.items():
+            if method in HTTP_METHODS:
+                in_path = [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]
+                assert sorted(in_path) == sorted(names), (method, path)
