@@ -8,11 +8,18 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from platform_site.accounts.views import AuthenticateView
 from platform_site.api import errors
+from platform_site.api.renderers import SchemaNegotiation
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/authenticate", AuthenticateView.as_view(), name="authenticate"),
-    path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
+    path(
+        "api/schema/",
+        SpectacularAPIView.as_view(
+            authentication_classes=[], permission_classes=[], content_negotiation_class=SchemaNegotiation
+        ),
+        name="schema",
+    ),
     path(
         "api/docs/",
         # GET only: its HTML renderer has no page for OPTIONS (a 500).

@@ -6,6 +6,7 @@ the endpoint serves (`Accept: image/png`, as generated clients and browsers do) 
 downloads in `download_renderers` (action name: renderer) and mixes in `DownloadNegotiation`.
 """
 
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 
 
@@ -39,3 +40,12 @@ class DownloadNegotiation:
         renderers = super().get_renderers()
         download = self.download_renderers.get(getattr(self, "action", None))
         return [*renderers, download()] if download else renderers
+
+
+class SchemaNegotiation(DefaultContentNegotiation):
+    """The OpenAPI document's negotiation: `?format=json` or `?format=yaml` chooses it, as drf-spectacular documents,
+    besides `Accept`. The API has no `?format=` override elsewhere (`URL_FORMAT_OVERRIDE: None`); an unknown format
+    here is a 404 problem."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return super().select_renderer(request, renderers, format_suffix or request.query_params.get("format"))

@@ -354,6 +354,19 @@ def test_openapi_schema_and_docs_are_served(client):
     assert client.get("/api/docs/").status_code == 200
 
 
+@pytest.mark.parametrize(("value", "media_type"), [("json", "application/vnd.oai.openapi+json"), ("yaml", None)])
+def test_the_schema_takes_its_format_from_the_query_as_drf_spectacular_documents(client, value, media_type):
+    """The one `?format=` the API takes (there is no override elsewhere: `URL_FORMAT_OVERRIDE` is None)."""
+    schema = client.get("/api/schema/", {"format": value})
+    assert schema.status_code == 200
+    if value == "json":
+        assert schema["Content-Type"].startswith(media_type)
+        assert "/services/usermanagement/api/users" in json.loads(schema.content)["paths"]
+    else:
+        assert schema.content.startswith(b"openapi: ")
+    assert_problem(client.get("/api/schema/", {"format": "xml"}), 404, "notFound")
+
+
 @pytest.mark.parametrize(("trust", "scheme"), [("true", "https"), ("false", "http")])
 def test_paging_links_behind_a_tls_proxy_follow_its_forwarded_proto(trust, scheme, owner, make_client):
     """`TRUST_X_FORWARDED_PROTO=true` (read by the settings at start-up) makes the `Link` headers https:// when
