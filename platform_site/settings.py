@@ -31,6 +31,9 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 CSRF_FAILURE_VIEW = "magiclinks.pages.csrf_failure"
 # Public address of the API, used in links we hand out (magic links, download links).
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+# Served over TLS (a public https:// address): the admin's session cookie and the CSRF cookie (the admin, the magic
+# link pages' forms) are sent over HTTPS only.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = PUBLIC_BASE_URL.startswith("https://")
 # Behind a proxy that ends TLS, links built from the request (paging `Link` headers, file downloads) would say
 # http://: trust its `X-Forwarded-Proto: https` then. Only behind a proxy that sets (or strips) that header.
 if env.bool("TRUST_X_FORWARDED_PROTO", default=False):

@@ -19,7 +19,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from platform_site.api.authentication import BEARER_CHALLENGE, OwnerDeactivated
-from platform_site.db import DEADLOCK, sqlstate
+from platform_site.db import DEADLOCK, database_unavailable, sqlstate
 from platform_site.text import storable
 
 # The detail of every 404: a missing id and another owner's id answer alike.
@@ -250,6 +250,11 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             exc.status_code = status.HTTP_401_UNAUTHORIZED
         code = exc.status_code
         body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path, field_errors=field_errors)
+    elif isinstance(exc, OperationalError) and database_unavailable(exc):
+        code = status.HTTP_503_SERVICE_UNAVAILABLE
+        detail = "The database cannot be reached right now; try again in a few seconds."
+        body = problem_body(status_code=code, error_key="databaseUnavailable", detail=detail, path=path)
+        headers["Retry-After"] = str(DATABASE_BUSY_RETRY_SECONDS)
     elif isinstance(exc, OperationalError) and (wait := database_busy_wait(exc)) is not None:
         code = status.HTTP_503_SERVICE_UNAVAILABLE
         detail = "The database is busy with another request's change; try again in a few seconds."

@@ -3,6 +3,7 @@
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+import psycopg
 from django.db import Error, connection
 
 # PostgreSQL's SQLSTATE for a deadlock it broke by making this transaction give way.
@@ -13,6 +14,22 @@ def sqlstate(exc: Error) -> str | None:
     """PostgreSQL's SQLSTATE of a database error Django raised (that of psycopg's error it wraps); None for
     another database's error."""
     return getattr(exc.__cause__, "sqlstate", None)
+
+
+# PostgreSQL refusing connections for now: too many clients, shutting down, crashed or starting up.
+UNAVAILABLE_STATES = frozenset({"53300", "57P01", "57P02", "57P03"})
+
+
+def database_unavailable(exc: Error) -> bool:
+    """Whether `exc` says PostgreSQL cannot be reached now (stopped, restarting, unreachable, out of connections),
+    not that the request or the code is at fault: a connection exception (SQLSTATE class 08), one of
+    `UNAVAILABLE_STATES`, or psycopg's own connection failure, which carries no SQLSTATE ("connection refused",
+    "server closed the connection unexpectedly")."""
+    cause = exc.__cause__
+    if not isinstance(cause, psycopg.OperationalError):
+        return False
+    state = cause.sqlstate
+    return state is None or state in UNAVAILABLE_STATES or state.startswith("08")
 
 
 @contextmanager

@@ -390,6 +390,30 @@ def test_paging_links_behind_a_tls_proxy_follow_its_forwarded_proto(trust, schem
     assert re.findall(r"<([a-z]+)://", response["Link"]) == [scheme] * 3
 
 
+@pytest.mark.parametrize(("public", "secure"), [("https://api.example.com", True), ("http://127.0.0.1:8000", False)])
+def test_cookies_are_https_only_when_the_api_is_served_over_tls(public, secure, client):
+    """The admin's session cookie and the CSRF cookie (admin, magic link forms) are marked Secure when
+    PUBLIC_BASE_URL is https:// (read at start-up; `manage.py check --deploy` warned of both)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from django.test import override_settings
+
+    script = (
+        "from django.conf import settings; import django; django.setup(); "
+        "print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE)"
+    )
+    env = {**os.environ, "PUBLIC_BASE_URL": public, "DJANGO_SETTINGS_MODULE": "platform_site.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True
+    )
+    assert done.stdout.split() == [str(secure)] * 2, done.stderr[-2000:]
+    with override_settings(CSRF_COOKIE_SECURE=secure):
+        page = client.get("/admin/login/")
+    assert bool(page.cookies["csrftoken"]["secure"]) is secure
+
+
 @pytest.mark.parametrize("text", ["bell\u0007", "escape\u001b[31m", "del\u007f", "c1\u0085"])
 def test_text_holding_control_characters_is_400_and_nothing_is_stored(api_client, core_user, text):
     """A BEL or an escape sequence stored in a name reached every client and terminal that showed it."""

@@ -4,6 +4,7 @@ usual instead of failing. Real gunicorn on loopback over the test database."""
 
 import time
 
+import pytest
 from django.db import connection
 
 from tests.api.raw_http import intersects_status
@@ -44,3 +45,37 @@ def test_a_connection_the_database_ended_is_replaced_before_the_next_request(gun
     replaced = _server_sessions(name)
     assert len(replaced) == 1
     assert replaced != kept
+
+
+def test_a_database_that_cannot_be_reached_is_503_to_try_again(gunicorn_server_env):
+    """PostgreSQL stopped or unreachable: a 503 problem with Retry-After, which a client may retry; it was a 500
+    `internalError`, which says a fault of ours."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from django.conf import settings
+
+    from platform_site.api.authentication import token_issue
+    from tests.factories import OwnerFactory
+    from tests.receiver import unused_port
+
+    token = token_issue(OwnerFactory())
+    db = settings.DATABASES["default"]
+    nowhere = f"postgis://{db['USER']}:{db['PASSWORD']}@127.0.0.1:{unused_port()}/{db['NAME']}"
+    base = gunicorn_server_env({"DATABASE_URL": nowhere})
+    for path, body in (
+        ("/services/usermanagement/api/users", None),
+        ("/api/authenticate", b'{"username": "a", "password": "some password"}'),
+    ):
+        request = urllib.request.Request(
+            base + path,
+            data=body,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(request, timeout=30)
+        problem = json.loads(answer.value.read())
+        assert (answer.value.code, problem["errorKey"]) == (503, "databaseUnavailable"), problem
+        assert answer.value.headers["Retry-After"] == "5"
+        assert answer.value.headers["Content-Type"] == "application/problem+json"
