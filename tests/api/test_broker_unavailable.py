@@ -3,6 +3,7 @@ would retry into a 409), nothing committed is undone (an upload's zip was delete
 the sweeps send the tasks again once the broker is back."""
 
 import io
+import os
 from datetime import timedelta
 
 import pytest
@@ -20,11 +21,18 @@ from webhooks.models import Delivery
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 UNREACHABLE = "redis://127.0.0.1:9/0"  # the discard port: nothing listens
+BROKER_VARIABLE = "CELERY_BROKER_URL"
 
 
-def _broker(url: str) -> None:
-    """Point Celery at `url` (its connection and producer pools are found again by address on first use)."""
-    app.conf.broker_url = url
+def _broker(url: str | None) -> None:
+    """Point Celery at `url` (None: back at the configured broker). Through the environment, which Celery reads
+    before any setting (`app.conf.broker_url = url` was read back as the configured broker: the tasks went to the
+    working one, and these tests never met a broker down). Its connection and producer pools are found again by
+    address on first use."""
+    if url is None:
+        os.environ.pop(BROKER_VARIABLE, None)
+    else:
+        os.environ[BROKER_VARIABLE] = url
     app._pool = None
     app.amqp._producer_pool = None
 
@@ -33,8 +41,9 @@ def _broker(url: str) -> None:
 def broker_down(settings):
     """A real broker address where nothing answers; tasks are sent to it, not run in the test."""
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = True  # the receiver is on loopback
-    before = app.conf.broker_url
+    before = os.environ.get(BROKER_VARIABLE)
     _broker(UNREACHABLE)
+    assert app.conf.broker_url == UNREACHABLE
     set_eager(False)
     yield
     set_eager(True)
