@@ -40,15 +40,25 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-def send_on_commit(task, *args) -> None:
+def send_on_commit(task, *args, outbox: bool = True) -> None:
     """Queue `task(*args)` once the current transaction commits. A broker that cannot take it (Redis down) neither
     undoes what committed nor turns the request that committed it into a 500, and the callbacks after it still run:
-    the failure is logged, and the periodic sweeps send again what never started."""
+    the send is kept in the outbox (`platform_site.outbox`), whose task sends it within a minute of the broker's
+    return, as the same send (no attempt counted). `outbox=False` for a task whose own row is its outbox (a webhook
+    delivery: the deliveries sweep sends it). Were the outbox's write to fail too, it is logged, and the periodic
+    sweeps send again what never started, after CONVERSION_STUCK_AFTER_SECONDS."""
 
     def send() -> None:
         try:
             task.delay(*args)
         except (KombuError, OSError):
+            # (Run eagerly, the task raised this itself: no broker was asked; nothing to send again.)
+            if outbox and not task.app.conf.task_always_eager:
+                from platform_site.outbox.services import outbox_record
+
+                if outbox_record(task_name=task.name, args=args):
+                    log.warning("task %s%r not queued (broker unavailable); kept in the outbox", task.name, args)
+                    return
             log.warning("task %s%r not queued (broker unavailable); the sweeps will see to it", task.name, args)
 
     transaction.on_commit(send)

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "platform_site.api",
     "platform_site.accounts",
+    "platform_site.outbox",
     "webhooks",
     "configs",
     "fields",
@@ -248,7 +249,9 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 # sends to a queue by its name anyway, but a binding that says what it routes keeps any other sender right).
 CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("webhooks", routing_key="webhooks"))
 CELERY_TASK_ROUTES = {"webhooks.tasks.webhooks_delivery_send": {"queue": "webhooks"}}
+# (The embedded server's beat thread runs this schedule too.)
 CELERY_BEAT_SCHEDULE: dict = {
+    "outbox-send": {"task": "platform_site.outbox.tasks.outbox_send", "schedule": 60.0},
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
     "conversion-sweep": {"task": "conversion.tasks.conversion_sweep", "schedule": 300.0},
     "conversion-storage-sweep": {"task": "conversion.tasks.conversion_storage_sweep", "schedule": 3600.0},

@@ -145,7 +145,8 @@ def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any]
     from .tasks import webhooks_delivery_send
 
     for delivery in deliveries:
-        send_on_commit(webhooks_delivery_send, str(delivery.pk))
+        # The delivery's row is its own outbox: a send the broker refuses is left to the deliveries sweep (60 s).
+        send_on_commit(webhooks_delivery_send, str(delivery.pk), outbox=False)
     return len(deliveries)
 
 

@@ -1,17 +1,22 @@
 """The broker (Redis) down while clients write: what committed is answered as committed (not a 500 the client
-would retry into a 409), nothing committed is undone (an upload's zip was deleted under its recorded batch), and
-the sweeps send the tasks again once the broker is back."""
+would retry into a 409), nothing committed is undone (an upload's zip was deleted under its recorded batch), the
+sends the broker refused are kept in the outbox and sent by its task (every minute) once the broker is back, as the
+same sends (no attempt counted), and the sweeps send again what even the outbox could not keep."""
 
 import io
+import os
 from datetime import timedelta
 
 import pytest
 from django.core.files.storage import default_storage
+from django.db import OperationalError
 from django.utils import timezone
 
-from conversion.models import Batch, BatchStatus, File
+from conversion.models import Batch, BatchStatus, DatasetStatus, File
 from conversion.services import batch_open, conversion_sweep
 from platform_site.celery import app
+from platform_site.outbox.models import OutboxTask
+from platform_site.outbox.tasks import outbox_send
 from tests.conftest import set_eager
 from tests.fields.helpers import square
 from tests.operations.helpers import grid_table, processed_file
@@ -20,25 +25,54 @@ from webhooks.models import Delivery
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 UNREACHABLE = "redis://127.0.0.1:9/0"  # the discard port: nothing listens
+BROKER_VARIABLE = "CELERY_BROKER_URL"
 
 
-def _broker(url: str) -> None:
-    """Point Celery at `url` (its connection and producer pools are found again by address on first use)."""
-    app.conf.broker_url = url
+def _broker(url: str | None) -> None:
+    """Point Celery at `url` (None: back at the configured broker). Through the environment, which Celery reads
+    before any setting (`app.conf.broker_url = url` was read back as the configured broker: the tasks went to the
+    working one, and these tests never met a broker down). Its connection and producer pools are found again by
+    address on first use."""
+    if url is None:
+        os.environ.pop(BROKER_VARIABLE, None)
+    else:
+        os.environ[BROKER_VARIABLE] = url
     app._pool = None
     app.amqp._producer_pool = None
 
 
 @pytest.fixture
 def broker_down(settings):
-    """A real broker address where nothing answers; tasks are sent to it, not run in the test."""
+    """A real broker address where nothing answers; tasks are sent to it, not run in the test. Calling what it
+    yields brings the broker back (the one the suite runs on; tasks run in the test again)."""
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = True  # the receiver is on loopback
-    before = app.conf.broker_url
+    before = os.environ.get(BROKER_VARIABLE)
+
+    def back() -> None:
+        set_eager(True)
+        _broker(before)
+
     _broker(UNREACHABLE)
+    assert app.conf.broker_url == UNREACHABLE
     set_eager(False)
-    yield
-    set_eager(True)
-    _broker(before)
+    yield back
+    back()
+
+
+def _upload(api_client, core_user, samples_dir) -> Batch:
+    upload = io.BytesIO(
+        (samples_dir / "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip").read_bytes()
+    )
+    upload.name = "harvest.zip"
+    answer = api_client.post(
+        f"/services/operations/api/batch?coreUserId={core_user.pk}&provider=Other", {"file": upload}
+    )
+    assert answer.status_code == 201, answer.content
+    return Batch.objects.get(pk=answer.json()["id"])
+
+
+def _kept() -> list[tuple[str, list]]:
+    return list(OutboxTask.objects.order_by("pk").values_list("task_name", "args"))
 
 
 def test_writes_that_commit_while_the_broker_is_down_answer_as_committed(
@@ -99,3 +133,113 @@ def test_a_merge_accepted_while_the_broker_is_down_is_completed_by_the_sweep_onc
     body = api_client.get(f"/services/operations/api/files/{merged_id}").json()
     assert body["status"] == "processed", body
     assert body["pointCount"] == 2 * len(grid_table())
+
+
+def test_an_upload_accepted_while_the_broker_is_down_is_converted_by_the_outbox_once_it_is_back(
+    broker_down, api_client, core_user, webhook_receiver, samples_dir
+):
+    """It sat RECEIVED until the conversion sweep took it, an hour later, counting the re-send as an attempt."""
+    # Given a webhook, whose delivery row is its own outbox (the deliveries sweep sends it)
+    hook = api_client.post(
+        "/services/alerts/api/alerts/webhooks",
+        {"name": "hook", "secret": "a-secret-of-some-length", "url": webhook_receiver.url, "events": ["fieldCreated"]},
+        format="json",
+    )
+    assert hook.status_code == 201, hook.content
+    field = api_client.post(
+        f"/services/fields/api/users/{core_user.pk}/fields",
+        {"id": "north", "geometry": square(-1.0, 47.0)},
+        format="json",
+    )
+    assert field.status_code == 201, field.content
+    # When an upload is accepted while the broker is down
+    batch = _upload(api_client, core_user, samples_dir)
+    assert _kept() == [("conversion.tasks.batch_open", [str(batch.pk)])]
+    assert (batch.status, batch.attempts) == (BatchStatus.RECEIVED, 1)
+
+    # Then one run of the outbox's task once the broker is back converts it, the send counted once
+    broker_down()
+    assert outbox_send() == {"sent": 1, "kept": 0, "dropped": 0}
+    batch = Batch.objects.get(pk=batch.pk)
+    assert (batch.status, batch.attempts) == (BatchStatus.PROCESSED, 1), batch.status_details
+    assert set(batch.datasets.values_list("status", "attempts")) == {(DatasetStatus.DONE, 1)}
+    assert _kept() == []
+
+
+def test_a_send_the_broker_refuses_again_keeps_its_row(broker_down, api_client, core_user, samples_dir):
+    batch = _upload(api_client, core_user, samples_dir)
+
+    # Still down: the run sends nothing and keeps the row, free for the next run
+    assert outbox_send() == {"sent": 0, "kept": 1, "dropped": 0}
+    assert list(OutboxTask.objects.values_list("task_name", "lease_until")) == [("conversion.tasks.batch_open", None)]
+    assert (Batch.objects.get(pk=batch.pk).status, Batch.objects.get(pk=batch.pk).attempts) == (BatchStatus.RECEIVED, 1)
+
+    broker_down()
+    assert outbox_send() == {"sent": 1, "kept": 0, "dropped": 0}
+    batch = Batch.objects.get(pk=batch.pk)
+    assert (batch.status, batch.attempts) == (BatchStatus.PROCESSED, 1), batch.status_details
+
+
+def test_a_merge_accepted_while_the_broker_is_down_is_completed_by_the_outbox_once_it_is_back(
+    broker_down, api_client, core_user
+):
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    second = processed_file(core_user, grid_table(start="2024-09-01T14:00:00", seed=2))
+    answer = api_client.post(
+        "/services/operations/api/files/merge", {"ids": [str(first.pk), str(second.pk)]}, format="json"
+    )
+    assert answer.status_code == 201, answer.content
+    merged_id = answer.json()["id"]
+    grouping = "operations.tasks.operation_file_group"  # (the two files' grouping, sent as they were processed)
+    assert _kept() == [
+        (grouping, [str(first.pk)]),
+        (grouping, [str(second.pk)]),
+        ("conversion.tasks.file_merge_process", [merged_id]),
+    ]
+
+    broker_down()
+    assert outbox_send() == {"sent": 3, "kept": 0, "dropped": 0}
+    body = api_client.get(f"/services/operations/api/files/{merged_id}").json()
+    assert (body["status"], body["pointCount"]) == ("processed", 2 * len(grid_table())), body
+    assert File.objects.get(pk=merged_id).sweep_attempts == 0  # the sweep's re-sends: none
+
+
+def test_kept_sends_of_work_deleted_meanwhile_are_harmless(broker_down, api_client, core_user, samples_dir):
+    # Given an upload and a merge accepted while the broker is down, and a send of a task an upgrade removed
+    _upload(api_client, core_user, samples_dir)
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    second = processed_file(core_user, grid_table(start="2024-09-01T14:00:00", seed=2))
+    merge = api_client.post(
+        "/services/operations/api/files/merge", {"ids": [str(first.pk), str(second.pk)]}, format="json"
+    )
+    assert merge.status_code == 201, merge.content
+    OutboxTask.objects.create(task_name="conversion.tasks.no_longer_there", args=["x"])
+    # When their core user is deleted before the broker is back
+    assert api_client.delete(f"/services/usermanagement/api/users/{core_user.pk}").status_code == 204
+    assert not Batch.objects.exists() and not File.objects.exists()
+
+    # Then the outbox sends them (the upload, the merge and its files' grouping), they find nothing to do, and
+    # nothing is kept
+    broker_down()
+    assert outbox_send() == {"sent": 4, "kept": 0, "dropped": 1}
+    assert _kept() == []
+    assert not Batch.objects.exists() and not File.objects.exists()
+
+
+def test_a_send_the_outbox_cannot_keep_is_left_to_the_sweeps(
+    broker_down, api_client, core_user, samples_dir, monkeypatch, caplog
+):
+    """The database failing too (here: its write of the outbox row) changes nothing of the answer: logged as before."""
+
+    def refused(*args, **kwargs):
+        raise OperationalError("the database is away")
+
+    monkeypatch.setattr(OutboxTask.objects, "create", refused)
+    batch = _upload(api_client, core_user, samples_dir)
+    assert batch.status == BatchStatus.RECEIVED
+    assert "not queued (broker unavailable); the sweeps will see to it" in caplog.text
+
+
+def test_the_outbox_task_runs_every_minute_in_beat():
+    entry = app.conf.beat_schedule["outbox-send"]
+    assert (app.tasks[entry["task"]], entry["schedule"]) == (outbox_send, 60.0)
