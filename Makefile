@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # The slowest tests of each phase, at the end of its output (the whole run must stay well under CI's 30 minutes).
 DURATIONS ?= --durations=15
 
-.PHONY: run test test-postgis test-embedded lint format bench install system-run system-test migrate clean
+.PHONY: run test test-postgis test-embedded test-postgis-phase test-embedded-phase lint format bench install system-run system-test migrate clean
 
 $(VENV)/.installed: pyproject.toml
 	@py=$$(scripts/find-python.sh) || { echo "No Python >= 3.11 able to load SQLite extensions (install python3 python3-venv)"; exit 1; }; \
@@ -44,13 +44,29 @@ run: migrate
 # one. TEST_SERIAL=1 runs them one after the other.
 test: system-test install
 	@scripts/test-services.sh
-	@scripts/test-phases.sh "$(MAKE) --no-print-directory test-postgis" "$(MAKE) --no-print-directory test-embedded"
+	@scripts/test-phases.sh "$(MAKE) --no-print-directory test-postgis-phase" "$(MAKE) --no-print-directory test-embedded-phase"
+
+# What `make test` runs in one phase only, being the same in both (the two phases share two cores):
+# - the tests that start `make run`'s embedded server themselves (their own SpatiaLite, whatever DATABASE_URL says):
+#   in the embedded phase;
+# - the readers' tests (files in, point tables out: no database): in the PostGIS phase.
+EMBEDDED_SERVER_TESTS := tests/api/test_embedded_server.py tests/api/test_embedded_restart.py \
+	tests/api/test_embedded_read_timeout.py
+POSTGIS_PHASE_SKIP := $(addprefix --ignore=,$(EMBEDDED_SERVER_TESTS))
+EMBEDDED_PHASE_SKIP := --ignore=tests/conversion/readers
+PHASE_ARGS ?=
+
+test-postgis-phase:
+	@$(MAKE) --no-print-directory test-postgis PHASE_ARGS="$(POSTGIS_PHASE_SKIP)"
+
+test-embedded-phase:
+	@$(MAKE) --no-print-directory test-embedded PHASE_ARGS="$(EMBEDDED_PHASE_SKIP)"
 
 test-postgis:
-	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(VENV)/bin/pytest $(DURATIONS) $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(VENV)/bin/pytest $(DURATIONS) $(PHASE_ARGS) $(PYTEST_ARGS)
 
 test-embedded:
-	env -u DATABASE_URL -u CELERY_BROKER_URL VAR_DIR=$$(mktemp -d) $(VENV)/bin/pytest -m embedded $(DURATIONS) $(PYTEST_ARGS)
+	env -u DATABASE_URL -u CELERY_BROKER_URL VAR_DIR=$$(mktemp -d) $(VENV)/bin/pytest -m embedded $(DURATIONS) $(PHASE_ARGS) $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
