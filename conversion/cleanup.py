@@ -127,7 +127,8 @@ def _work_dirs_sweep(limit: datetime) -> int:
         if _newest_local(work / name) < limit:
             storage.remove_work_dir(name)
             removed += 1
-    for name in _ended(names):
+    # Batches that ended (not RECEIVED: not in progress, retried or re-opened).
+    for name in _ids_of(Batch.objects.exclude(status=BatchStatus.RECEIVED), names):
         with transaction.atomic():
             # Locked: a retry (which locks the batch to make it RECEIVED) waits until the folder is gone, and its
             # task then extracts the batch again instead of reading a folder being removed.
@@ -143,13 +144,6 @@ def _strays(model, names: list[str], key: Callable[[str], str] = lambda name: na
     ids = {name: _id(key(name)) for name in names}
     found = _found(model.objects.all(), ids.values())
     return [name for name, i in ids.items() if i and i not in found]
-
-
-def _ended(names: list[str]) -> list[str]:
-    """The `names` that are the id of a batch that has ended (not RECEIVED: not in progress, retried or re-opened)."""
-    ids = {name: _id(name) for name in names}
-    found = _found(Batch.objects.exclude(status=BatchStatus.RECEIVED), ids.values())
-    return [name for name, i in ids.items() if i and i in found]
 
 
 def _found(records, ids) -> set[str]:

@@ -18,6 +18,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from platform_site.api.errors import STORAGE_FULL_ERRNOS
+
 GIB = 1024**3
 CHUNK = 1024 * 1024
 # Ratios are only meaningful for entries large enough to hurt; tiny highly-compressible files are common.
@@ -30,11 +32,11 @@ class ArchiveError(Exception):
     """The upload cannot be extracted safely; the message says why."""
 
 
-# Errors of our own disk, not of the archive: a full disk (or quota), a failing or read-only one. They are raised as
-# they are, the caller's failure, never the upload's ("entry ... is corrupt or truncated ([Errno 28] No space left
-# on device)" failed a good upload for good). The archive's own faults are zipfile's and zlib's errors, EOFError,
-# and bz2's OSError without an errno.
-DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+# Errors of our own disk, not of the archive: a full disk (or quota: `STORAGE_FULL_ERRNOS`), a failing or read-only
+# one. They are raised as they are, the caller's failure, never the upload's ("entry ... is corrupt or truncated
+# ([Errno 28] No space left on device)" failed a good upload for good). The archive's own faults are zipfile's and
+# zlib's errors, EOFError, and bz2's OSError without an errno.
+DISK_ERRNOS = STORAGE_FULL_ERRNOS | {errno.EIO, errno.EROFS}
 
 
 def disk_failure(exc: BaseException) -> bool:

@@ -125,8 +125,9 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
                     continue
                 # One operation's unexpected error (a bug its data meets) fails its own file; the others convert.
                 log.exception("file %s (%s) of data set %s failed", file.pk, table.name, dataset.pk)
-                failures.append(_internal_error(exc))
-                file_fail(file, _internal_error(exc), table.operation_type)
+                internal = _internal_error(exc)
+                failures.append(internal)
+                file_fail(file, internal, table.operation_type)
         # Parts the reader could not read (with a reason) or met a bug in (it logged the error): each fails its file.
         unread = [(name, reason, f"{UNABLE_TO_READ} ({reason})") for name, reason in reader.skipped]
         unread += [(name, INTERNAL_ERROR, INTERNAL_ERROR) for name in reader.failed]
@@ -150,7 +151,8 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
             log.info("data set %s ended during this run of it; it stops", dataset.pk)
             return
         log.exception("data set %s of batch %s failed", dataset.pk, batch.pk)
-        _dataset_fail(dataset, _internal_error(exc), _internal_error(exc))
+        internal = _internal_error(exc)
+        _dataset_fail(dataset, internal, internal)
         return
     with transaction.atomic():
         dataset = BatchDataset.objects.select_for_update().filter(pk=dataset.pk).first()

@@ -27,11 +27,12 @@ class UtcDateTimeField(forms.Field):
     def to_python(self, value):
         if value in (None, ""):
             return None
-        text, parsed = iso_time_text(value), None
+        text = iso_time_text(value)
+        if text is None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
         try:
-            if text is not None:
-                parsed = parse_datetime(text)
-            if parsed is None and text is not None and (day := parse_date(text)) is not None:
+            parsed = parse_datetime(text)
+            if parsed is None and (day := parse_date(text)) is not None:
                 parsed = datetime.combine(day, time.min)
         except ValueError:
             parsed = None
