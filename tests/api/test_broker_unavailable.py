@@ -71,14 +71,8 @@ def _upload(api_client, core_user, samples_dir) -> Batch:
     return Batch.objects.get(pk=answer.json()["id"])
 
 
-def _kept() -> list[tuple[str, list]]:
-    return list(OutboxTask.objects.order_by("pk").values_list("task_name", "args"))
-
-
-def test_writes_that_commit_while_the_broker_is_down_answer_as_committed(
-    broker_down, api_client, core_user, webhook_receiver, samples_dir
-):
-    jd_zip = (samples_dir / "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip").read_bytes()
+def _webhook_and_field(api_client, core_user, webhook_receiver) -> None:
+    """A webhook on `fieldCreated`, then a field: one delivery recorded while the broker is down."""
     hook = api_client.post(
         "/services/alerts/api/alerts/webhooks",
         {"name": "hook", "secret": "a-secret-of-some-length", "url": webhook_receiver.url, "events": ["fieldCreated"]},
@@ -91,15 +85,19 @@ def test_writes_that_commit_while_the_broker_is_down_answer_as_committed(
         format="json",
     )
     assert field.status_code == 201, field.content
+
+
+def _kept() -> list[tuple[str, list]]:
+    return list(OutboxTask.objects.order_by("pk").values_list("task_name", "args"))
+
+
+def test_writes_that_commit_while_the_broker_is_down_answer_as_committed(
+    broker_down, api_client, core_user, webhook_receiver, samples_dir
+):
+    _webhook_and_field(api_client, core_user, webhook_receiver)
     assert Delivery.objects.count() == 1  # recorded: the webhook sweep sends it once the broker is back
 
-    upload = io.BytesIO(jd_zip)
-    upload.name = "harvest.zip"
-    answer = api_client.post(
-        f"/services/operations/api/batch?coreUserId={core_user.pk}&provider=Other", {"file": upload}
-    )
-    assert answer.status_code == 201, answer.content
-    batch = Batch.objects.get(pk=answer.json()["id"])
+    batch = _upload(api_client, core_user, samples_dir)
     assert batch.status == BatchStatus.RECEIVED and default_storage.exists(batch.upload.name)
 
     # Back up: what the sweep sends again converts from the kept zip.
@@ -140,18 +138,7 @@ def test_an_upload_accepted_while_the_broker_is_down_is_converted_by_the_outbox_
 ):
     """It sat RECEIVED until the conversion sweep took it, an hour later, counting the re-send as an attempt."""
     # Given a webhook, whose delivery row is its own outbox (the deliveries sweep sends it)
-    hook = api_client.post(
-        "/services/alerts/api/alerts/webhooks",
-        {"name": "hook", "secret": "a-secret-of-some-length", "url": webhook_receiver.url, "events": ["fieldCreated"]},
-        format="json",
-    )
-    assert hook.status_code == 201, hook.content
-    field = api_client.post(
-        f"/services/fields/api/users/{core_user.pk}/fields",
-        {"id": "north", "geometry": square(-1.0, 47.0)},
-        format="json",
-    )
-    assert field.status_code == 201, field.content
+    _webhook_and_field(api_client, core_user, webhook_receiver)
     # When an upload is accepted while the broker is down
     batch = _upload(api_client, core_user, samples_dir)
     assert _kept() == [("conversion.tasks.batch_open", [str(batch.pk)])]

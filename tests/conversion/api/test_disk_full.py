@@ -32,6 +32,13 @@ def _database_full(*args, **kwargs):
     raise OperationalError("database or disk is full")
 
 
+def _assert_retry_converts(api_client, batch_id) -> None:
+    """A retry of the failed batch, once there is room, converts its 19 time logs."""
+    assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+
+
 def test_the_database_retries_of_a_run_are_no_attempts(api_client, core_user, valid_timelogs, settings, monkeypatch):
     """Each database retry of the task counted as an attempt: a disk full for a minute failed the batch for good,
     "the conversion ended abnormally 3 times (its worker stopped...)", though no worker stopped."""
@@ -101,9 +108,7 @@ def test_a_full_disk_while_the_upload_is_extracted_fails_it_as_ours_and_a_retry_
     assert "No space left on device" in batch["failureReason"]
     assert not storage.batch_work_root().exists() or not any(storage.batch_work_root().iterdir())
     # And once there is room, a retry converts it
-    assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
-    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
-    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+    _assert_retry_converts(api_client, batch_id)
 
 
 def test_a_full_disk_while_a_data_set_converts_fails_it_as_ours(api_client, core_user, valid_timelogs, monkeypatch):
@@ -151,9 +156,7 @@ def test_a_failed_files_outputs_are_removed_and_a_retry_converts_it(api_client, 
     assert all(storage.listdir(storage.file_prefix(f.pk)) == ([], []) for f in files)
     assert default_storage.exists(Batch.objects.get(pk=batch_id).upload.name)
     assert storage.listdir(f"datasets/{batch_id}")[1] == ["0.zip"]
-    assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
-    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
-    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+    _assert_retry_converts(api_client, batch_id)
 
 
 def test_the_storage_sweep_removes_outputs_a_failed_file_kept(api_client, core_user, valid_timelogs, monkeypatch):

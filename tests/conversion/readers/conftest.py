@@ -1,6 +1,7 @@
 """Fixtures for reader tests: sample paths, extraction of sample zips, and an independent TLG record walker."""
 
 import struct
+import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -11,6 +12,16 @@ from conversion.archive import detect, safe_extract
 DOTNET = "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata"
 PTN_SIZES = {"A": 4, "B": 4, "C": 4, "D": 1, "E": 2, "F": 2, "G": 1, "H": 4, "I": 2}
 PTN_ORDER = "ABCDEFGHI"
+SINGLE_DPD = f"{DOTNET}/LoadFromStream/SingleDPD.zip"
+
+
+@pytest.fixture
+def single_dpd(samples_dir: Path, tmp_path: Path) -> Path:
+    """The SingleDPD export (one task, one time log) extracted to `tmp_path/original`, to be rewritten."""
+    folder = tmp_path / "original"
+    with zipfile.ZipFile(samples_dir / SINGLE_DPD) as zf:
+        zf.extractall(folder)
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,12 @@ import struct
 from pathlib import Path
 from xml.etree import ElementTree
 
+from conversion.readers import Dataset
+from conversion.readers.isoxml import IsoxmlReader
 from tests.conversion.readers.conftest import PTN_ORDER, walk_tlg
+
+# The times SingleDPD's task writes on its TIM and ASP starts (without a zone).
+SINGLE_DPD_TASK_STAMPS = ("2022-10-19T16:03:11", "2022-10-19T16:05:26", "2022-10-19T16:03:13")
 
 
 def copy_shapefile_set(folder: Path, stem: str, dest: Path, *, leave_out: tuple[str, ...] = ()) -> Path:
@@ -82,3 +87,21 @@ def rewritten_time_log(xml_path: Path, bin_path: Path, edit) -> bytes:
         for index, value in record["values"]:
             binary += struct.pack("<Bi", index, value)
     return bytes(binary)
+
+
+def zone_task_times(taskdata: Path, zone: str) -> None:
+    """Append `zone` (`+13:00`, `Z`...) to the TIM/ASP times of SingleDPD's task in `taskdata` (TASKDATA.XML)."""
+    text = taskdata.read_text()
+    for stamp in SINGLE_DPD_TASK_STAMPS:
+        assert f'"{stamp}"' in text
+        text = text.replace(f'"{stamp}"', f'"{stamp}{zone}"')
+    taskdata.write_text(text)
+
+
+def read_one_task(taskdata: Path):
+    """The point table of the one task of an ISOXML data set, read without an internal error."""
+    reader = IsoxmlReader()
+    tables = reader.read(Dataset("ISOXML", taskdata, taskdata.parent, taskdata.parent.name))
+    assert not reader.failed, "a task met an internal error"
+    [table] = tables
+    return table

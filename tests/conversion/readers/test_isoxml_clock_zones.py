@@ -3,38 +3,17 @@ date is put on the right UTC day in every zone (+12:00 and beyond too), and a ta
 two offsets (a change to summer time between them) reads each log in its own."""
 
 import shutil
-import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conversion.readers import Dataset
-from conversion.readers.isoxml import IsoxmlReader
-from tests.conversion.readers.conftest import DOTNET, walk_tlg
-from tests.conversion.readers.sample_variants import rewritten_time_log
+from tests.conversion.readers.conftest import walk_tlg
+from tests.conversion.readers.sample_variants import read_one_task, rewritten_time_log, zone_task_times
 
 pytestmark = pytest.mark.embedded
 
-SINGLE_DPD = f"{DOTNET}/LoadFromStream/SingleDPD.zip"
-TASK_STAMPS = ("2022-10-19T16:03:11", "2022-10-19T16:05:26", "2022-10-19T16:03:13")  # TSK1's TIM and ASP starts
 HOUR_MS, DAY_MS = 3_600_000, 86_400_000
 EPOCH_1980 = np.datetime64("1980-01-01T00:00:00", "ms")
-
-
-@pytest.fixture
-def single_dpd(samples_dir, tmp_path) -> Path:
-    folder = tmp_path / "original"
-    with zipfile.ZipFile(samples_dir / SINGLE_DPD) as zf:
-        zf.extractall(folder)
-    return folder
-
-
-def _read(taskdata: Path):
-    reader = IsoxmlReader()
-    tables = reader.read(Dataset("ISOXML", taskdata, taskdata.parent, taskdata.parent.name))
-    assert not reader.failed, "a task met an internal error"
-    return tables[0]
 
 
 def _clock(record: dict) -> np.datetime64:
@@ -44,14 +23,6 @@ def _clock(record: dict) -> np.datetime64:
 def _shift(record: dict, ms: int) -> None:
     total = record["tc_day"] * DAY_MS + record["tc_ms"] + ms
     record["tc_day"], record["tc_ms"] = divmod(total, DAY_MS)
-
-
-def _zoned(taskdata: Path, zone: str) -> None:
-    text = taskdata.read_text()
-    for stamp in TASK_STAMPS:
-        assert f'"{stamp}"' in text
-        text = text.replace(f'"{stamp}"', f'"{stamp}{zone}"')
-    taskdata.write_text(text)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +43,7 @@ def test_a_gps_time_of_day_without_its_date_is_on_the_right_utc_day(
     # the task's times written in `zone`, and each record's GPS time what the clock says in UTC plus 1.5 s
     folder = tmp_path / "zoned"
     shutil.copytree(single_dpd, folder)
-    _zoned(folder / "TASKDATA.XML", zone)
+    zone_task_times(folder / "TASKDATA.XML", zone)
     zone_ms = int(zone_hours * HOUR_MS)
 
     def edit(record):
@@ -83,7 +54,7 @@ def test_a_gps_time_of_day_without_its_date_is_on_the_right_utc_day(
     (folder / "TLG00001.BIN").write_bytes(binary)
     records = walk_tlg(folder / "TLG00001.XML", folder / "TLG00001.BIN")["records"]
     # When it is read
-    table = _read(folder / "TASKDATA.XML")
+    table = read_one_task(folder / "TASKDATA.XML")
     # Then every point's time is the GPS time on the UTC day of the clock's reading
     expected = np.array([_clock(r) - np.timedelta64(zone_ms - 1500, "ms") for r in records])
     assert str(expected[0])[:10] == utc_day
@@ -98,7 +69,7 @@ def test_each_log_is_read_in_the_zone_its_session_was_written_in(single_dpd, tmp
     folder = tmp_path / "two-zones"
     shutil.copytree(single_dpd, folder)
     taskdata = folder / "TASKDATA.XML"
-    _zoned(taskdata, "+01:00")
+    zone_task_times(taskdata, "+01:00")
     text = taskdata.read_text()
     first_log = '<TLG A="TLG00001" B="14717" C="1"/>'
     assert first_log in text
@@ -110,7 +81,7 @@ def test_each_log_is_read_in_the_zone_its_session_was_written_in(single_dpd, tmp
     (folder / "TLG00002.BIN").write_bytes(binary)
     records = walk_tlg(single_dpd / "TLG00001.XML", single_dpd / "TLG00001.BIN")["records"]
     # When it is read
-    table = _read(taskdata)
+    table = read_one_task(taskdata)
     # Then the first session's points are its clock less an hour, the second's their clock less two: UTC (the GPS
     # time of this export is a placeholder, so the clock is read)
     first = {_clock(r) - np.timedelta64(HOUR_MS, "ms") for r in records}

@@ -3,28 +3,15 @@ export rewritten so: a start written with a UTC offset is that UTC instant; one 
 data set with the reason, never as an internal error."""
 
 import shutil
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conversion.readers import Dataset, UnreadableDataset
-from conversion.readers.isoxml import IsoxmlReader
-from tests.conversion.readers.conftest import DOTNET
-from tests.conversion.readers.sample_variants import fixed_start_time_log
+from conversion.readers import UnreadableDataset
+from tests.conversion.readers.sample_variants import fixed_start_time_log, read_one_task, zone_task_times
 
 pytestmark = pytest.mark.embedded
-
-SINGLE_DPD = f"{DOTNET}/LoadFromStream/SingleDPD.zip"
-
-
-@pytest.fixture
-def single_dpd(samples_dir, tmp_path) -> Path:
-    folder = tmp_path / "original"
-    with zipfile.ZipFile(samples_dir / SINGLE_DPD) as zf:
-        zf.extractall(folder)
-    return folder
 
 
 def _variant(original: Path, dest: Path, start: str, *, task_zone: str = "") -> Path:
@@ -34,20 +21,8 @@ def _variant(original: Path, dest: Path, start: str, *, task_zone: str = "") -> 
     xml, binary = fixed_start_time_log(original / "TLG00001.XML", original / "TLG00001.BIN", start)
     (dest / "TLG00001.XML").write_bytes(xml)
     (dest / "TLG00001.BIN").write_bytes(binary)
-    taskdata = (dest / "TASKDATA.XML").read_text()
-    for stamp in ("2022-10-19T16:03:11", "2022-10-19T16:05:26", "2022-10-19T16:03:13"):
-        assert f'"{stamp}"' in taskdata
-        taskdata = taskdata.replace(f'"{stamp}"', f'"{stamp}{task_zone}"')
-    (dest / "TASKDATA.XML").write_text(taskdata)
+    zone_task_times(dest / "TASKDATA.XML", task_zone)
     return dest / "TASKDATA.XML"
-
-
-def _read(taskdata: Path):
-    reader = IsoxmlReader()
-    tables = reader.read(Dataset("ISOXML", taskdata, taskdata.parent, taskdata.parent.name))
-    assert not reader.failed, "a task met an internal error"
-    [table] = tables
-    return table
 
 
 @pytest.mark.parametrize(
@@ -62,10 +37,10 @@ def _read(taskdata: Path):
 )
 def test_a_fixed_start_is_the_utc_time_of_every_point(single_dpd, tmp_path, start, task_zone):
     # Given the SingleDPD task, its time log rewritten to one fixed start that is 21:03:35 UTC
-    original = _read(single_dpd / "TASKDATA.XML")
+    original = read_one_task(single_dpd / "TASKDATA.XML")
     taskdata = _variant(single_dpd, tmp_path / "fixed", start, task_zone=task_zone)
     # When it is read
-    table = _read(taskdata)
+    table = read_one_task(taskdata)
     # Then every point has that UTC time, and the points are the ones the log records
     assert (table.columns["timestamp"] == np.datetime64("2022-10-19T21:03:35", "ms")).all()
     assert len(table) == len(original)
@@ -78,6 +53,6 @@ def test_a_fixed_start_is_the_utc_time_of_every_point(single_dpd, tmp_path, star
 def test_a_fixed_start_that_is_no_date_and_time_fails_the_data_set_with_the_reason(single_dpd, tmp_path, start):
     taskdata = _variant(single_dpd, tmp_path / "bad", start)
     with pytest.raises(UnreadableDataset) as failure:
-        _read(taskdata)
+        read_one_task(taskdata)
     assert "TLG00001.XML: the fixed start time TIM A=" in str(failure.value)
     assert repr(start) in str(failure.value)
