@@ -3,7 +3,9 @@
 Text: NUL and the other C0 control characters (tab, line feed and carriage return excepted) and lone surrogates
 ("\\ud800", which no UTF-8 encoder writes) are removed. PostgreSQL's text and JSONB refuse NUL, and a surrogate
 fails any encoding, so a name holding one would fail the whole data set. Numbers: values that are not finite
-(NaN, infinities, `1e999`) are missing values; JSON, and so every summary, has no such numbers.
+(NaN, infinities, `1e999`) are missing values; JSON, and so every summary, has no such numbers. Times: a time
+outside the years 1 to 9999 is no time (NaT), as Python's dates, the API's timestamps and the databases hold no
+other (an ISOXML clock at year 1 read in its zone was year 0 in UTC, and failed the file as an internal error).
 
 The text rule is `platform_site.text.storable`, the one rule for text from outside. `Reader.read` applies
 `table_values_clean` (below) to every table a reader returns, and the conversion services clean every failure
@@ -85,8 +87,11 @@ def table_values_clean(table: PointTable) -> PointTable:
         units = {storable(k): text_value(v) or "" for k, v in getattr(table, attribute).items()}
         setattr(table, attribute, units)
     table.recorded_totals = {k: (v, u) for k, (v, u) in table.recorded_totals.items() if math.isfinite(v)}
+    times = table.columns.get("timestamp")
     table.columns = _clean_columns(table.columns, standard=True)
     table.raw_columns = _clean_columns(table.raw_columns, standard=False)
+    if table.columns.get("timestamp") is not times:  # (times outside the calendar dropped)
+        table.refresh_time_range()
     return table
 
 
@@ -109,10 +114,22 @@ def _clean_columns(columns: dict[str, np.ndarray], *, standard: bool) -> dict[st
             infinite = np.isinf(values)
             if infinite.any():
                 values = np.where(infinite, np.nan, values)
+        elif values.dtype.kind == "M":
+            values = _times_in_calendar(values)
         elif values.dtype.kind == "O":
             values = _clean_objects(values, standard=standard)
         out[key] = values
     return out
+
+
+# The first and the last millisecond Python's `datetime` holds.
+_CALENDAR_FIRST, _CALENDAR_LAST = np.datetime64("0001-01-01", "ms"), np.datetime64("9999-12-31T23:59:59.999", "ms")
+
+
+def _times_in_calendar(values: np.ndarray) -> np.ndarray:
+    """A time column with every time outside the years 1 to 9999 NaT; the column itself when none is."""
+    outside = ~np.isnat(values) & ((values < _CALENDAR_FIRST) | (values > _CALENDAR_LAST))
+    return np.where(outside, np.datetime64("NaT"), values) if outside.any() else values
 
 
 def _clean_objects(values: np.ndarray, *, standard: bool) -> np.ndarray:

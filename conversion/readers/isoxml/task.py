@@ -4,11 +4,9 @@ its operators, and the totals it records."""
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from xml.etree.ElementTree import Element
 
 import numpy as np
@@ -19,9 +17,7 @@ from conversion.readers.values import number_from_text
 
 from .parallel import AnyTimeLog
 from .taskdata import TaskData, _clean
-
-_TZ_RE = re.compile(r"(Z|[+-]\d\d:\d\d)$")
-
+from .tlg import clock_reading
 
 # A log's first record may come a little before the start its task wrote for the session.
 ZONE_START_SLACK = np.timedelta64(60_000, "ms")
@@ -42,15 +38,12 @@ def task_clock_zones(task: Element) -> list[ClockZone]:
     for node in task.iter():
         if node.tag not in ("TIM", "ASP"):
             continue
-        value = (node.get("A") or "").strip()
-        if not _TZ_RE.search(value):
-            continue
         try:
-            moment = datetime.fromisoformat(value)
+            clock, offset = clock_reading(node.get("A") or "")
         except ValueError:
             continue
-        offset_ms = int(moment.utcoffset().total_seconds() * 1000)
-        zones.append(ClockZone(np.datetime64(moment.replace(tzinfo=None), "ms"), np.timedelta64(offset_ms, "ms")))
+        if offset is not None:
+            zones.append(ClockZone(clock, offset))
     return sorted(zones, key=lambda zone: zone.start)
 
 

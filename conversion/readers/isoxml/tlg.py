@@ -12,7 +12,7 @@ length), then numpy gathers for every field at once; a DLV's values are decoded 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -349,16 +349,23 @@ def _partial_record_check(name: str, data: bytes, record: int, start: int, fixed
             raise _index_error(name, record, start, index, n_dlv)
 
 
-def _fixed_time(name: str, value: str) -> tuple[np.datetime64, np.datetime64 | None]:
-    """A fixed TIM start (A with a value, ISO 8601): the TC clock's reading and, when the value carries a UTC
-    offset (`-05:00`, `Z`), the UTC instant it names."""
-    try:
-        moment = datetime.fromisoformat(value.strip())
-        utc = moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else None
-    except (ValueError, OverflowError) as exc:  # OverflowError: an offset that moves year 1 or 9999 out of range
-        raise TimeLogError(f"{name}: the fixed start time TIM A={value!r} is not an ISO 8601 date and time") from exc
+def clock_reading(value: str) -> tuple[np.datetime64, np.timedelta64 | None]:
+    """A time the task wrote (a TIM's or ASP's A, ISO 8601): the TC clock's reading and, when the text carries
+    one (`-05:00`, `+0100`, `Z`), its UTC offset. ValueError when it is no ISO 8601 date and time."""
+    moment = datetime.fromisoformat(value.strip())
+    offset = moment.utcoffset()
     clock = np.datetime64(moment.replace(tzinfo=None), "ms")
-    return clock, (np.datetime64(utc, "ms") if utc is not None else None)
+    return clock, (None if offset is None else np.timedelta64(offset // timedelta(milliseconds=1), "ms"))
+
+
+def _fixed_time(name: str, value: str) -> tuple[np.datetime64, np.datetime64 | None]:
+    """A fixed TIM start (A with a value): the TC clock's reading and, when the value carries a UTC offset, the UTC
+    instant it names (outside the years 1-9999 too: such a time is dropped where it is written out)."""
+    try:
+        clock, offset = clock_reading(value)
+    except ValueError as exc:
+        raise TimeLogError(f"{name}: the fixed start time TIM A={value!r} is not an ISO 8601 date and time") from exc
+    return clock, (None if offset is None else clock - offset)
 
 
 def _gps_times(

@@ -34,6 +34,8 @@ def _shift(record: dict, ms: int) -> None:
         ("-05:00", -5, 7, "2022-10-20"),  # 23:03 at -05:00 is 04:03 UTC the day after
         ("+05:30", 5.5, 0, "2022-10-19"),
         ("-11:00", -11, 0, "2022-10-20"),
+        # ISO 8601's basic form of the offset, which a fixed TIM start already took: was read as no zone at all
+        ("+1300", 13, 0, "2022-10-19"),
     ],
 )
 def test_a_gps_time_of_day_without_its_date_is_on_the_right_utc_day(

@@ -56,3 +56,27 @@ def test_a_fixed_start_that_is_no_date_and_time_fails_the_data_set_with_the_reas
         read_one_task(taskdata)
     assert "TLG00001.XML: the fixed start time TIM A=" in str(failure.value)
     assert repr(start) in str(failure.value)
+
+
+@pytest.mark.parametrize("start", ["0001-01-01T00:30:00+01:00", "9999-12-31T23:59:00-01:00"])
+def test_a_fixed_start_outside_the_utc_calendar_is_read_without_a_time(single_dpd, tmp_path, start):
+    # Given a log fixed to a start that is an ISO 8601 time, but in UTC before the year 1 or after 9999 (it failed
+    # the data set as "not an ISO 8601 date and time")
+    original = read_one_task(single_dpd / "TASKDATA.XML")
+    taskdata = _variant(single_dpd, tmp_path / "edge", start)
+    # When it is read
+    table = read_one_task(taskdata)
+    # Then its points are read, and have no time
+    assert len(table) == len(original)
+    assert np.isnat(table.columns["timestamp"]).all()
+    assert table.start is None and table.end is None
+
+
+def test_a_clock_at_the_year_1_read_in_its_zone_gives_points_without_a_time(single_dpd, tmp_path):
+    # Given a log fixed to a start without an offset at the first hour of the year 1, in a task written at +01:00:
+    # its clock in UTC is the year 0 (the file failed as an internal error: no Python date holds it)
+    taskdata = _variant(single_dpd, tmp_path / "year-1", "0001-01-01T00:30:00", task_zone="+01:00")
+    # When it is read
+    table = read_one_task(taskdata)
+    # Then its points have no time
+    assert len(table) and np.isnat(table.columns["timestamp"]).all()
