@@ -7,6 +7,7 @@ import hmac
 import json
 import logging
 import time
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -110,7 +111,7 @@ def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any]
     written per webhook of the owner listening to `type`, and each is posted after commit (nothing
     is sent for a rolled-back change). Returns how many deliveries were written.
 
-    The body is compact JSON `{type, timestamp, coreUserId, **payload}`; payload values should be
+    The body is compact JSON `{type, timestamp, coreUserId, **payload, deliveryId}`; payload values should be
     ids (strings) and an optional `message`."""
     event = canonical_event(type)
     owner_id = core_user.owner_id if core_user is not None else owner.pk
@@ -126,22 +127,26 @@ def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any]
     document = {"type": event, "timestamp": format_timestamp(timezone.now())}
     if core_user is not None:
         document["coreUserId"] = str(core_user.pk)
-    document.update({k: _jsonable(v) for k, v in (payload or {}).items()})
-    body = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    document.update({k: _jsonable(v) for k, v in (payload or {}).items() if k != "deliveryId"})
     now = timezone.now()
-    deliveries = Delivery.objects.bulk_create(
-        [
+    deliveries = []
+    for webhook in webhooks:
+        # Each webhook's body names its delivery: signed, unlike the header, so a receiver that drops the ids it
+        # has seen drops a replayed body too (a body taken from a log, re-sent with a new header).
+        delivery_id = uuid.uuid4()
+        body = {**document, "deliveryId": str(delivery_id)}
+        deliveries.append(
             Delivery(
-                webhook=w,
+                id=delivery_id,
+                webhook=webhook,
                 owner_id=owner_id,
                 event=event,
                 core_user_id=core_user.pk if core_user is not None else None,
-                body=body,
+                body=json.dumps(body, separators=(",", ":"), ensure_ascii=False),
                 next_attempt_at=now,
             )
-            for w in webhooks
-        ]
-    )
+        )
+    deliveries = Delivery.objects.bulk_create(deliveries)
     from .tasks import webhooks_delivery_send
 
     for delivery in deliveries:

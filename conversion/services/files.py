@@ -106,7 +106,7 @@ def file_complete(file: File, produced: outputs.Produced) -> File:
 
 
 def _file_event_payload(file: File, message: str | None = None) -> dict:
-    payload = {"fileId": str(file.pk)}
+    payload = {"coreFileId": str(file.pk)}
     if file.batch_id:
         payload["batchId"] = str(file.batch_id)
     if message:

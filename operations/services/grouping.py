@@ -159,7 +159,7 @@ def operation_file_group(file_id: str) -> Operation | None:
         event_emit(
             type=EventType.OPERATION_CREATED if created else EventType.OPERATION_UPDATED,
             core_user=file.core_user,
-            payload={"operationId": str(operation.pk), "fileId": str(file.pk), "coreFileId": str(merged.pk)},
+            payload={"operationId": str(operation.pk), "sourceFileId": str(file.pk), "coreFileId": str(merged.pk)},
         )
         _enqueue_build(operation)
     return operation

@@ -67,7 +67,7 @@ def test_crop_keeps_exactly_the_points_inside_and_its_totals_are_theirs(
     assert api_client.get(f"{FILES_URL}/{cropped.pk}/status").json()["status"] == "processed"
     assert {i["property"] for i in api_client.get(f"{FILES_URL}/{cropped.pk}/images").json()} >= {"wetMassPerArea"}
     (event,) = webhook_receiver.wait_for(1)
-    assert json.loads(event.body)["fileId"] == str(cropped.pk)
+    assert json.loads(event.body)["coreFileId"] == str(cropped.pk)
 
 
 def test_default_field_is_the_one_of_largest_coverage(api_client, core_user):

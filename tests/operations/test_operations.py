@@ -298,10 +298,10 @@ def test_operation_events(owner, core_user, field, webhook_receiver, subscribe):
     for event in (json.loads(e.body) for e in events):
         by_type.setdefault(event["type"], []).append(event)
     assert len(by_type["operationCreated"]) == 1 and len(by_type["operationUpdated"]) == 1
-    assert by_type["operationUpdated"][0]["fileId"] == str(second.pk)
+    assert by_type["operationUpdated"][0]["sourceFileId"] == str(second.pk)
     assert {e["operationId"] for e in by_type["operationProcessingFinished"]} == {str(operation.pk)}
     assert len(by_type["operationProcessingFinished"]) == 2
-    assert {e["fileId"] for e in by_type["automergedFileProcessingFinished"]} == {str(operation.merged_file_id)}
+    assert {e["coreFileId"] for e in by_type["automergedFileProcessingFinished"]} == {str(operation.merged_file_id)}
 
 
 def test_a_failed_build_fails_the_automerged_file_with_its_event(
@@ -319,7 +319,7 @@ def test_a_failed_build_fails_the_automerged_file_with_its_event(
     merged = File.objects.get(pk=operation.merged_file_id)
     assert merged.status == FileStatus.FAILED and "storage unavailable" in merged.status_message
     (event,) = webhook_receiver.wait_for(1)
-    assert json.loads(event.body)["fileId"] == str(merged.pk)
+    assert json.loads(event.body)["coreFileId"] == str(merged.pk)
 
 
 def test_coverage_is_the_percent_of_the_field_covered(core_user):

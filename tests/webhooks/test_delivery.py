@@ -45,6 +45,21 @@ def test_a_registered_webhook_receives_the_signed_event(owner, core_user, subscr
     assert event["type"] == "fieldCreated" and event["coreUserId"] == str(core_user.id) and event["fieldId"] == "f-42"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", event["timestamp"])
     assert Delivery.objects.get().status == Delivery.Status.SUCCEEDED
+    # The delivery's id is in the signed body too (the header is not signed): a replayed body is a repeat
+    assert event["deliveryId"] == request.headers["X-Core-Delivery"] == str(Delivery.objects.get().pk)
+
+
+def test_each_body_names_its_own_delivery(owner, core_user, subscribe, webhook_receiver):
+    # Given a webhook listening to two events, and a payload that brings a deliveryId of its own
+    subscribe(owner, webhook_receiver, ["fieldCreated", "fieldUpdated"])
+    with transaction.atomic():
+        event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": "f-1", "deliveryId": "forged"})
+        event_emit(type="fieldUpdated", core_user=core_user, payload={"fieldId": "f-1"})
+    requests = webhook_receiver.wait_for(2)
+    ids = [json.loads(r.body)["deliveryId"] for r in requests]
+    # Then each body carries the id of its delivery, never one a payload brought
+    assert sorted(ids) == sorted(r.headers["X-Core-Delivery"] for r in requests)
+    assert len(set(ids)) == 2 and "forged" not in ids
 
 
 def test_only_subscribed_events_are_sent(owner, core_user, subscribe, webhook_receiver):

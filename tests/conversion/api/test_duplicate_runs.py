@@ -45,7 +45,7 @@ def test_a_data_set_converted_twice_at_once_announces_each_file_once(
     # Then each file was announced once, all before the batch's end, which was announced once
     types = _types(webhook_receiver)
     assert types == ["uploadedFileProcessingFinished"] * 19 + ["batchUploadProcessingFinished"]
-    file_ids = [event["fileId"] for event in webhook_receiver.events()[:-1]]
+    file_ids = [event["coreFileId"] for event in webhook_receiver.events()[:-1]]
     batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
     assert batch["status"] == "PROCESSED" and sorted(file_ids) == sorted(batch["files"])
     assert BatchDataset.objects.get(pk=dataset_id).status == DatasetStatus.DONE

@@ -124,8 +124,8 @@ def test_merge_events(api_client, owner, core_user, webhook_receiver, subscribe,
     monkeypatch.setattr(merging, "tables_merge", broken)
     failed = _merge(api_client, [f.pk for f in files[:2]]).json()
     events = {json.loads(e.body)["type"]: json.loads(e.body) for e in webhook_receiver.wait_for(2)}
-    assert events["mergedFileProcessingFinished"]["fileId"] == done["id"]
-    assert events["mergedFileProcessingFailed"]["fileId"] == failed["id"]
+    assert events["mergedFileProcessingFinished"]["coreFileId"] == done["id"]
+    assert events["mergedFileProcessingFailed"]["coreFileId"] == failed["id"]
     assert "wetMassPerArea" in events["mergedFileProcessingFailed"]["message"]
     assert File.objects.get(pk=failed["id"]).status == FileStatus.FAILED
 

@@ -455,7 +455,7 @@ def test_events_per_file_and_one_per_batch(
     assert by_type["batchUploadProcessingFinished"][0]["status"] == "PROCESSED"
     finished, failed = by_type["uploadedFileProcessingFinished"], by_type["uploadedFileProcessingFailed"]
     assert len(finished) == 1 and len(failed) == 1
-    assert {finished[0]["fileId"], failed[0]["fileId"]} == set(batch["files"])
+    assert {finished[0]["coreFileId"], failed[0]["coreFileId"]} == set(batch["files"])
     assert finished[0]["batchId"] == failed[0]["batchId"] == batch["id"]
     assert failed[0]["message"].startswith(UNABLE_TO_READ)
     assert "message" not in by_type["batchUploadProcessingFinished"][0]
