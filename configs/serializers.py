@@ -16,7 +16,7 @@ from .defaults import DEFAULT_COLOR_RAMP, DEFAULTS
 PERCENT_KEY = re.compile(r"^(100(\.0+)?|[1-9]?[0-9](\.[0-9]+)?)%$")
 
 
-@extend_schema_field({"type": "number", "format": "double", "minimum": 0, "exclusiveMinimum": True, "maximum": 100})
+@extend_schema_field({"type": "number", "format": "double", "exclusiveMinimum": 0, "maximum": 100})
 class PercentField(StrictFloatField):
     """A percentage in (0, 100]."""
 

@@ -187,7 +187,7 @@ def images_data(images: list[dict], *, request, route: str, pk) -> list[dict]:
 
 
 # --- OpenAPI documentation: keys written by `to_representation`, and answers built from stored JSON --------------
-DOWNLOAD_LINK = {"type": "string", "format": "uri", "nullable": True, "description": "Served with the bearer token."}
+DOWNLOAD_LINK = {"type": ["string", "null"], "format": "uri", "description": "Served with the bearer token."}
 document_extra_properties(
     BatchSerializer,
     {
@@ -283,7 +283,7 @@ SUMMARY_SCHEMA = {
     "varieties, products, machinery.",
     "properties": {
         "type": {"type": "string", "enum": ["Feature"]},
-        "geometry": {"type": "object", "nullable": True, "additionalProperties": True},
+        "geometry": {"type": ["object", "null"], "additionalProperties": True},
         "properties": {"type": "object", "additionalProperties": True},
     },
     "required": ["type", "geometry", "properties"],

@@ -193,7 +193,7 @@ document_extra_properties(
         "widget": {"type": "string", "enum": MagicLink.Widget.values},
         "expiresAt": _TIMESTAMP,
         "createdAt": _TIMESTAMP,
-        "lastAccessedAt": {**_TIMESTAMP, "nullable": True},
+        "lastAccessedAt": {**_TIMESTAMP, "type": ["string", "null"]},
         "usageCount": {"type": "integer"},
         "settings": {"type": "object", "additionalProperties": True, "description": "The link's settings."},
         # (Fields, mapped as declared ones are: they share ConnectableProviderEnum.)

@@ -178,6 +178,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Agricultural Data Platform API",
     "DESCRIPTION": "Fields, machine files, conversion, operations, assets, magic links and webhooks.",
     "VERSION": "1.0.0",
+    # 3.1: schemas are JSON Schema (a nullable key's type lists "null"; no `nullable`), and deliveries can be `webhooks`.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI assets are served by us (no CDN), so /api/docs/ works offline.

@@ -99,8 +99,7 @@ document_extra_properties(
         "event": serializers.ChoiceField(choices=EventType.choices),  # the component of a webhook's `events`
         "createdAt": {**_TIMESTAMP, "description": "When the attempt was made."},
         "status": {
-            "type": "integer",
-            "nullable": True,
+            "type": ["integer", "null"],
             "description": "The receiver's HTTP status; null when no answer came (see `connectionError`).",
         },
         "response": {"type": "string", "description": "The start of the receiver's answer (may be empty)."},

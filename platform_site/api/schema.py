@@ -279,17 +279,25 @@ def _path_shape(path: str) -> str:
 
 
 def postprocess_query_parameters(result, generator, request, public):
-    """A query string cannot carry null: no query parameter is `nullable`. drf-spectacular copies it from the
-    nullable model field a filter reads (`provider`, `startTime`, `operationType`...), and an empty value is no
-    filter at all."""
+    """A query string cannot carry null: no query parameter takes null. drf-spectacular copies it from the
+    nullable model field a filter reads (`provider`, `startTime`, `operationType`...): `type: [string, "null"]` in
+    OpenAPI 3.1 (`nullable: true` in 3.0), and an empty value is no filter at all."""
     for operations in result.get("paths", {}).values():
         for method, operation in operations.items():
             if method not in HTTP_METHODS:
                 continue
             for parameter in operation.get("parameters", []):
                 if parameter.get("in") == "query":
-                    parameter.get("schema", {}).pop("nullable", None)
+                    _null_removed(parameter.get("schema", {}))
     return result
+
+
+def _null_removed(schema: dict) -> None:
+    """`schema` without the null it takes (OpenAPI 3.0's `nullable`, or 3.1's `null` type)."""
+    schema.pop("nullable", None)
+    if isinstance(schema.get("type"), list):
+        types = [t for t in schema["type"] if t != "null"]
+        schema["type"] = types[0] if len(types) == 1 else types
 
 
 def postprocess_problem_responses(result, generator, request, public):

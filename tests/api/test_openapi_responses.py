@@ -43,8 +43,9 @@ def schema():
 
 
 def json_schema(node, components: dict):
-    """OpenAPI 3.0 schema -> JSON Schema: `$ref`s inlined, `nullable` as a `null` type, exclusive bounds as numbers,
-    and objects that list their properties closed to undeclared keys (a key the server sends must be documented)."""
+    """OpenAPI 3.1 schema (JSON Schema 2020-12, nullable as a `null` type) -> a JSON Schema the validator reads on its
+    own: `$ref`s inlined, and objects that list their properties closed to undeclared keys (a key the server sends
+    must be documented)."""
     if isinstance(node, list):
         return [json_schema(item, components) for item in node]
     if not isinstance(node, dict):
@@ -54,25 +55,15 @@ def json_schema(node, components: dict):
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         return {"allOf": [target], **json_schema(siblings, components)} if siblings else target
     out = {}
-    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
-        if node.get(exclusive) is True:  # OpenAPI 3.0 (JSON Schema draft 4): a flag on the bound; draft 7: the bound
-            node = {key: value for key, value in node.items() if key != bound} | {exclusive: node[bound]}
     for key, value in node.items():
         if key in ("properties", "patternProperties"):
             out[key] = {name: json_schema(sub, components) for name, sub in value.items()}
-        elif key in ("nullable", "readOnly", "writeOnly", "deprecated", "example", "discriminator", "xml"):
+        elif key in ("readOnly", "writeOnly", "deprecated", "example", "discriminator", "xml"):
             continue
         else:
             out[key] = json_schema(value, components)
     if "properties" in out and "additionalProperties" not in out:
         out["additionalProperties"] = False
-    if node.get("nullable"):
-        if "type" in out:
-            out["type"] = [out["type"], "null"]
-            if "enum" in out:
-                out["enum"] = [*out["enum"], None]
-        else:
-            out = {"anyOf": [out, {"type": "null"}]}
     return out
 
 
@@ -81,7 +72,7 @@ def operation(schema, method: str, template: str) -> dict:
 
 
 def errors_of(schema, sub_schema, instance) -> list[str]:
-    validator = jsonschema.Draft7Validator(
+    validator = jsonschema.Draft202012Validator(
         json_schema(sub_schema, schema["components"]["schemas"]), format_checker=jsonschema.FormatChecker()
     )
     return sorted(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(instance))
@@ -578,16 +569,25 @@ def post_properties(schema, request) -> dict:
 
 
 def test_no_query_parameter_is_nullable(schema):
-    """A query string cannot carry null (a nullable filtered column made its filter `nullable`)."""
+    """A query string cannot carry null (a nullable filtered column made its filter take a `null` type)."""
     nullable = [
         (method, path, parameter["name"])
         for path, operations in schema["paths"].items()
         for method, op in operations.items()
         if method in HTTP_METHODS
         for parameter in op.get("parameters", [])
-        if parameter["in"] == "query" and (parameter.get("nullable") or parameter["schema"].get("nullable"))
+        if parameter["in"] == "query" and "null" in json.dumps(parameter["schema"])
     ]
     assert nullable == []
+
+
+def test_the_document_is_openapi_3_1_without_any_3_0_keyword(schema):
+    """OpenAPI 3.1 schemas are JSON Schema: `nullable` and a boolean `exclusiveMinimum` (3.0's) mean nothing there, so
+    a client generated from the document would refuse the null (or take the bound) the server sends."""
+    assert schema["openapi"].startswith("3.1.")
+    text = json.dumps(schema)
+    assert '"nullable"' not in text
+    assert '"exclusiveMinimum": true' not in text and '"exclusiveMaximum": true' not in text
 
 
 def test_product_searches_document_the_max_results_they_take(schema, api_client, core_user):
