@@ -178,7 +178,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Agricultural Data Platform API",
     "DESCRIPTION": "Fields, machine files, conversion, operations, assets, magic links and webhooks.",
     "VERSION": "1.0.0",
-    # 3.1: schemas are JSON Schema (a nullable key's type lists "null"; no `nullable`), and deliveries can be `webhooks`.
+    # 3.1: the deliveries as `webhooks`; schemas are JSON Schema (a nullable key's type lists "null").
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
@@ -206,7 +206,11 @@ SPECTACULAR_SETTINGS = {
         "platform_site.api.schema.postprocess_path_parameter_names",
         # The problem+json error answers of every operation.
         "platform_site.api.schema.postprocess_problem_responses",
+        "webhooks.schema.postprocess_webhook_components",
     ],
+    # The deliveries a receiver gets, one webhook per event sent (OpenAPI 3.1). One import path naming the whole list
+    # (DRF's import of a setting: a string is imported as it is), which webhooks/schema.py builds from EventType.
+    "WEBHOOKS": "webhooks.schema.WEBHOOKS",
 }
 JWT_LIFETIME = timedelta(hours=env.int("JWT_LIFETIME_HOURS", default=24))
 JWT_REMEMBER_ME_LIFETIME = timedelta(days=env.int("JWT_REMEMBER_ME_DAYS", default=30))

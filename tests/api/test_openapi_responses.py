@@ -5,6 +5,7 @@ and every operation documents its `application/problem+json` error answers."""
 import io
 import json
 import re
+import time
 import uuid
 import zipfile
 
@@ -16,12 +17,14 @@ from shapely.geometry import MultiPoint, MultiPolygon, mapping
 
 from assets.models import Implement, Operator, OriginType
 from configs.defaults import DEFAULT_COLOR_RAMP
-from configs.services import config_user_set
+from configs.services import config_owner_update, config_user_set
 from fields.services.writes import FIELD_ID_PATTERN
+from magiclinks.services.connections import credentials_unauthenticated
 from tests.fields.helpers import provider_field, square
 from tests.magiclinks.helpers import APPLICATION_BODY
 from tests.tenancy import assert_problem
-from webhooks.services import event_emit
+from webhooks.models import EventType
+from webhooks.services import event_emit, sign
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -45,7 +48,7 @@ def schema():
 def json_schema(node, components: dict):
     """OpenAPI 3.1 schema (JSON Schema 2020-12, nullable as a `null` type) -> a JSON Schema the validator reads on its
     own: `$ref`s inlined, and objects that list their properties closed to undeclared keys (a key the server sends
-    must be documented)."""
+    must be documented; an `if` only tests the keys it lists)."""
     if isinstance(node, list):
         return [json_schema(item, components) for item in node]
     if not isinstance(node, dict):
@@ -60,6 +63,8 @@ def json_schema(node, components: dict):
             out[key] = {name: json_schema(sub, components) for name, sub in value.items()}
         elif key in ("readOnly", "writeOnly", "deprecated", "example", "discriminator", "xml"):
             continue
+        elif key == "if":  # a condition on some keys (a webhook body's `status`), not a closed object
+            out[key] = {k: v for k, v in json_schema(value, components).items() if k != "additionalProperties"}
         else:
             out[key] = json_schema(value, components)
     if "properties" in out and "additionalProperties" not in out:
@@ -740,3 +745,87 @@ def test_format_is_no_query_parameter(schema, api_client):
     for value in ("json", "xml", "api"):
         response = api_client.get(f"{FIELDS}/farms", {"format": value})
         assert response.status_code == 200 and response["Content-Type"] == "application/json", (value, response)
+
+
+# What README "Webhooks" says can be registered but is not sent yet: no webhook in the document.
+NOT_SENT_EVENTS = {"providerFileProcessingFinished", "providerFileProcessingFailed", "newSatelliteImage"}
+
+
+def test_every_event_sent_is_a_webhook_of_the_document(schema):
+    """A receiver generated from the document knows every event it may get, and none that never comes."""
+    assert set(schema["webhooks"]) == set(EventType.values) - NOT_SENT_EVENTS
+    for event, item in schema["webhooks"].items():
+        body = item["post"]["requestBody"]["content"]["application/json"]["schema"]
+        properties = json_schema(body, schema["components"]["schemas"])["properties"]
+        assert properties["type"] == {"type": "string", "const": event}
+        assert {"2XX", "default"} <= set(item["post"]["responses"])
+
+
+def test_delivered_events_match_their_webhooks(
+    schema, api_client, owner, core_user, subscribe, webhook_receiver, samples_dir, tmp_path
+):
+    """Every body a receiver gets validates against its event's webhook, with the headers it documents: the signature
+    the receiver checks, and the delivery id the body repeats."""
+    # Given a receiver of every event, and fields that merge
+    subscribe(owner, webhook_receiver, set(EventType.values) - NOT_SENT_EVENTS, secret="a-receivers-secret")
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    harvest = (samples_dir / "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip").read_bytes()
+    fields = f"{FIELDS}/users/{core_user.pk}/fields"
+    # When fields are created, merged and given new boundaries
+    hull = _hull(harvest, tmp_path)
+    assert api_client.post(fields, {"id": "jt-01", "geometry": hull}, format="json").status_code == 201
+    assert api_client.post(fields, {"id": "jt-02", "geometry": hull}, format="json").status_code == 201
+    assert api_client.put(f"{fields}/jt-02/boundary", {"geometry": square(10, 50)}, format="json").status_code == 200
+    # a harvest is uploaded (a file, its batch, its operation, pooled assets) and a file that cannot be read
+    assert _upload(api_client, core_user, harvest)["status"] == "PROCESSED"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        point = {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": ["a", "b"]}}
+        archive.writestr("spray.geojson", json.dumps({"type": "FeatureCollection", "features": [point]}))
+    assert _upload(api_client, core_user, buffer.getvalue())["status"] == "FAILED"
+    # a machine is made, changed and deleted, and a provider refuses the end user's tokens
+    machines = f"{BETA}/users/{core_user.pk}/machines"
+    machine = api_client.post(machines, {"name": "Tractor"}, format="json").json()
+    assert api_client.patch(f"{machines}/{machine['id']}", {"name": "Old tractor"}, format="json").status_code == 200
+    assert api_client.delete(f"{machines}/{machine['id']}").status_code == 204
+    credentials_unauthenticated(core_user=core_user, provider="ProviderA", message="invalid_grant")
+    # Then each delivery matches its event's webhook
+    expected = {
+        "fieldCreated",
+        "fieldUpdated",
+        "fieldBoundaryCreated",
+        "fieldBoundaryUpdated",
+        "mergedFieldCreated",
+        "mergedFieldUpdated",
+        "uploadedFileProcessingFinished",
+        "uploadedFileProcessingFailed",
+        "batchUploadProcessingFinished",
+        "operationCreated",
+        "automergedFileProcessingFinished",
+        "operationProcessingFinished",
+        "machineCreated",
+        "machineUpdated",
+        "machineDeleted",
+        "credentialsUnauthenticated",
+    }
+    deadline = time.monotonic() + 20
+    while not expected <= {e["type"] for e in webhook_receiver.events()} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert expected <= {e["type"] for e in webhook_receiver.events()}
+    components = schema["components"]["schemas"]
+    for delivery in webhook_receiver.received:
+        body = json.loads(delivery.body)
+        webhook = schema["webhooks"][body["type"]]["post"]
+        content = webhook["requestBody"]["content"]["application/json"]
+        assert errors_of(schema, content["schema"], body) == [], body
+        for header in webhook["parameters"]:
+            assert header["in"] == "header" and header["name"] in delivery.headers, header["name"]
+            assert errors_of(schema, header["schema"], delivery.headers[header["name"]]) == [], header["name"]
+        assert delivery.headers["X-Core-Signature"] == sign("a-receivers-secret", delivery.body)
+        assert delivery.headers["X-Core-Delivery"] == body["deliveryId"]
+        assert delivery.headers["Content-Type"] == "application/json"
+    # and a failed upload's event says why, a processed one's does not
+    batches = {e["status"]: e for e in webhook_receiver.events() if e["type"] == "batchUploadProcessingFinished"}
+    assert "message" in batches["FAILED"] and "message" not in batches["PROCESSED"]
+    batch_schema = json_schema(components["BatchUploadProcessingFinishedEvent"], components)
+    assert not jsonschema.Draft202012Validator(batch_schema).is_valid({**batches["FAILED"], "status": "PROCESSED"})
