@@ -43,15 +43,32 @@ def _secure(response):
     return response
 
 
-def _text_color(background: str) -> str:
-    """Black or white, whichever contrasts more with the background (WCAG relative luminance)."""
-    try:
-        channels = [int(background[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    except (ValueError, TypeError):
-        return "#111111"
+DARK_TEXT, LIGHT_TEXT = "#111111", "#FFFFFF"
+
+
+def _luminance(color: str) -> float:
+    """WCAG 2 relative luminance of a `#RRGGBB` colour (ValueError for anything else)."""
+    if len(color) != 7 or color[0] != "#":
+        raise ValueError(color)
+    channels = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
     linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-    return "#111111" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#FFFFFF"
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_ratio(first: str, second: str) -> float:
+    """WCAG 2 contrast ratio of two `#RRGGBB` colours (1 to 21)."""
+    lighter, darker = sorted((_luminance(first), _luminance(second)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def _text_color(background: str) -> str:
+    """The text colour the pages render (#111111 or white), whichever contrasts more with the background: compared
+    with the colours themselves (against pure black, #767676-#7B7B7B got #111111 at under 4.5:1)."""
+    try:
+        dark, light = contrast_ratio(background, DARK_TEXT), contrast_ratio(background, LIGHT_TEXT)
+    except (ValueError, TypeError):
+        return DARK_TEXT
+    return DARK_TEXT if dark >= light else LIGHT_TEXT
 
 
 def _branding(link: MagicLink | None) -> dict:

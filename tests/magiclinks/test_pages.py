@@ -21,7 +21,7 @@ from magiclinks.models import MagicLink
 from platform_site.accounts.models import ProviderCredential
 from tests.tenancy import assert_problem
 
-from .helpers import provider_app
+from .helpers import contrast_ratio, provider_app, rgb
 
 pytestmark = [pytest.mark.django_db]
 SETTINGS = {
@@ -962,3 +962,21 @@ def test_a_provider_whose_application_was_deleted_is_offered_no_connect_button(c
     # and the connect address itself still says why
     response = client.get(f"{url}/connect/ProviderA")
     assert response.status_code == 503 and "not set up for this service any more" in response.content.decode()
+
+
+@pytest.mark.embedded
+def test_the_text_colour_is_the_one_that_contrasts_more_with_the_background(client, core_user):
+    """The choice compared the background with pure black, but the pages render #111111: on #767676 to #7B7B7B that
+    text had less than 4.5:1."""
+
+    def text_colour(background: str) -> str:
+        _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings={"backgroundColor": background})
+        return re.search(r"--page-bg: #\w+; --page-fg: (#[0-9A-F]{6})", client.get(url).content.decode()).group(1)
+
+    assert text_colour("#767676") == "#FFFFFF"
+    assert contrast_ratio(rgb("#767676"), rgb("#FFFFFF")) >= 4.5
+    for level in range(0, 256, 3):
+        grey = "#" + f"{level:02X}" * 3
+        chosen = text_colour(grey)
+        other = "#111111" if chosen == "#FFFFFF" else "#FFFFFF"
+        assert contrast_ratio(rgb(grey), rgb(chosen)) >= contrast_ratio(rgb(grey), rgb(other)), (grey, chosen)
