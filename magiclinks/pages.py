@@ -18,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from assets.models import Provider
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE, DomainError, InsufficientStorage, problem_body, storage_full
+from platform_site.text import binary_size
 
 from . import services
 from .models import MagicLink
@@ -150,9 +151,17 @@ def _provider_context(link: MagicLink, token: str) -> dict:
     }
 
 
+def _upload_limit() -> str:
+    """The configured upload limit for people (`3 GiB`)."""
+    from conversion.uploads import upload_max_bytes
+
+    return binary_size(upload_max_bytes())
+
+
 def _upload_context(token: str, **extra) -> dict:
     return {
         "upload_url": reverse("magiclink-upload", args=[token]),
+        "upload_limit": _upload_limit(),
         "upload_providers": UPLOAD_PROVIDERS,
         "selected_provider": extra.pop("selected_provider", Provider.OTHER),
         **extra,
@@ -280,8 +289,9 @@ def link_upload(request, token: str):
         return _upload_error(
             request, link, token, "The upload stopped arriving before it was complete. Try again.", 408
         )
-    except UploadTooLarge as exc:
-        return _upload_error(request, link, token, exc.detail, 413)
+    except UploadTooLarge:
+        message = f"The file is larger than the limit of {_upload_limit()}. Upload a smaller .zip file."
+        return _upload_error(request, link, token, message, 413)
     except DomainError as exc:
         return _upload_error(request, link, token, exc.detail, exc.status_code)
     return _link_upload_checked(request, link, token)

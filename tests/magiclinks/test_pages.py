@@ -599,6 +599,26 @@ def test_too_large_uploads_are_413(client, core_user, settings):
 
 
 @pytest.mark.embedded
+@pytest.mark.parametrize(
+    "limit, shown", [(3 * 1024**3, "3 GiB"), (2_000_000, "1.9 MiB"), (1536, "1.5 KiB"), (10, "10 bytes")]
+)
+def test_the_upload_page_and_its_413_name_the_configured_limit(client, core_user, settings, limit, shown):
+    """The help text said "Up to 3 GB." whatever the limit, and the 413 "the limit of 3221225472 bytes"."""
+    settings.CONVERSION_UPLOAD_MAX_BYTES = limit
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    assert f'<p class="help" id="file-help">Up to {shown}.</p>' in client.get(url).content.decode()
+    if limit > 10:
+        return
+    refused = client.post(f"{url}/upload", {"file": _zip_file(b"PK\x03\x04" + bytes(100))})
+    error = re.search(r'id="upload-error">([^<]*)<', refused.content.decode()).group(1)
+    assert (refused.status_code, error) == (
+        413,
+        "The file is larger than the limit of 10 bytes. Upload a smaller .zip file.",
+    )
+    assert f'<p class="help" id="file-help">Up to {shown}.</p>' in refused.content.decode()
+
+
+@pytest.mark.embedded
 def test_upload_needs_the_csrf_token(core_user):
     from django.test import Client
 
