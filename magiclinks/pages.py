@@ -302,7 +302,7 @@ def _link_upload_checked(request, link: MagicLink, token: str):
     upload = request.FILES.get("file")
     provider = request.POST.get("provider") or Provider.OTHER
     if provider not in UPLOAD_PROVIDERS:
-        return _upload_error(request, link, token, "Choose where the files come from.", 400)
+        return _upload_error(request, link, token, "Choose where the files come from.", 400, field="provider")
     if upload is None:
         return _upload_error(request, link, token, "Choose a .zip file to upload.", 400, provider)
     try:
@@ -323,8 +323,10 @@ def _link_upload_checked(request, link: MagicLink, token: str):
     return _secure(response)
 
 
-def _upload_error(request, link, token, message: str, status: int, provider: str = Provider.OTHER):
-    context = _upload_context(token, error=message, selected_provider=provider)
+def _upload_error(request, link, token, message: str, status: int, provider: str = Provider.OTHER, field: str = "file"):
+    """The upload form again, with `message` first on the page (an alert), tied to the `field` it is about (described
+    by it, invalid, focused on load) and "Error: " leading the page's title."""
+    context = _upload_context(token, error=message, error_field=field, selected_provider=provider)
     response = _page(request, "upload.html", context, link=link, status=status)
     if status == InsufficientStorage.status_code:
         response["Retry-After"] = str(InsufficientStorage.wait)

@@ -143,3 +143,27 @@ def test_a_status_page_whose_link_is_revoked_says_so(browser, shoot, public_base
     # Then the page says the link is no longer valid
     wait_for(lambda: browser.find_element(By.TAG_NAME, "h1").text == "This link is no longer valid", timeout=20)
     shoot("1-revoked")
+
+
+def test_a_refused_upload_names_the_error_in_the_title_and_focuses_the_file_field(
+    browser, shoot, public_base, core_user, tmp_path
+):
+    from selenium.webdriver.common.by import By
+
+    # Given the upload page and a file that is no zip
+    open_link(browser, public_base, core_user, MagicLink.Widget.FILEUPLOAD, settings=BRANDING)
+    notes = tmp_path / "notes.zip"
+    notes.write_text("not a zip")
+    browser.find_element(By.ID, "file").send_keys(str(notes))
+    # When it is uploaded
+    click_to_next_page(browser, browser.find_element(By.ID, "upload-submit"))
+    # Then the title says there is an error, the file field has focus and is described by the error
+    wait_for(lambda: browser.find_elements(By.ID, "upload-error"))
+    assert browser.title.startswith("Error: Upload machine files")
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("id") == "file" and focused.get_attribute("aria-invalid") == "true"
+    described_by = focused.get_attribute("aria-describedby").split()
+    assert "upload-error" in described_by
+    error = browser.find_element(By.ID, "upload-error")
+    assert error.get_attribute("role") == "alert" and "not a zip archive" in error.text
+    shoot("1-refused")

@@ -1000,3 +1000,38 @@ def test_the_text_colour_is_the_one_that_contrasts_more_with_the_background(clie
         chosen = text_colour(grey)
         other = "#111111" if chosen == "#FFFFFF" else "#FFFFFF"
         assert contrast_ratio(rgb(grey), rgb(chosen)) >= contrast_ratio(rgb(grey), rgb(other)), (grey, chosen)
+
+
+@pytest.mark.embedded
+def test_an_upload_error_comes_first_names_its_field_and_the_title_says_error(client, core_user, settings, monkeypatch):
+    """The error paragraph was tied to no field (the file input was described by its help text alone), nothing took
+    focus, and the title stayed "Upload machine files" for every 400, 408 and 413."""
+    from django.http import UnreadablePostError
+
+    from conversion import uploads
+
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    opened = client.get(url).content.decode()
+    assert (
+        "<title>Upload machine files</title>" in opened and "aria-invalid" not in opened and "autofocus" not in opened
+    )
+    answers = [(client.post(f"{url}/upload", {}), 400, "file")]
+    bad_provider = {"file": _zip_file(b"PK\x05\x06" + bytes(18)), "provider": "Nope"}
+    answers.append((client.post(f"{url}/upload", bad_provider), 400, "provider"))
+    settings.CONVERSION_UPLOAD_MAX_BYTES = 10
+    answers.append((client.post(f"{url}/upload", {"file": _zip_file(b"PK\x03\x04" + bytes(100))}), 413, "file"))
+
+    def stalled(request):
+        raise UnreadablePostError("nothing received")
+
+    monkeypatch.setattr(uploads, "upload_parse", stalled)
+    answers.append((client.post(f"{url}/upload", {}), 408, "file"))
+    for response, status, field in answers:
+        page = response.content.decode()
+        assert response.status_code == status
+        assert "<title>Error: Upload machine files</title>" in page, status
+        # the alert is the first thing under the heading, before the form's introduction
+        assert re.search(r'</h1>\s*<p role="alert" class="notice notice-error" id="upload-error">', page), status
+        control = re.search(rf'<(?:input|select) [^>]*id="{field}"[^>]*>', page).group(0)
+        assert 'aria-describedby="upload-error' in control and 'aria-invalid="true"' in control, (status, control)
+        assert "autofocus" in control and page.count("autofocus") == 1 and page.count('aria-invalid="true"') == 1
