@@ -228,7 +228,10 @@ def _outcome(request, link, token, provider, *, ok: bool, message: str, status: 
         link_gone = status in LINK_GONE_STATUSES
     if link is not None and token and not link_gone:
         context["back_url"] = reverse("magiclink-page", args=[token])
-        context.update(_provider_context(link, token))
+        upload_link = link.widget == MagicLink.Widget.FILEUPLOAD
+        context["back_label"] = "Back to the upload page" if upload_link else "Back to your providers"
+        if not upload_link:
+            context.update(_provider_context(link, token))
     return _page(request, "outcome.html", context, link=link, status=status)
 
 

@@ -450,6 +450,7 @@ def test_disconnect_needs_the_csrf_token(core_user, oauth_app):
     # The link's own page says what to do and leads back (Django's page asked to turn DEBUG on)
     page = refused.content.decode()
     assert "This form has expired" in page and f'href="{url}"' in page and "DEBUG" not in page
+    assert f'<p><a href="{url}">Back to your providers</a></p>' in page
 
 
 def test_the_admin_keeps_djangos_csrf_page(core_user):
@@ -625,6 +626,9 @@ def test_upload_needs_the_csrf_token(core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     response = Client(enforce_csrf_checks=True).post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))})
     assert response.status_code == 403 and "This form has expired" in response.content.decode()
+    # The way back is to the upload page, named as such (it said "Back to your providers": the link has none)
+    page = response.content.decode()
+    assert f'<p><a href="{url}">Back to the upload page</a></p>' in page and "providers" not in page
 
 
 @pytest.mark.django_db(transaction=True)
