@@ -12,6 +12,7 @@ from django.db import OperationalError
 from django.http import HttpResponseRedirect, JsonResponse, UnreadablePostError
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -353,6 +354,8 @@ def batch_page(request, token: str, batch_id):
         "finished": progress["status"] in FINAL_STATUSES,
         "status_url": reverse("magiclink-batch-status", args=[token, batch_id]),
         "upload_page_url": reverse("magiclink-page", args=[token]),
+        # An expired link still shows its uploads' progress, but its page (410) takes no more.
+        "link_expired": link.expires_at <= timezone.now(),
     }
     return _page(request, "batch.html", context, link=link)
 

@@ -512,9 +512,16 @@ def test_a_batch_uploaded_through_a_link_still_shows_its_progress_once_the_link_
     link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     data = (samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip").read_bytes()
     location = client.post(f"{url}/upload", {"file": _zip_file(data)})["Location"]
+    assert f'<a href="{url}">Upload another file</a>' in client.get(location).content.decode()
     MagicLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert client.get(url).status_code == 410  # the link itself is gone
-    assert client.get(location).status_code == 200
+    page = client.get(location)
+    assert page.status_code == 200
+    # It offers no other upload, which would lead to the 410 page; it says why
+    assert "Upload another file" not in page.content.decode() and f'href="{url}"' not in page.content.decode()
+    assert "This link has expired. To upload more files, ask the service that sent it to you for a new link." in (
+        page.content.decode()
+    )
     assert client.get(f"{location}/status").json()["status"] == "PROCESSED"
 
 
