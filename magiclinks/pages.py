@@ -103,7 +103,8 @@ def _allow(*methods: str):
         @wraps(view)
         def allowed(request, *args, **kwargs):
             if request.method not in methods:
-                message = f"This address answers {' and '.join(methods)} only."
+                listed = ", ".join(methods[:-1]) + " and " + methods[-1] if len(methods) > 1 else methods[0]
+                message = f"This address answers {listed} only."
                 response = _page(
                     request, "unavailable.html", {"title": "Not available", "message": message}, status=405
                 )
@@ -275,10 +276,17 @@ def link_disconnect(request, token: str):
     return _outcome(request, link, token, provider, ok=True, message=message, status=200)
 
 
-@_allow("POST")
+@_allow("GET", "HEAD", "POST")
 def link_upload(request, token: str):
     """Receive the zip: the link is checked before a byte of the body is read, the body streams through
-    the batch pipeline's upload handler (size cap, zip check), then the CSRF token is checked."""
+    the batch pipeline's upload handler (size cap, zip check), then the CSRF token is checked.
+
+    A GET or HEAD is sent to the link's page (303), which answers as the link's state says: after a refused upload
+    the browser's address is this one, and Enter in its address bar answered a 405 with no way back."""
+    if request.method in ("GET", "HEAD"):
+        response = HttpResponseRedirect(reverse("magiclink-page", args=[token]))
+        response.status_code = 303
+        return _secure(response)
     try:
         link = services.magic_link_resolve(token)
         if link.widget != MagicLink.Widget.FILEUPLOAD:

@@ -595,7 +595,11 @@ def test_upload_errors_show_the_form_again(client, core_user):
     assert client.post(f"{url}/upload", {}).status_code == 400
     bad_provider = client.post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18)), "provider": "Nope"})
     assert bad_provider.status_code == 400
-    assert client.get(f"{url}/upload").status_code == 405
+    # The address of the refused upload, opened again (Enter in the address bar): back to the link's page
+    for method in (client.get, client.head):
+        again = method(f"{url}/upload")
+        assert (again.status_code, again["Location"]) == (303, url)
+    assert client.get(f"{url}/upload", follow=True).content.decode().count('id="file"') == 1
 
 
 @pytest.mark.embedded
@@ -966,8 +970,7 @@ def test_a_method_a_page_has_not_is_the_405_page_not_a_csrf_refusal(core_user):
     for method, path, allow in (
         ("delete", url, "GET, HEAD"),
         ("put", url, "GET, HEAD"),
-        ("patch", f"{url}/upload", "POST"),
-        ("get", f"{url}/upload", "POST"),
+        ("patch", f"{url}/upload", "GET, HEAD, POST"),
         ("post", f"{url}/disconnect", None),  # a method it has: CSRF is checked (no token: 403)
     ):
         response = getattr(browser, method)(path)
@@ -976,7 +979,8 @@ def test_a_method_a_page_has_not_is_the_405_page_not_a_csrf_refusal(core_user):
             continue
         page = response.content.decode()
         assert (response.status_code, response["Allow"]) == (405, allow), (method, path)
-        assert f"answers {allow.replace(', ', ' and ')} only" in page and "CSRF" not in page
+        listed = {"GET, HEAD": "GET and HEAD", "GET, HEAD, POST": "GET, HEAD and POST"}[allow]
+        assert f"answers {listed} only" in page and "CSRF" not in page
 
 
 def test_a_provider_whose_application_was_deleted_is_offered_no_connect_button(client, core_user, oauth_app):
@@ -1046,3 +1050,17 @@ def test_an_upload_error_comes_first_names_its_field_and_the_title_says_error(cl
         control = re.search(rf'<(?:input|select) [^>]*id="{field}"[^>]*>', page).group(0)
         assert 'aria-describedby="upload-error' in control and 'aria-invalid="true"' in control, (status, control)
         assert "autofocus" in control and page.count("autofocus") == 1 and page.count('aria-invalid="true"') == 1
+
+
+@pytest.mark.embedded
+def test_opening_the_upload_address_leads_to_the_links_page_as_the_link_stands(client, core_user):
+    """A GET of `/links/<token>/upload` answered 405 "This address answers POST only." with no way back."""
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    live = client.get(f"{url}/upload", follow=True)
+    assert live.redirect_chain == [(url, 303)] and live.status_code == 200
+    assert "<h1>Upload machine files</h1>" in live.content.decode()
+    MagicLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    expired = client.get(f"{url}/upload", follow=True)
+    assert expired.status_code == 410 and "This link has expired" in expired.content.decode()
+    unknown = client.get(f"/links/{'x' * 43}/upload", follow=True)
+    assert unknown.status_code == 404 and "Link not found" in unknown.content.decode()
