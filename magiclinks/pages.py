@@ -1,5 +1,6 @@
 """The pages an end user opens from a magic link, at `/links/<token>`: no token of ours, no JavaScript
-needed for the basic flow (the batch status page polls with JavaScript and refreshes itself without).
+needed for the basic flow (the batch status page polls with JavaScript; without, the user follows its "Refresh
+status" link: no page reloads itself, WCAG F41).
 
 The token in the URL is the only credential, so every page is `no-store`, not indexed, and sends the
 Referer only to ourselves (`same-origin`: a logo host or a provider never sees the token; `no-referrer`
@@ -352,7 +353,7 @@ def _progress_or_404(token: str, batch_id):
 
 @_allow("GET", "HEAD")
 def batch_page(request, token: str, batch_id):
-    """Live status of an uploaded batch; refreshes itself (JavaScript polling, or a meta refresh without)."""
+    """Live status of an uploaded batch (JavaScript polling; without it, a "Refresh status" link to follow)."""
     try:
         link, progress = _progress_or_404(token, batch_id)
     except services.LinkUnavailable as exc:
@@ -361,6 +362,7 @@ def batch_page(request, token: str, batch_id):
         "batch": progress,
         "finished": progress["status"] in FINAL_STATUSES,
         "status_url": reverse("magiclink-batch-status", args=[token, batch_id]),
+        "page_url": reverse("magiclink-batch", args=[token, batch_id]),
         "upload_page_url": reverse("magiclink-page", args=[token]),
         # An expired link still shows its uploads' progress, but its page (410) takes no more.
         "link_expired": link.expires_at <= timezone.now(),

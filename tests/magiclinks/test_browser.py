@@ -83,6 +83,7 @@ def test_upload_a_sample_zip_and_watch_it_reach_processed(browser, shoot, public
     wait_for(lambda: browser.find_element(By.ID, "batch-status").text == "PROCESSED")
     rows = browser.find_elements(By.CSS_SELECTOR, "#batch-files tr")
     assert [r.get_attribute("data-status") for r in rows] == ["processed"]
+    assert not [e for e in browser.find_elements(By.ID, "batch-refresh") if e.is_displayed()]  # nothing to refresh
     shoot("2-processed")
 
 

@@ -1064,3 +1064,23 @@ def test_opening_the_upload_address_leads_to_the_links_page_as_the_link_stands(c
     assert expired.status_code == 410 and "This link has expired" in expired.content.decode()
     unknown = client.get(f"/links/{'x' * 43}/upload", follow=True)
     assert unknown.status_code == 404 and "Link not found" in unknown.content.decode()
+
+
+@pytest.mark.embedded
+def test_an_unfinished_batch_page_offers_a_refresh_link_and_never_reloads_itself(client, core_user):
+    """Without JavaScript the page reloaded itself every 3 s (`<noscript><meta http-equiv="refresh">`, WCAG F41):
+    the user now chooses when to look again."""
+    from conversion.models import Batch
+    from magiclinks.models import LinkUpload
+
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    batch = Batch.objects.create(core_user=core_user, provider="Other", file_name="slow.zip", size=22)
+    LinkUpload.objects.create(link=link, batch_id=batch.pk)
+    page_url = f"{url}/batches/{batch.pk}"
+    page = client.get(page_url).content.decode()
+    assert "RECEIVED" in page and "http-equiv" not in page.lower()
+    assert f'<a class="button" href="{page_url}">Refresh status</a>' in page
+    Batch.objects.filter(pk=batch.pk).update(status="PROCESSED")
+    finished = client.get(page_url).content.decode()
+    assert "Your files have been processed." in finished and "Refresh status" not in finished
+    assert "http-equiv" not in finished.lower()

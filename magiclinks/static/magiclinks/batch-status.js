@@ -17,6 +17,8 @@
 
   function draw(batch) {
     root.setAttribute("data-status", batch.status);
+    var refresh = document.getElementById("batch-refresh");
+    if (refresh && (batch.status === "PROCESSED" || batch.status === "FAILED")) { refresh.hidden = true; }
     document.getElementById("batch-status").textContent = batch.status;
     var message = messages[batch.status] ||
       ("Processing failed" + (batch.statusDetails ? ": " + batch.statusDetails : "") + ".");
