@@ -2,6 +2,7 @@
 pytest-django's live server). Each page is saved as a screenshot under `TEST_ARTIFACTS_DIR` (default
 `var/test-artifacts/`)."""
 
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -168,3 +169,52 @@ def test_a_refused_upload_names_the_error_in_the_title_and_focuses_the_file_fiel
     error = browser.find_element(By.ID, "upload-error")
     assert error.get_attribute("role") == "alert" and "not a zip archive" in error.text
     shoot("1-refused")
+
+
+def _received_batch_page(browser, core_user, **link_values):
+    """A batch received through a link, left RECEIVED (nothing opens it), its status page open: (link, token, batch)."""
+    from conversion.models import Batch
+    from magiclinks.models import LinkUpload
+
+    link, token = services.magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD, **link_values)
+    batch = Batch.objects.create(core_user=core_user, provider="Other", file_name="slow.zip", size=22)
+    LinkUpload.objects.create(link=link, batch_id=batch.pk)
+    browser.get(f"{services.link_url(token)}/batches/{batch.pk}")
+    return link, token, batch
+
+
+def test_the_status_line_is_written_only_when_it_changes(browser, shoot, public_base, core_user):
+    """The polling rewrote the live region (role=status) every 1.5 s with the same text: screen readers announced
+    "Status: RECEIVED ..." again and again."""
+    from selenium.webdriver.common.by import By
+
+    from conversion.models import Batch
+
+    _link, _token, batch = _received_batch_page(browser, core_user)
+    # Given the page's polls counted, and the changes of its live region
+    browser.execute_script(
+        """
+        window.polls = 0;
+        var realFetch = window.fetch;
+        window.fetch = function () {
+          return realFetch.apply(this, arguments).then(function (r) { window.polls += 1; return r; });
+        };
+        window.liveChanges = 0;
+        new MutationObserver(function (changes) { window.liveChanges += changes.length; }).observe(
+          document.querySelector("[role=status]"),
+          {subtree: true, childList: true, characterData: true, attributes: true}
+        );
+        """
+    )
+    # When three polls answer the same RECEIVED
+    wait_for(lambda: browser.execute_script("return window.polls") >= 3, timeout=20)
+    time.sleep(0.3)  # (the last answer drawn)
+    # Then the live region was not touched
+    assert browser.execute_script("return window.liveChanges") == 0
+    assert browser.find_element(By.ID, "batch-status").text == "RECEIVED"
+    # And a change is still drawn
+    Batch.objects.filter(pk=batch.pk).update(status="PROCESSED")
+    wait_for(lambda: browser.find_element(By.ID, "batch-status").text == "PROCESSED", timeout=20)
+    assert browser.execute_script("return window.liveChanges") > 0
+    assert not browser.find_element(By.ID, "batch-refresh").is_displayed()
+    shoot("1-processed")
