@@ -14,6 +14,8 @@ from magiclinks.models import MagicLink
 from platform_site.accounts.models import ProviderCredential
 from tests.browser import wait_for
 
+from .helpers import contrast_ratio
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 BRANDING = {"backgroundColor": "#0A3D2E", "companyName": "Acme Agronomy", "showLeafUserName": True}
 
@@ -218,3 +220,40 @@ def test_the_status_line_is_written_only_when_it_changes(browser, shoot, public_
     assert browser.execute_script("return window.liveChanges") > 0
     assert not browser.find_element(By.ID, "batch-refresh").is_displayed()
     shoot("1-processed")
+
+
+def _computed_rgb(browser, element, prop: str) -> tuple[int, int, int]:
+    value = browser.execute_script(
+        "return getComputedStyle(arguments[0]).getPropertyValue(arguments[1])", element, prop
+    )
+    channels = [float(c) for c in value[value.index("(") + 1 : value.index(")")].split(",")]
+    assert len(channels) == 3 or channels[3] == 1, value  # opaque: the contrast is the one seen
+    return tuple(round(c) for c in channels[:3])
+
+
+def test_the_disconnect_button_stays_readable_under_the_pointer(browser, shoot, public_base, core_user, oauth_app):
+    """`.button:hover` (dark green) outranked `.button-secondary`: its dark red text on dark green was 1.15:1."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    # Given a provider link whose user is connected and may disconnect
+    ProviderCredential.objects.create(
+        core_user=core_user, provider="ProviderA", access_token="a", status="AUTHENTICATED"
+    )
+    open_link(
+        browser, public_base, core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"],
+        settings={"disconnectedEnabled": True},
+    )  # fmt: skip
+    button = browser.find_element(By.XPATH, "//button[normalize-space()='Disconnect ProviderA']")
+    at_rest = contrast_ratio(
+        _computed_rgb(browser, button, "color"), _computed_rgb(browser, button, "background-color")
+    )
+    # When the pointer is on it
+    ActionChains(browser).move_to_element(button).perform()
+    wait_for(lambda: browser.execute_script("return arguments[0].matches(':hover')", button))
+    # Then its text contrasts with its background at least 4.5:1 (WCAG AA), as at rest
+    color = _computed_rgb(browser, button, "color")
+    background = _computed_rgb(browser, button, "background-color")
+    assert contrast_ratio(color, background) >= 4.5, (color, background)
+    assert at_rest >= 4.5
+    shoot("1-hover")
