@@ -257,3 +257,49 @@ def test_the_disconnect_button_stays_readable_under_the_pointer(browser, shoot, 
     assert contrast_ratio(color, background) >= 4.5, (color, background)
     assert at_rest >= 4.5
     shoot("1-hover")
+
+
+@pytest.fixture
+def phone(browser):
+    """The browser at a 360 px wide phone's size, for one test."""
+    browser.set_window_size(360, 740)
+    yield browser
+    browser.set_window_size(1000, 900)
+
+
+def _fits_the_screen(browser) -> None:
+    sizes = browser.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth, window.innerWidth]"
+    )
+    assert sizes[1] <= 360 and sizes[0] <= sizes[1], sizes  # (wider than the screen: sideways scrolling)
+
+
+def test_a_phone_shows_long_file_names_and_the_file_field_without_sideways_scrolling(
+    phone, shoot, public_base, core_user
+):
+    """At 360 px a 150-character file name made the status page 1849 px wide, and the file field overflowed the card."""
+    from selenium.webdriver.common.by import By
+
+    from conversion.models import File
+
+    # Given a batch holding a file with a 150-character name, its status page open on a phone
+    link, token, batch = _received_batch_page(phone, core_user)
+    name = "TASKDATA_" + "Harvest2024_NorthField_JohnDeereS790_" * 4
+    name = name[:146] + ".xml"
+    File.objects.create(
+        core_user=core_user, batch=batch, file_name=name, file_format="ISOXML", provider="Other", status="FAILED",
+        status_message="No time log of " + name + " could be read.",
+    )  # fmt: skip
+    phone.refresh()
+    cell = wait_for(lambda: phone.find_elements(By.XPATH, f"//td[normalize-space()='{name}']"))[0]
+    # Then the page is no wider than the screen, the name is all there
+    _fits_the_screen(phone)
+    assert cell.text == name
+    shoot("1-batch")
+    # And the upload form's file field stays inside its card
+    phone.get(services.link_url(token))
+    _fits_the_screen(phone)
+    field, card = phone.find_element(By.ID, "file"), phone.find_element(By.ID, "main")
+    field_right, card_right = (e.rect["x"] + e.rect["width"] for e in (field, card))
+    assert field_right <= card_right, (field.rect, card.rect)
+    shoot("2-upload")
