@@ -58,7 +58,7 @@ def _luminance(color: str) -> float:
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def contrast_ratio(first: str, second: str) -> float:
+def _contrast_ratio(first: str, second: str) -> float:
     """WCAG 2 contrast ratio of two `#RRGGBB` colours (1 to 21)."""
     lighter, darker = sorted((_luminance(first), _luminance(second)), reverse=True)
     return (lighter + 0.05) / (darker + 0.05)
@@ -68,7 +68,7 @@ def _text_color(background: str) -> str:
     """The text colour the pages render (#111111 or white), whichever contrasts more with the background: compared
     with the colours themselves (against pure black, #767676-#7B7B7B got #111111 at under 4.5:1)."""
     try:
-        dark, light = contrast_ratio(background, DARK_TEXT), contrast_ratio(background, LIGHT_TEXT)
+        dark, light = _contrast_ratio(background, DARK_TEXT), _contrast_ratio(background, LIGHT_TEXT)
     except (ValueError, TypeError):
         return DARK_TEXT
     return DARK_TEXT if dark >= light else LIGHT_TEXT
@@ -282,9 +282,14 @@ def link_upload(request, token: str):
     """Receive the zip: the link is checked before a byte of the body is read, the body streams through
     the batch pipeline's upload handler (size cap, zip check), then the CSRF token is checked.
 
-    A GET or HEAD is sent to the link's page (303), which answers as the link's state says: after a refused upload
-    the browser's address is this one, and Enter in its address bar answered a 405 with no way back."""
+    A GET or HEAD is sent to the link's page (303), or answered what that page would answer when the link cannot be
+    used (404, 410, 403): after a refused upload the browser's address is this one, and Enter in its address bar
+    answered a 405 with no way back."""
     if request.method in ("GET", "HEAD"):
+        try:
+            services.magic_link_resolve(token)
+        except services.LinkUnavailable as exc:
+            return _unavailable(request, exc)
         response = HttpResponseRedirect(reverse("magiclink-page", args=[token]))
         response.status_code = 303
         return _secure(response)
