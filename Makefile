@@ -51,7 +51,7 @@ test: system-test install
 #   in the embedded phase;
 # - the readers' tests (files in, point tables out: no database): in the PostGIS phase.
 EMBEDDED_SERVER_TESTS := tests/api/test_embedded_server.py tests/api/test_embedded_restart.py \
-	tests/api/test_embedded_read_timeout.py
+	tests/api/test_embedded_read_timeout.py tests/magiclinks/test_logs.py
 POSTGIS_PHASE_SKIP := $(addprefix --ignore=,$(EMBEDDED_SERVER_TESTS))
 EMBEDDED_PHASE_SKIP := --ignore=tests/conversion/readers
 PHASE_ARGS ?=

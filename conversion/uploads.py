@@ -20,7 +20,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 
 from platform_site.api.errors import DomainError, InsufficientStorage, storage_full
-from platform_site.text import storable
+from platform_site.text import binary_size, storable
 
 ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
 UPLOAD_FIELD = "file"  # the multipart field of the zip; no other file part is taken
@@ -51,7 +51,11 @@ def upload_temp_dir() -> Path:
 
 
 def too_large(limit: int) -> UploadTooLarge:
-    return UploadTooLarge(f"The upload is larger than the limit of {limit} bytes.")
+    """The 413 of an upload over `limit` bytes, naming the limit for people (`3 GiB`) and in bytes."""
+    size = binary_size(limit)
+    if limit >= 1024:
+        size += f" ({limit} bytes)"
+    return UploadTooLarge(f"The upload is larger than the limit of {size}.")
 
 
 def not_a_zip() -> NotAZip:

@@ -1,5 +1,6 @@
 """The pages an end user opens from a magic link, at `/links/<token>`: no token of ours, no JavaScript
-needed for the basic flow (the batch status page polls with JavaScript and refreshes itself without).
+needed for the basic flow (the batch status page polls with JavaScript; without, the user follows its "Refresh
+status" link: no page reloads itself, WCAG F41).
 
 The token in the URL is the only credential, so every page is `no-store`, not indexed, and sends the
 Referer only to ourselves (`same-origin`: a logo host or a provider never sees the token; `no-referrer`
@@ -12,12 +13,14 @@ from django.db import OperationalError
 from django.http import HttpResponseRedirect, JsonResponse, UnreadablePostError
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from assets.models import Provider
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE, DomainError, InsufficientStorage, problem_body, storage_full
+from platform_site.text import binary_size
 
 from . import services
 from .models import MagicLink
@@ -43,15 +46,32 @@ def _secure(response):
     return response
 
 
-def _text_color(background: str) -> str:
-    """Black or white, whichever contrasts more with the background (WCAG relative luminance)."""
-    try:
-        channels = [int(background[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    except (ValueError, TypeError):
-        return "#111111"
+DARK_TEXT, LIGHT_TEXT = "#111111", "#FFFFFF"
+
+
+def _luminance(color: str) -> float:
+    """WCAG 2 relative luminance of a `#RRGGBB` colour (ValueError for anything else)."""
+    if len(color) != 7 or color[0] != "#":
+        raise ValueError(color)
+    channels = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
     linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-    return "#111111" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#FFFFFF"
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast_ratio(first: str, second: str) -> float:
+    """WCAG 2 contrast ratio of two `#RRGGBB` colours (1 to 21)."""
+    lighter, darker = sorted((_luminance(first), _luminance(second)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def _text_color(background: str) -> str:
+    """The text colour the pages render (#111111 or white), whichever contrasts more with the background: compared
+    with the colours themselves (against pure black, #767676-#7B7B7B got #111111 at under 4.5:1)."""
+    try:
+        dark, light = _contrast_ratio(background, DARK_TEXT), _contrast_ratio(background, LIGHT_TEXT)
+    except (ValueError, TypeError):
+        return DARK_TEXT
+    return DARK_TEXT if dark >= light else LIGHT_TEXT
 
 
 def _branding(link: MagicLink | None) -> dict:
@@ -84,7 +104,8 @@ def _allow(*methods: str):
         @wraps(view)
         def allowed(request, *args, **kwargs):
             if request.method not in methods:
-                message = f"This address answers {' and '.join(methods)} only."
+                listed = ", ".join(methods[:-1]) + " and " + methods[-1] if len(methods) > 1 else methods[0]
+                message = f"This address answers {listed} only."
                 response = _page(
                     request, "unavailable.html", {"title": "Not available", "message": message}, status=405
                 )
@@ -133,9 +154,17 @@ def _provider_context(link: MagicLink, token: str) -> dict:
     }
 
 
+def _upload_limit() -> str:
+    """The configured upload limit for people (`3 GiB`)."""
+    from conversion.uploads import upload_max_bytes
+
+    return binary_size(upload_max_bytes())
+
+
 def _upload_context(token: str, **extra) -> dict:
     return {
         "upload_url": reverse("magiclink-upload", args=[token]),
+        "upload_limit": _upload_limit(),
         "upload_providers": UPLOAD_PROVIDERS,
         "selected_provider": extra.pop("selected_provider", Provider.OTHER),
         **extra,
@@ -202,7 +231,10 @@ def _outcome(request, link, token, provider, *, ok: bool, message: str, status: 
         link_gone = status in LINK_GONE_STATUSES
     if link is not None and token and not link_gone:
         context["back_url"] = reverse("magiclink-page", args=[token])
-        context.update(_provider_context(link, token))
+        upload_link = link.widget == MagicLink.Widget.FILEUPLOAD
+        context["back_label"] = "Back to the upload page" if upload_link else "Back to your providers"
+        if not upload_link:
+            context.update(_provider_context(link, token))
     return _page(request, "outcome.html", context, link=link, status=status)
 
 
@@ -245,10 +277,22 @@ def link_disconnect(request, token: str):
     return _outcome(request, link, token, provider, ok=True, message=message, status=200)
 
 
-@_allow("POST")
+@_allow("GET", "HEAD", "POST")
 def link_upload(request, token: str):
     """Receive the zip: the link is checked before a byte of the body is read, the body streams through
-    the batch pipeline's upload handler (size cap, zip check), then the CSRF token is checked."""
+    the batch pipeline's upload handler (size cap, zip check), then the CSRF token is checked.
+
+    A GET or HEAD is sent to the link's page (303), or answered what that page would answer when the link cannot be
+    used (404, 410, 403): after a refused upload the browser's address is this one, and Enter in its address bar
+    answered a 405 with no way back."""
+    if request.method in ("GET", "HEAD"):
+        try:
+            services.magic_link_resolve(token)
+        except services.LinkUnavailable as exc:
+            return _unavailable(request, exc)
+        response = HttpResponseRedirect(reverse("magiclink-page", args=[token]))
+        response.status_code = 303
+        return _secure(response)
     try:
         link = services.magic_link_resolve(token)
         if link.widget != MagicLink.Widget.FILEUPLOAD:
@@ -263,8 +307,9 @@ def link_upload(request, token: str):
         return _upload_error(
             request, link, token, "The upload stopped arriving before it was complete. Try again.", 408
         )
-    except UploadTooLarge as exc:
-        return _upload_error(request, link, token, exc.detail, 413)
+    except UploadTooLarge:
+        message = f"The file is larger than the limit of {_upload_limit()}. Upload a smaller .zip file."
+        return _upload_error(request, link, token, message, 413)
     except DomainError as exc:
         return _upload_error(request, link, token, exc.detail, exc.status_code)
     return _link_upload_checked(request, link, token)
@@ -275,7 +320,7 @@ def _link_upload_checked(request, link: MagicLink, token: str):
     upload = request.FILES.get("file")
     provider = request.POST.get("provider") or Provider.OTHER
     if provider not in UPLOAD_PROVIDERS:
-        return _upload_error(request, link, token, "Choose where the files come from.", 400)
+        return _upload_error(request, link, token, "Choose where the files come from.", 400, field="provider")
     if upload is None:
         return _upload_error(request, link, token, "Choose a .zip file to upload.", 400, provider)
     try:
@@ -296,8 +341,10 @@ def _link_upload_checked(request, link: MagicLink, token: str):
     return _secure(response)
 
 
-def _upload_error(request, link, token, message: str, status: int, provider: str = Provider.OTHER):
-    context = _upload_context(token, error=message, selected_provider=provider)
+def _upload_error(request, link, token, message: str, status: int, provider: str = Provider.OTHER, field: str = "file"):
+    """The upload form again, with `message` first on the page (an alert), tied to the `field` it is about (described
+    by it, invalid, focused on load) and "Error: " leading the page's title."""
+    context = _upload_context(token, error=message, error_field=field, selected_provider=provider)
     response = _page(request, "upload.html", context, link=link, status=status)
     if status == InsufficientStorage.status_code:
         response["Retry-After"] = str(InsufficientStorage.wait)
@@ -311,7 +358,7 @@ def _progress_or_404(token: str, batch_id):
 
 @_allow("GET", "HEAD")
 def batch_page(request, token: str, batch_id):
-    """Live status of an uploaded batch; refreshes itself (JavaScript polling, or a meta refresh without)."""
+    """Live status of an uploaded batch (JavaScript polling; without it, a "Refresh status" link to follow)."""
     try:
         link, progress = _progress_or_404(token, batch_id)
     except services.LinkUnavailable as exc:
@@ -320,7 +367,10 @@ def batch_page(request, token: str, batch_id):
         "batch": progress,
         "finished": progress["status"] in FINAL_STATUSES,
         "status_url": reverse("magiclink-batch-status", args=[token, batch_id]),
+        "page_url": reverse("magiclink-batch", args=[token, batch_id]),
         "upload_page_url": reverse("magiclink-page", args=[token]),
+        # An expired link still shows its uploads' progress, but its page (410) takes no more.
+        "link_expired": link.expires_at <= timezone.now(),
     }
     return _page(request, "batch.html", context, link=link)
 

@@ -6,6 +6,9 @@ request that is no HTTP. It answered those with an HTML page; this worker answer
 every other error of the API is answered (supplement "Lists and errors"), and with the status that says what to
 change: 414 for a request line too long, 431 for headers too large, 501 for a transfer coding gunicorn does not
 know, 400 for the rest. Anything else (a failure of gunicorn itself) is left to gunicorn.
+
+Its access and error logs (`--access-logfile`, `--error-logfile`) are written without magic link tokens
+(`platform_site.redaction`): their request lines and Referers hold a link's address, its only credential.
 """
 
 import json
@@ -14,6 +17,8 @@ from http import HTTPStatus
 from gunicorn import util
 from gunicorn.http import errors
 from gunicorn.workers.gthread import ThreadWorker
+
+from platform_site.redaction import LinkTokenFilter
 
 MALFORMED = (
     errors.InvalidRequestLine,
@@ -45,7 +50,15 @@ def refusal(exc: Exception) -> tuple[int, str, str] | None:
 
 
 class ProblemThreadWorker(ThreadWorker):
-    """gunicorn's threaded worker (`gthread`), answering the requests gunicorn refuses with a problem document."""
+    """gunicorn's threaded worker (`gthread`), answering the requests gunicorn refuses with a problem document and
+    logging no magic link token."""
+
+    def init_process(self):
+        # In the worker process (forked): the requests are logged here, through gunicorn's two loggers.
+        for log in (getattr(self.log, "error_log", None), getattr(self.log, "access_log", None)):
+            if log is not None:
+                log.addFilter(LinkTokenFilter())
+        super().init_process()
 
     def handle_error(self, req, client, addr, exc):
         answer = refusal(exc)

@@ -310,10 +310,30 @@ WEATHER_TIMEOUT_SECONDS = env.float("WEATHER_TIMEOUT_SECONDS", default=10.0)
 # Another weather source: the dotted path of a class (`fields.weather.WeatherSource`); empty: Open-Meteo's protocol.
 WEATHER_SOURCE = env.str("WEATHER_SOURCE", default="")
 
+# Every handler writes its lines without magic link tokens (`platform_site.redaction`: a link's address is its only
+# credential, and Django logs the path of each refused request). Django's own handlers are replaced by ours: its
+# console handler (under DEBUG) wrote `django` records unfiltered.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"link_tokens": {"()": "platform_site.redaction.LinkTokenFilter"}},
+    "formatters": {
+        "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"}
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["link_tokens"]},
+        # The embedded server's request lines: refused and failed requests (4xx, 5xx), as it printed them before it
+        # had a handler of its own (a line per poll of a batch's status page would bury them).
+        "django.server": {
+            "class": "logging.StreamHandler",
+            "formatter": "django.server",
+            "filters": ["link_tokens"],
+            "level": "WARNING",
+        },
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.server": {"level": "INFO"}},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
 }

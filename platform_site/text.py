@@ -49,3 +49,16 @@ def fit(text: str, length: int) -> str:
     if len(text) <= length:
         return text
     return f"{text[: length - 17]}~{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+BINARY_UNITS = ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB"))
+
+
+def binary_size(size: int) -> str:
+    """`size` bytes for people, in binary units to one decimal, rounded down so that a limit is never overstated:
+    `3 GiB`, `1.9 MiB`, `10 bytes`."""
+    for power, unit in BINARY_UNITS:
+        if size >= 1024**power:
+            whole, tenth = divmod(size * 10 // 1024**power, 10)
+            return f"{whole} {unit}" if tenth == 0 else f"{whole}.{tenth} {unit}"
+    return f"{size} byte" if size == 1 else f"{size} bytes"

@@ -39,3 +39,18 @@ def create_link(client, core_user, kind: str, **overrides):
 
 def token_of(link_url: str) -> str:
     return link_url.rstrip("/").rsplit("/", 1)[1]
+
+
+def contrast_ratio(first: tuple[int, int, int], second: tuple[int, int, int]) -> float:
+    """WCAG 2 contrast ratio of two sRGB colours (0-255 channels), computed here rather than taken from the code."""
+
+    def luminance(rgb):
+        linear = [(c / 255) / 12.92 if c / 255 <= 0.03928 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    lighter, darker = sorted((luminance(first), luminance(second)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def rgb(hex_color: str) -> tuple[int, int, int]:
+    return tuple(int(hex_color[i : i + 2], 16) for i in (1, 3, 5))

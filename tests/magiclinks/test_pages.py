@@ -21,7 +21,7 @@ from magiclinks.models import MagicLink
 from platform_site.accounts.models import ProviderCredential
 from tests.tenancy import assert_problem
 
-from .helpers import provider_app
+from .helpers import contrast_ratio, provider_app, rgb
 
 pytestmark = [pytest.mark.django_db]
 SETTINGS = {
@@ -450,6 +450,7 @@ def test_disconnect_needs_the_csrf_token(core_user, oauth_app):
     # The link's own page says what to do and leads back (Django's page asked to turn DEBUG on)
     page = refused.content.decode()
     assert "This form has expired" in page and f'href="{url}"' in page and "DEBUG" not in page
+    assert f'<p><a href="{url}">Back to your providers</a></p>' in page
 
 
 def test_the_admin_keeps_djangos_csrf_page(core_user):
@@ -511,9 +512,16 @@ def test_a_batch_uploaded_through_a_link_still_shows_its_progress_once_the_link_
     link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     data = (samples_dir / "isoxml-js/data/2021-04-09T15_33_26_taskdata.zip").read_bytes()
     location = client.post(f"{url}/upload", {"file": _zip_file(data)})["Location"]
+    assert f'<a href="{url}">Upload another file</a>' in client.get(location).content.decode()
     MagicLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert client.get(url).status_code == 410  # the link itself is gone
-    assert client.get(location).status_code == 200
+    page = client.get(location)
+    assert page.status_code == 200
+    # It offers no other upload, which would lead to the 410 page; it says why
+    assert "Upload another file" not in page.content.decode() and f'href="{url}"' not in page.content.decode()
+    assert "This link has expired. To upload more files, ask the service that sent it to you for a new link." in (
+        page.content.decode()
+    )
     assert client.get(f"{location}/status").json()["status"] == "PROCESSED"
 
 
@@ -587,7 +595,11 @@ def test_upload_errors_show_the_form_again(client, core_user):
     assert client.post(f"{url}/upload", {}).status_code == 400
     bad_provider = client.post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18)), "provider": "Nope"})
     assert bad_provider.status_code == 400
-    assert client.get(f"{url}/upload").status_code == 405
+    # The address of the refused upload, opened again (Enter in the address bar): back to the link's page
+    for method in (client.get, client.head):
+        again = method(f"{url}/upload")
+        assert (again.status_code, again["Location"]) == (303, url)
+    assert client.get(f"{url}/upload", follow=True).content.decode().count('id="file"') == 1
 
 
 @pytest.mark.embedded
@@ -599,12 +611,35 @@ def test_too_large_uploads_are_413(client, core_user, settings):
 
 
 @pytest.mark.embedded
+@pytest.mark.parametrize(
+    "limit, shown", [(3 * 1024**3, "3 GiB"), (2_000_000, "1.9 MiB"), (1536, "1.5 KiB"), (10, "10 bytes")]
+)
+def test_the_upload_page_and_its_413_name_the_configured_limit(client, core_user, settings, limit, shown):
+    """The help text said "Up to 3 GB." whatever the limit, and the 413 "the limit of 3221225472 bytes"."""
+    settings.CONVERSION_UPLOAD_MAX_BYTES = limit
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    assert f'<p class="help" id="file-help">Up to {shown}.</p>' in client.get(url).content.decode()
+    if limit > 10:
+        return
+    refused = client.post(f"{url}/upload", {"file": _zip_file(b"PK\x03\x04" + bytes(100))})
+    error = re.search(r'id="upload-error">([^<]*)<', refused.content.decode()).group(1)
+    assert (refused.status_code, error) == (
+        413,
+        "The file is larger than the limit of 10 bytes. Upload a smaller .zip file.",
+    )
+    assert f'<p class="help" id="file-help">Up to {shown}.</p>' in refused.content.decode()
+
+
+@pytest.mark.embedded
 def test_upload_needs_the_csrf_token(core_user):
     from django.test import Client
 
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     response = Client(enforce_csrf_checks=True).post(f"{url}/upload", {"file": _zip_file(b"PK\x05\x06" + bytes(18))})
     assert response.status_code == 403 and "This form has expired" in response.content.decode()
+    # The way back is to the upload page, named as such (it said "Back to your providers": the link has none)
+    page = response.content.decode()
+    assert f'<p><a href="{url}">Back to the upload page</a></p>' in page and "providers" not in page
 
 
 @pytest.mark.django_db(transaction=True)
@@ -935,8 +970,7 @@ def test_a_method_a_page_has_not_is_the_405_page_not_a_csrf_refusal(core_user):
     for method, path, allow in (
         ("delete", url, "GET, HEAD"),
         ("put", url, "GET, HEAD"),
-        ("patch", f"{url}/upload", "POST"),
-        ("get", f"{url}/upload", "POST"),
+        ("patch", f"{url}/upload", "GET, HEAD, POST"),
         ("post", f"{url}/disconnect", None),  # a method it has: CSRF is checked (no token: 403)
     ):
         response = getattr(browser, method)(path)
@@ -945,7 +979,8 @@ def test_a_method_a_page_has_not_is_the_405_page_not_a_csrf_refusal(core_user):
             continue
         page = response.content.decode()
         assert (response.status_code, response["Allow"]) == (405, allow), (method, path)
-        assert f"answers {allow.replace(', ', ' and ')} only" in page and "CSRF" not in page
+        listed = {"GET, HEAD": "GET and HEAD", "GET, HEAD, POST": "GET, HEAD and POST"}[allow]
+        assert f"answers {listed} only" in page and "CSRF" not in page
 
 
 def test_a_provider_whose_application_was_deleted_is_offered_no_connect_button(client, core_user, oauth_app):
@@ -962,3 +997,92 @@ def test_a_provider_whose_application_was_deleted_is_offered_no_connect_button(c
     # and the connect address itself still says why
     response = client.get(f"{url}/connect/ProviderA")
     assert response.status_code == 503 and "not set up for this service any more" in response.content.decode()
+
+
+@pytest.mark.embedded
+def test_the_text_colour_is_the_one_that_contrasts_more_with_the_background(client, core_user):
+    """The choice compared the background with pure black, but the pages render #111111: on #767676 to #7B7B7B that
+    text had less than 4.5:1."""
+
+    def text_colour(background: str) -> str:
+        _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings={"backgroundColor": background})
+        return re.search(r"--page-bg: #\w+; --page-fg: (#[0-9A-F]{6})", client.get(url).content.decode()).group(1)
+
+    assert text_colour("#767676") == "#FFFFFF"
+    assert contrast_ratio(rgb("#767676"), rgb("#FFFFFF")) >= 4.5
+    for level in range(0, 256, 3):
+        grey = "#" + f"{level:02X}" * 3
+        chosen = text_colour(grey)
+        other = "#111111" if chosen == "#FFFFFF" else "#FFFFFF"
+        assert contrast_ratio(rgb(grey), rgb(chosen)) >= contrast_ratio(rgb(grey), rgb(other)), (grey, chosen)
+
+
+@pytest.mark.embedded
+def test_an_upload_error_comes_first_names_its_field_and_the_title_says_error(client, core_user, settings, monkeypatch):
+    """The error paragraph was tied to no field (the file input was described by its help text alone), nothing took
+    focus, and the title stayed "Upload machine files" for every 400, 408 and 413."""
+    from django.http import UnreadablePostError
+
+    from conversion import uploads
+
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    opened = client.get(url).content.decode()
+    assert (
+        "<title>Upload machine files</title>" in opened and "aria-invalid" not in opened and "autofocus" not in opened
+    )
+    answers = [(client.post(f"{url}/upload", {}), 400, "file")]
+    bad_provider = {"file": _zip_file(b"PK\x05\x06" + bytes(18)), "provider": "Nope"}
+    answers.append((client.post(f"{url}/upload", bad_provider), 400, "provider"))
+    settings.CONVERSION_UPLOAD_MAX_BYTES = 10
+    answers.append((client.post(f"{url}/upload", {"file": _zip_file(b"PK\x03\x04" + bytes(100))}), 413, "file"))
+
+    def stalled(request):
+        raise UnreadablePostError("nothing received")
+
+    monkeypatch.setattr(uploads, "upload_parse", stalled)
+    answers.append((client.post(f"{url}/upload", {}), 408, "file"))
+    for response, status, field in answers:
+        page = response.content.decode()
+        assert response.status_code == status
+        assert "<title>Error: Upload machine files</title>" in page, status
+        # the alert is the first thing under the heading, before the form's introduction
+        assert re.search(r'</h1>\s*<p role="alert" class="notice notice-error" id="upload-error">', page), status
+        control = re.search(rf'<(?:input|select) [^>]*id="{field}"[^>]*>', page).group(0)
+        assert 'aria-describedby="upload-error' in control and 'aria-invalid="true"' in control, (status, control)
+        assert "autofocus" in control and page.count("autofocus") == 1 and page.count('aria-invalid="true"') == 1
+
+
+@pytest.mark.embedded
+def test_opening_the_upload_address_leads_to_the_links_page_as_the_link_stands(client, core_user):
+    """A GET of `/links/<token>/upload` answered 405 "This address answers POST only." with no way back."""
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    live = client.get(f"{url}/upload", follow=True)
+    assert live.redirect_chain == [(url, 303)] and live.status_code == 200
+    assert "<h1>Upload machine files</h1>" in live.content.decode()
+    # A link that cannot be used answers its page's answer at once (no redirect to it: every route answers an
+    # unknown id with a client error)
+    MagicLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    expired = client.get(f"{url}/upload")
+    assert expired.status_code == 410 and "This link has expired" in expired.content.decode()
+    unknown = client.get(f"/links/{'x' * 43}/upload")
+    assert unknown.status_code == 404 and "Link not found" in unknown.content.decode()
+
+
+@pytest.mark.embedded
+def test_an_unfinished_batch_page_offers_a_refresh_link_and_never_reloads_itself(client, core_user):
+    """Without JavaScript the page reloaded itself every 3 s (`<noscript><meta http-equiv="refresh">`, WCAG F41):
+    the user now chooses when to look again."""
+    from conversion.models import Batch
+    from magiclinks.models import LinkUpload
+
+    link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    batch = Batch.objects.create(core_user=core_user, provider="Other", file_name="slow.zip", size=22)
+    LinkUpload.objects.create(link=link, batch_id=batch.pk)
+    page_url = f"{url}/batches/{batch.pk}"
+    page = client.get(page_url).content.decode()
+    assert "RECEIVED" in page and "http-equiv" not in page.lower()
+    assert f'<a class="button" href="{page_url}">Refresh status</a>' in page
+    Batch.objects.filter(pk=batch.pk).update(status="PROCESSED")
+    finished = client.get(page_url).content.decode()
+    assert "Your files have been processed." in finished and "Refresh status" not in finished
+    assert "http-equiv" not in finished.lower()

@@ -15,14 +15,29 @@
     return td;
   }
 
+  // Only what changed is written: the status line is a live region (role=status), and a screen reader announces it
+  // again at every write, even of the same text (every 1.5 s while the batch is processed).
+  function setText(id, text) {
+    var node = document.getElementById(id);
+    if (node.textContent !== text) { node.textContent = text; }
+  }
+
+  var drawnFiles = null;
+
   function draw(batch) {
-    root.setAttribute("data-status", batch.status);
-    document.getElementById("batch-status").textContent = batch.status;
-    var message = messages[batch.status] ||
-      ("Processing failed" + (batch.statusDetails ? ": " + batch.statusDetails : "") + ".");
-    document.getElementById("batch-message").textContent = message;
+    var finished = batch.status === "PROCESSED" || batch.status === "FAILED";
+    if (root.getAttribute("data-status") !== batch.status) { root.setAttribute("data-status", batch.status); }
+    var refresh = document.getElementById("batch-refresh");
+    if (refresh && finished && !refresh.hidden) { refresh.hidden = true; }
+    setText("batch-status", batch.status);
+    setText("batch-message", messages[batch.status] ||
+      ("Processing failed" + (batch.statusDetails ? ": " + batch.statusDetails : "") + "."));
     var notice = document.getElementById("batch-status").parentNode;
-    notice.className = "notice" + (batch.status === "PROCESSED" ? " notice-ok" : batch.status === "FAILED" ? " notice-error" : "");
+    var className = "notice" + (batch.status === "PROCESSED" ? " notice-ok" : batch.status === "FAILED" ? " notice-error" : "");
+    if (notice.className.replace(/\s+/g, " ").trim() !== className) { notice.className = className; }
+    var files = JSON.stringify([batch.status, batch.files]);
+    if (files === drawnFiles) { return; }
+    drawnFiles = files;
     var body = document.getElementById("batch-files");
     while (body.firstChild) { body.removeChild(body.firstChild); }
     if (!batch.files.length) {

@@ -195,7 +195,7 @@ def test_cap_is_enforced_while_streaming(api_client, core_user, settings):
     settings.CONVERSION_UPLOAD_MAX_BYTES = 256 * 1024
     data = b"PK\x03\x04" + b"\0" * (300 * 1024)
     body = assert_problem(upload(api_client, core_user.pk, data), 413, "fileTooLarge")
-    assert str(256 * 1024) in body["detail"]
+    assert body["detail"] == "The upload is larger than the limit of 256 KiB (262144 bytes)."
     assert Batch.objects.count() == 0
     assert _leftovers() == []
 

@@ -1,0 +1,159 @@
+"""Magic link tokens are kept out of the logs: a link's address is its only credential, and Django, the embedded
+server and gunicorn each logged the path of every refused request ("Bad Request: /links/<token>/upload",
+`"POST /links/<token>/upload HTTP/1.1" 400`). What the configured handlers and the servers' own log files hold is
+checked, not what pytest's capture sees."""
+
+import io
+import logging
+import re
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+from django.test import Client
+
+from magiclinks import services
+from magiclinks.models import MagicLink
+from platform_site.redaction import LinkTokenFilter
+from tests.api.embedded import REPO, embedded_env, embedded_serve, owner_token
+from tests.receiver import unused_port
+
+pytestmark = pytest.mark.embedded
+REDACTED_UPLOAD = "/links/[token]/upload"
+
+
+@contextmanager
+def configured_log_output():
+    """What the handlers of settings LOGGING write meanwhile (their streams swapped for one buffer)."""
+    handlers = [
+        h
+        for name in ("", "django.server")
+        for h in logging.getLogger(name).handlers
+        if any(isinstance(f, LinkTokenFilter) for f in h.filters)
+    ]
+    assert handlers, "no handler of settings LOGGING filters link tokens"
+    buffer = io.StringIO()
+    streams = [h.setStream(buffer) for h in handlers]
+    try:
+        yield buffer
+    finally:
+        for handler, stream in zip(handlers, streams, strict=True):
+            handler.setStream(stream)
+
+
+@pytest.mark.django_db
+def test_refused_requests_of_a_live_link_log_no_token(core_user, settings):
+    settings.CONVERSION_UPLOAD_MAX_BYTES = 10
+    _link, token = services.magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD)
+    upload = f"/links/{token}/upload"
+    with configured_log_output() as log:
+        assert Client().post(upload, {}).status_code == 400  # no file
+        too_large = io.BytesIO(b"PK\x03\x04" + bytes(100))
+        too_large.name = "big.zip"
+        assert Client().post(upload, {"file": too_large}).status_code == 413
+        assert Client().patch(upload).status_code == 405
+        assert Client(enforce_csrf_checks=True).post(upload, {}).status_code == 403  # no CSRF cookie
+    lines = log.getvalue()
+    assert token not in lines
+    for logged in ("Bad Request: ", "Request Entity Too Large: ", "Method Not Allowed: ", "Forbidden (CSRF"):
+        assert logged in lines, lines
+    assert lines.count(REDACTED_UPLOAD) >= 4, lines
+
+
+def test_the_callback_address_is_kept_and_tracebacks_are_redacted():
+    from platform_site.redaction import redact
+
+    assert redact("GET /links/oauth/callback?state=x HTTP/1.1") == "GET /links/oauth/callback?state=x HTTP/1.1"
+    referer = '"https://api.example.com/links/Ab-_9/batches/1"'
+    assert redact(referer) == '"https://api.example.com/links/[token]/batches/1"'
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (), None)
+    try:
+        raise ValueError("/links/secret-token/upload broke")
+    except ValueError:
+        record.exc_info = sys.exc_info()
+    LinkTokenFilter().filter(record)
+    assert "secret-token" not in logging.Formatter().format(record)
+
+
+def _refused_requests(base: str) -> str:
+    """A live link's token, after a 400, a 413 (the server's limit: 10 bytes), a 405 and a CSRF 403 of its upload."""
+    token_ = owner_token(base)
+    created = requests.post(
+        f"{base}/services/widgets/api/magic-link/file-upload", json={"externalId": "grower-logs"},
+        headers={"Authorization": f"Bearer {token_}"}, timeout=30,
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    token = created.json()["link"].rstrip("/").rsplit("/", 1)[1]
+    upload = f"{base}/links/{token}/upload"
+    browser = requests.Session()
+    page = browser.get(f"{base}/links/{token}", timeout=30)
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    form = {"csrfmiddlewaretoken": csrf}
+    headers = {"Referer": f"{base}/links/{token}"}
+    assert browser.post(upload, data=form, headers=headers, timeout=30).status_code == 400
+    big = {"file": ("big.zip", b"PK\x03\x04" + bytes(100))}
+    assert browser.post(upload, data=form, files=big, headers=headers, timeout=30).status_code == 413
+    assert browser.patch(upload, timeout=30).status_code == 405
+    assert requests.post(upload, data={"provider": "Other"}, timeout=30).status_code == 403
+    return token
+
+
+def _assert_redacted(token: str, log: str, request_line: str) -> None:
+    assert token not in log, log
+    assert request_line in log, log
+
+
+def test_the_embedded_servers_request_log_holds_no_token(tmp_path):
+    env = embedded_env(tmp_path, CONVERSION_UPLOAD_MAX_BYTES="10")
+    log_path = tmp_path / "server.log"
+    with embedded_serve(env, log_path) as base:
+        token = _refused_requests(base)
+        time.sleep(0.5)  # (the last lines written)
+    log = log_path.read_text()
+    _assert_redacted(token, log, f'"POST {REDACTED_UPLOAD} HTTP/1.1" 400')
+    assert f'"PATCH {REDACTED_UPLOAD} HTTP/1.1" 405' in log and "Bad Request: " + REDACTED_UPLOAD in log
+
+
+def test_gunicorns_access_and_error_logs_hold_no_token(tmp_path):
+    env = embedded_env(tmp_path, CONVERSION_UPLOAD_MAX_BYTES="10")
+    port = unused_port()
+    logs = {name: tmp_path / f"{name}.log" for name in ("access", "error", "output")}
+    with open(logs["output"], "w") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "platform_site.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+             "--worker-class", "platform_site.server.ProblemThreadWorker", "--threads", "2",
+             "--access-logfile", str(logs["access"]), "--error-logfile", str(logs["error"]), "--log-level", "info"],
+            cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _wait_for(base, server, logs["output"])
+            token = _refused_requests(base)
+            # A request gunicorn itself refuses (a request line over its limit) is logged by the worker too
+            long_line = requests.get(f"{base}/links/{token}/upload?q={'x' * 5000}", timeout=30)
+            assert long_line.status_code == 414
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    access = logs["access"].read_text()
+    _assert_redacted(token, access, f'"POST {REDACTED_UPLOAD} HTTP/1.1" 400')
+    assert f'"PATCH {REDACTED_UPLOAD} HTTP/1.1" 405' in access and f'{REDACTED_UPLOAD} HTTP/1.1" 413' in access
+    assert f'"http://127.0.0.1:{port}/links/[token]"' in access  # the Referer
+    error = logs["error"].read_text() + logs["output"].read_text()
+    assert token not in error and "Invalid request from ip=" in error and "Bad Request: " + REDACTED_UPLOAD in error
+
+
+def _wait_for(base: str, server: subprocess.Popen, output: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            requests.get(base + "/api/docs/", timeout=2)
+            return
+        except requests.ConnectionError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("gunicorn did not start: " + output.read_text()[-2000:])
+            time.sleep(0.2)
