@@ -8,11 +8,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from platform_site.accounts.views import AuthenticateView
 from platform_site.api import errors
+from platform_site.api.health import HealthView
 from platform_site.api.renderers import SchemaNegotiation
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/authenticate", AuthenticateView.as_view(), name="authenticate"),
+    path("health", HealthView.as_view(), name="health"),
     path(
         "api/schema/",
         SpectacularAPIView.as_view(

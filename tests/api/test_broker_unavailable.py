@@ -11,6 +11,7 @@ import pytest
 from django.core.files.storage import default_storage
 from django.db import OperationalError
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from conversion.models import Batch, BatchStatus, DatasetStatus, File
 from conversion.services import batch_open, conversion_sweep
@@ -230,3 +231,35 @@ def test_a_send_the_outbox_cannot_keep_is_left_to_the_sweeps(
 def test_the_outbox_task_runs_every_minute_in_beat():
     entry = app.conf.beat_schedule["outbox-send"]
     assert (app.tasks[entry["task"]], entry["schedule"]) == (outbox_send, 60.0)
+
+
+def test_health_says_degraded_while_the_broker_is_down_and_sends_wait(broker_down, api_client, core_user, samples_dir):
+    """A monitor's check, without a login: the API still serves (200: a load balancer keeps it), and says what
+    waits."""
+    anonymous = APIClient()
+    answer = anonymous.get("/health")
+    assert (answer.status_code, answer["Cache-Control"]) == (200, "no-store")
+    assert answer.json() == {"status": "degraded", "database": "ok", "broker": "unavailable", "outbox": "empty"}
+
+    _upload(api_client, core_user, samples_dir)  # its conversion's send is kept in the outbox
+    assert anonymous.get("/health").json()["outbox"] == "waiting"
+
+    broker_down()  # back up (the suite's broker, its tasks run in the test), and the outbox sent
+    outbox_send()
+    assert anonymous.get("/health").json() == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "embedded",
+        "outbox": "empty",
+    }
+
+
+def test_health_finds_the_broker_workers_use(settings):
+    if not app.conf.broker_url.startswith("redis://"):
+        pytest.skip("the suite's broker is Redis on PostgreSQL's run only")
+    set_eager(False)
+    try:
+        answer = APIClient().get("/health")
+    finally:
+        set_eager(True)
+    assert answer.json() == {"status": "ok", "database": "ok", "broker": "ok", "outbox": "empty"}

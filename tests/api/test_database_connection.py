@@ -67,6 +67,7 @@ def test_a_database_that_cannot_be_reached_is_503_to_try_again(gunicorn_server_e
     for path, body in (
         ("/services/usermanagement/api/users", None),
         ("/api/authenticate", b'{"username": "a", "password": "some password"}'),
+        ("/health", None),  # (a load balancer takes the instance out)
     ):
         request = urllib.request.Request(
             base + path,

@@ -1,0 +1,62 @@
+"""`GET /health`: whether this instance can serve, for a load balancer's and a monitor's checks. No login, and
+nothing of any tenant in it: `{status, database, broker, outbox}`.
+
+- 200 while the database answers: the API takes requests. `status` is `ok`, or `degraded` when the broker cannot be
+  reached or sends are waiting in the outbox (`platform_site.outbox`): uploads and merges are accepted, and wait
+  for the broker's return. A load balancer keeps the instance; a monitor alerts on `degraded`.
+- 503 `databaseUnavailable` (the API's own problem, `Retry-After`) when the database does not answer: no request
+  can be served.
+"""
+
+from django.db import connection
+from drf_spectacular.utils import extend_schema, inline_serializer
+from kombu.exceptions import KombuError
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from platform_site.outbox.models import OutboxTask
+
+# How long the broker may take to accept a connection before it counts as unreachable (seconds).
+BROKER_CHECK_TIMEOUT_SECONDS = 2.0
+
+
+def broker_state() -> str:
+    """`embedded` (tasks run in this process: no broker), `ok`, or `unavailable`."""
+    from platform_site.celery import app
+
+    if app.conf.broker_url.startswith("memory://") or app.conf.task_always_eager:
+        return "embedded"
+    try:
+        with app.connection_for_write() as broker:
+            broker.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_CHECK_TIMEOUT_SECONDS)
+    except (KombuError, OSError):
+        return "unavailable"
+    return "ok"
+
+
+class HealthView(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(
+        operation_id="health",
+        summary="Whether this instance can serve (no login)",
+        responses=inline_serializer(
+            "Health",
+            {
+                "status": serializers.ChoiceField(["ok", "degraded"]),
+                "database": serializers.ChoiceField(["ok"]),
+                "broker": serializers.ChoiceField(["ok", "unavailable", "embedded"]),
+                "outbox": serializers.ChoiceField(["empty", "waiting"]),
+            },
+        ),
+    )
+    def get(self, request):
+        with connection.cursor() as cursor:  # (a database that does not answer: the 503 of the error handler)
+            cursor.execute("SELECT 1")
+        broker = broker_state()
+        outbox = "waiting" if OutboxTask.objects.exists() else "empty"
+        healthy = broker != "unavailable" and outbox == "empty"
+        body = {"status": "ok" if healthy else "degraded", "database": "ok", "broker": broker, "outbox": outbox}
+        return Response(body, headers={"Cache-Control": "no-store"})
