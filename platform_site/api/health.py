@@ -38,6 +38,9 @@ def broker_state() -> str:
 class HealthView(APIView):
     authentication_classes: list = []
     permission_classes: list = []
+    problem_responses = {
+        "get": {503: "The database cannot be reached: this instance serves no request (`databaseUnavailable`)."}
+    }
 
     @extend_schema(
         operation_id="health",

@@ -172,7 +172,7 @@ def test_every_endpoint_of_the_spec_tables_is_in_the_schema(schema):
     assert missing == []
 
 
-def test_every_operation_but_authenticate_declares_the_bearer_token(schema):
+def test_every_operation_but_authenticate_and_health_declares_the_bearer_token(schema):
     document, *_ = schema
     schemes = document["components"]["securitySchemes"]
     bearer = [
@@ -186,7 +186,7 @@ def test_every_operation_but_authenticate_declares_the_bearer_token(schema):
         for method, operation in operations.items():
             if method not in HTTP_METHODS:
                 continue
-            if path == AUTH:  # `[{}]` or nothing: no scheme, anonymous access
+            if path in (AUTH, "/health"):  # `[{}]` or nothing: no scheme, anonymous access
                 assert all(requirement == {} for requirement in operation.get("security", [])), (method, path)
             else:
                 assert operation.get("security") == [{bearer[0]: []}], (method, path)
