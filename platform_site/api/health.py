@@ -28,7 +28,9 @@ def broker_state() -> str:
     if app.conf.broker_url.startswith("memory://") or app.conf.task_always_eager:
         return "embedded"
     try:
-        with app.connection_for_write() as broker:
+        # (Redis's own timeouts too: a host that drops packets held the check for the system's connect timeout.)
+        quick = {"socket_connect_timeout": BROKER_CHECK_TIMEOUT_SECONDS, "socket_timeout": BROKER_CHECK_TIMEOUT_SECONDS}
+        with app.connection_for_write(transport_options=quick) as broker:
             broker.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_CHECK_TIMEOUT_SECONDS)
     except (KombuError, OSError):
         return "unavailable"
