@@ -43,6 +43,11 @@ class MagicLink(models.Model):
         return f"{self.widget} link {self.id}"
 
     @property
+    def expired(self) -> bool:
+        """Past its `expires_at` (a revoked link is `deleted_at`, apart)."""
+        return self.expires_at <= timezone.now()
+
+    @property
     def providers(self) -> list[str]:
         """The providers the page offers, in the order given."""
         if self.widget == self.Widget.AUTHENTICATION:

@@ -13,7 +13,6 @@ from django.db import OperationalError
 from django.http import HttpResponseRedirect, JsonResponse, UnreadablePostError
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -44,6 +43,13 @@ def _secure(response):
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+def _see_other(url: str):
+    """A 303 to `url` (a GET of it, whatever the request's method), with the pages' headers."""
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return _secure(response)
 
 
 DARK_TEXT, LIGHT_TEXT = "#111111", "#FFFFFF"
@@ -290,9 +296,7 @@ def link_upload(request, token: str):
             services.magic_link_resolve(token)
         except services.LinkUnavailable as exc:
             return _unavailable(request, exc)
-        response = HttpResponseRedirect(reverse("magiclink-page", args=[token]))
-        response.status_code = 303
-        return _secure(response)
+        return _see_other(reverse("magiclink-page", args=[token]))
     try:
         link = services.magic_link_resolve(token)
         if link.widget != MagicLink.Widget.FILEUPLOAD:
@@ -336,9 +340,7 @@ def _link_upload_checked(request, link: MagicLink, token: str):
         # so themselves): the page says it, as the API's 507 does; the stored zip goes with the storage sweep.
         error = InsufficientStorage()
         return _upload_error(request, link, token, error.detail, error.status_code, provider)
-    response = HttpResponseRedirect(reverse("magiclink-batch", args=[token, batch.pk]))
-    response.status_code = 303
-    return _secure(response)
+    return _see_other(reverse("magiclink-batch", args=[token, batch.pk]))
 
 
 def _upload_error(request, link, token, message: str, status: int, provider: str = Provider.OTHER, field: str = "file"):
@@ -370,7 +372,7 @@ def batch_page(request, token: str, batch_id):
         "page_url": reverse("magiclink-batch", args=[token, batch_id]),
         "upload_page_url": reverse("magiclink-page", args=[token]),
         # An expired link still shows its uploads' progress, but its page (410) takes no more.
-        "link_expired": link.expires_at <= timezone.now(),
+        "link_expired": link.expired,
     }
     return _page(request, "batch.html", context, link=link)
 

@@ -40,6 +40,13 @@ _MERGED_FIELD = (
 )
 _UPLOADED = {"coreFileId": {**_UUID, "description": "The file."}, "batchId": {**_UUID, "description": "Its upload."}}
 _FILE = {"coreFileId": {**_UUID, "description": "The file."}}
+
+
+def _failed(keys: dict) -> tuple[dict, list[str]]:
+    """A failed file's event: `keys` (all required) and the optional `message` saying why."""
+    return {**keys, "message": _FAILURE}, list(keys)
+
+
 _OPERATION = {"operationId": _UUID, "coreFileId": {**_UUID, "description": "The operation's automerged file."}}
 _OPERATION_CHANGE = {**_OPERATION, "sourceFileId": {**_UUID, "description": "The file that joined the operation."}}
 _MACHINE = ({"machineId": _UUID}, None)
@@ -70,17 +77,17 @@ EVENTS: dict[str, tuple[str, tuple[dict, list[str] | None]]] = {
     EventType.UPLOADED_FILE_PROCESSING_FINISHED: ("A file of an upload was converted.", (_UPLOADED, None)),
     EventType.UPLOADED_FILE_PROCESSING_FAILED: (
         "A file of an upload could not be converted.",
-        ({**_UPLOADED, "message": _FAILURE}, list(_UPLOADED)),
+        _failed(_UPLOADED),
     ),
     EventType.MERGED_FILE_PROCESSING_FINISHED: ("A merged file (`POST /files/merge`) was built.", (_FILE, None)),
     EventType.MERGED_FILE_PROCESSING_FAILED: (
         "A merged file (`POST /files/merge`) could not be built.",
-        ({**_FILE, "message": _FAILURE}, list(_FILE)),
+        _failed(_FILE),
     ),
     EventType.AUTOMERGED_FILE_PROCESSING_FINISHED: ("An operation's automerged file was built.", (_FILE, None)),
     EventType.AUTOMERGED_FILE_PROCESSING_FAILED: (
         "An operation's automerged file could not be built.",
-        ({**_FILE, "message": _FAILURE}, list(_FILE)),
+        _failed(_FILE),
     ),
     EventType.OPERATION_CREATED: ("A processed file began a new operation.", (_OPERATION_CHANGE, None)),
     EventType.OPERATION_UPDATED: ("A processed file joined an operation.", (_OPERATION_CHANGE, None)),

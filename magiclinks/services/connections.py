@@ -135,7 +135,7 @@ def _authorization_claim(state: str, browser_nonce: str) -> LinkAuthorization:
         raise AuthorizationRefused(400, "This sign-in attempt took too long. Start again.", link)
     if link.deleted_at is not None:
         raise AuthorizationRefused(410, "This link has been revoked.", link)
-    if link.expires_at <= timezone.now():  # it expired while the user was at the provider
+    if link.expired:  # it expired while the user was at the provider
         raise AuthorizationRefused(410, "This link has expired. Ask for a new link.", link)
     if not link.core_user.owner.is_active:
         raise AuthorizationRefused(403, UNAVAILABLE_MESSAGE, link)

@@ -146,7 +146,7 @@ def _link_check(link: MagicLink | None, *, allow_expired: bool = False) -> None:
         raise LinkUnavailable(404, "unknown")
     if link.deleted_at is not None:
         raise LinkUnavailable(410, "revoked")
-    if link.expires_at <= timezone.now() and not allow_expired:
+    if link.expired and not allow_expired:
         raise LinkUnavailable(410, "expired")
     if not link.core_user.owner.is_active:
         raise LinkUnavailable(403, "unavailable")
