@@ -20,7 +20,7 @@ from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import DomainError, NotFoundError
 from platform_site.celery import send_on_commit
 
-from . import outputs, services
+from . import archive, outputs, services
 from .merge import tables_merge
 from .models import File, FileOrigin, FileStatus
 from .readers import UnreadableDataset
@@ -95,11 +95,13 @@ def file_derive_complete(
     *,
     origin: str | None = None,
     guard: Callable[[], bool] | None = None,
+    disk_then: str = "retry once it is fixed",
 ) -> File | None:
     """Complete the processing derived file `file_id` with the points `build(file)` returns, or fail it with a
     message. Returns the file (processed or failed), or None when nothing was done: the file is gone or no longer
     processing (idempotent), or `guard()` (called first inside the final transaction, to take the caller's locks
-    and check that the result is still wanted) said no."""
+    and check that the result is still wanted) said no. A failure of the server's disk fails it as ours
+    (`services.internal_error`), saying what happens once the disk is fixed (`disk_then`)."""
     file = File.objects.select_related("core_user").filter(pk=file_id).first()
     if file is None or file.status != FileStatus.PROCESSING or (origin and file.origin != origin):
         return None
@@ -109,7 +111,11 @@ def file_derive_complete(
     except UnreadableDataset as exc:
         message = str(exc)
     except (ValueError, OSError) as exc:
-        message = f"The file could not be built: {exc}"
+        if archive.disk_failure(exc):
+            log.error("derived file %s: the disk failed: %s", file.pk, exc)
+            message = services.internal_error(exc, then=disk_then)
+        else:
+            message = f"The file could not be built: {exc}"
     except Exception:
         log.exception("derived file %s failed", file.pk)
         message = "Internal error while building the file. Please contact Support"

@@ -30,6 +30,8 @@ class BatchStatus(models.TextChoices):
 # statusDetails texts, exactly as the spec writes them.
 NO_VALID_FILES = "No valid files found"
 INTERNAL_ERROR = "Leaf internal error. Please contact Support"
+# The start of a message of what failed on the server's disk (full, read-only, I/O error): not the data's fault.
+DISK_FAILED = f"{INTERNAL_ERROR} (the server's disk failed: "
 UNABLE_TO_READ = "Files found but unable to read. Please check file format before re-trying or contact Support"
 
 

@@ -21,7 +21,7 @@ One module per stage; import them from here.
 
 from .batches import batch_open, batch_progress, batch_receive, batch_status, ensure_extracted
 from .datasets import dataset_convert
-from .files import FAILED_EVENTS, FINISHED_EVENTS, file_complete, file_fail
+from .files import FAILED_EVENTS, FINISHED_EVENTS, file_complete, file_fail, internal_error
 from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep, derived_file_sweep, stuck_limit
 
 __all__ = [
@@ -40,4 +40,5 @@ __all__ = [
     "ensure_extracted",
     "file_complete",
     "file_fail",
+    "internal_error",
 ]

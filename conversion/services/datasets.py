@@ -16,7 +16,7 @@ from ..models import INTERNAL_ERROR, UNABLE_TO_READ, Batch, BatchDataset, Datase
 from ..readers import UnreadableDataset, get_reader
 from ..readers.base import Dataset
 from .batches import _batch_finish_if_done, ensure_extracted
-from .files import _file_fail, _file_named, _part_name, file_complete, file_fail
+from .files import _file_fail, _file_named, _part_name, file_complete, file_fail, internal_error
 
 log = logging.getLogger(__name__)
 
@@ -24,14 +24,6 @@ WORKER_DIED_MESSAGE = (
     "Processing stopped: the conversion ended abnormally {attempts} times (its worker stopped; the data set may need "
     "more memory than the workers have)."
 )
-
-
-def _internal_error(exc: BaseException) -> str:
-    """The internal error text, with the cause when it is the server's disk (full: a retry once there is room
-    converts the data set)."""
-    if archive.disk_failure(exc):
-        return f"{INTERNAL_ERROR} (the server's disk failed: {exc.strerror}; retry once it is fixed)"
-    return INTERNAL_ERROR
 
 
 # Advisory lock keys of data set runs: this space, then the data set's id.
@@ -125,7 +117,7 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
                     continue
                 # One operation's unexpected error (a bug its data meets) fails its own file; the others convert.
                 log.exception("file %s (%s) of data set %s failed", file.pk, table.name, dataset.pk)
-                internal = _internal_error(exc)
+                internal = internal_error(exc)
                 failures.append(internal)
                 file_fail(file, internal, table.operation_type)
         # Parts the reader could not read (with a reason) or met a bug in (it logged the error): each fails its file.
@@ -151,7 +143,7 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
             log.info("data set %s ended during this run of it; it stops", dataset.pk)
             return
         log.exception("data set %s of batch %s failed", dataset.pk, batch.pk)
-        internal = _internal_error(exc)
+        internal = internal_error(exc)
         _dataset_fail(dataset, internal, internal)
         return
     with transaction.atomic():

@@ -11,8 +11,8 @@ from platform_site.text import fit, storable
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from .. import links, outputs, storage
-from ..models import BatchDataset, DatasetStatus, File, FileOrigin, FileStatus
+from .. import archive, links, outputs, storage
+from ..models import DISK_FAILED, INTERNAL_ERROR, BatchDataset, DatasetStatus, File, FileOrigin, FileStatus
 from ..signals import file_processed
 
 NAME_LENGTH = File._meta.get_field("file_name").max_length
@@ -28,6 +28,14 @@ FAILED_EVENTS = {
     FileOrigin.AUTOMERGED: EventType.AUTOMERGED_FILE_PROCESSING_FAILED,
     FileOrigin.PROVIDER: EventType.PROVIDER_FILE_PROCESSING_FAILED,
 }
+
+
+def internal_error(exc: BaseException, *, then: str = "retry once it is fixed") -> str:
+    """The internal error text of a failure that is ours, not the data's; with the cause and what `then` happens when
+    it is the server's disk (`DISK_FAILED`: full, read-only, failing). A retry once there is room converts it."""
+    if archive.disk_failure(exc):
+        return f"{DISK_FAILED}{exc.strerror}; {then})"
+    return INTERNAL_ERROR
 
 
 def _new_file_fields(dataset: BatchDataset, file_format: str, name: str) -> dict:

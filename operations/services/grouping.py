@@ -28,7 +28,7 @@ from conversion import merging, outputs
 from conversion import services as conversion
 from conversion.links import coverage_geometry, linked_file_ids
 from conversion.merge import tables_merge
-from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus, OperationType
+from conversion.models import DISK_FAILED, INTERNAL_ERROR, File, FileOrigin, FileStatus, OperationType
 from fields.geodesy import SQUARE_METRES_PER_HECTARE
 from fields.geometry import from_geos, overlaps
 from fields.models import Boundary, Field, FieldFile
@@ -49,6 +49,7 @@ AUTOMERGED_FORMAT = "AUTOMERGED"
 UNGROUPED_HORIZON = timedelta(days=7)
 BUILD_LOCK_CLASS = 0x0B17  # the key space of operation build locks (two-int advisory locks)
 BUILD_LOCK_WAIT_SECONDS = 300
+DISK_REBUILT = "it is built again automatically"  # what happens to a build that failed on the disk (the sweep)
 
 
 def operation_window(operation_type: str) -> timedelta:
@@ -220,7 +221,10 @@ def _operation_build(operation_id: str, version: int | None) -> Operation | None
 
     with transaction.atomic():
         merged = merging.file_derive_complete(
-            operation.merged_file_id, lambda _file: _merged_points(operation), guard=still_current
+            operation.merged_file_id,
+            lambda _file: _merged_points(operation),
+            guard=still_current,
+            disk_then=DISK_REBUILT,
         )
         if merged is None:
             return None  # a file joined meanwhile (its build is queued) or another task finished this one
@@ -263,7 +267,9 @@ def _waiting_resend(operation: Operation) -> None:
 def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     """Re-send the build of operations left processing longer than CONVERSION_STUCK_AFTER_SECONDS (its task was
     lost or its worker died), or, after CONVERSION_MAX_ATTEMPTS re-sends, fail the operation and its automerged
-    file with a reason. An automerged file failed while its operation still waits is made processing again. Crops
+    file with a reason. An automerged file failed while its operation still waits is made processing again. An
+    operation whose build failed on the server's disk (`DISK_FAILED`: full...) that long ago is built again, as many
+    times at most: nothing else would (its files did nothing wrong, and no client can ask for it). Crops
     left processing that long are sent again, or failed after as many re-sends. Group again the processed files on
     a field that are in no operation that long after their processing. That long: untouched since `limit` (default
     CONVERSION_STUCK_AFTER_SECONDS ago; see `conversion.services.conversion_sweep`)."""
@@ -296,6 +302,30 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
             operation.sweep_attempts += 1
             operation.updated_time = now
             operation.save(update_fields=["sweep_attempts", "updated_time"])
+            _enqueue_build(operation)
+            counts["resent"] += 1
+    disk_failed = Operation.objects.filter(
+        status=Operation.Status.FAILED,
+        updated_time__lt=limit,
+        sweep_attempts__lt=settings.CONVERSION_MAX_ATTEMPTS,
+        merged_file__status=FileStatus.FAILED,
+        merged_file__status_message__startswith=DISK_FAILED,
+    )
+    for operation_id in disk_failed.values_list("pk", flat=True):
+        with transaction.atomic():
+            operation = (
+                Operation.objects.select_for_update(of=("self",))
+                .select_related("merged_file")
+                .filter(pk=operation_id, status=Operation.Status.FAILED, updated_time__lt=limit)
+                .first()
+            )
+            if operation is None or operation.merged_file.status != FileStatus.FAILED:
+                continue
+            _merged_file_reopen(operation.merged_file, now)
+            operation.status = Operation.Status.PROCESSING
+            operation.sweep_attempts += 1
+            operation.updated_time = now
+            operation.save(update_fields=["status", "sweep_attempts", "updated_time"])
             _enqueue_build(operation)
             counts["resent"] += 1
     # Crops whose task was lost (the broker down when it was sent, or its worker died). A crop waiting for its

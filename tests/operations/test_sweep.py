@@ -2,12 +2,14 @@
 reason after CONVERSION_MAX_ATTEMPTS, and does the same for crops; the conversion sweep leaves automerged and
 cropped files to it and does the same for merges."""
 
+import errno
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from conversion.models import File, FileOrigin, FileStatus
+from conversion import outputs
+from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus
 from conversion.services import conversion_sweep
 from fields.services import field_create
 from operations import tasks
@@ -74,6 +76,73 @@ def test_a_file_joining_gives_the_new_version_fresh_attempts(core_user, lost_bui
     operation = Operation.objects.get()
     assert operation.sweep_attempts == 0
     assert operation.status == Operation.Status.PROCESSED and operation.files.count() == 2
+
+
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def _long_ago(settings):
+    return timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+
+
+@pytest.fixture
+def disk_failed_build(api_client, lost_build, monkeypatch) -> Operation:
+    """An operation whose build met a full disk as it wrote the operation's file."""
+    with monkeypatch.context() as patch:
+        patch.setattr(outputs, "produce", _no_space)
+        tasks.operation_build(str(lost_build.pk))
+    return Operation.objects.get()
+
+
+def test_a_build_failed_on_a_full_disk_says_it_is_ours_and_is_built_again(api_client, disk_failed_build, settings):
+    """It stayed failed for good: its file said "The file could not be built: [Errno 28] ...", a data failure to any
+    reader, which no sweep could tell from one, and no client can ask for a build."""
+    operation_url = f"{OPS_URL}/{disk_failed_build.pk}"
+    body = api_client.get(operation_url).json()
+    assert body["status"] == "failed"
+    details = api_client.get(f"{FILES_URL}/{body['coreFileId']}").json()["statusDetails"]
+    assert details.startswith(INTERNAL_ERROR) and "No space left on device" in details
+    assert "built again automatically" in details
+    # The sweep leaves it alone until it is as old as the stuck limit
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}
+    assert api_client.get(operation_url).json()["status"] == "failed"
+    # When the sweep passes after that, with room again, the operation is built
+    Operation.objects.update(updated_time=_long_ago(settings))
+    assert operations_sweep() == {"resent": 1, "failed": 0, "grouped": 0}
+    assert api_client.get(operation_url).json()["status"] == "processed"
+    assert api_client.get(f"{FILES_URL}/{body['coreFileId']}").json()["status"] == "processed"
+    assert api_client.get(f"{operation_url}/summary").json()["properties"]["pointCount"] == 200
+
+
+def test_a_build_that_keeps_failing_on_the_disk_stays_failed_after_the_last_attempt(
+    api_client, disk_failed_build, settings, monkeypatch
+):
+    # Given a disk that stays full through every attempt
+    monkeypatch.setattr(outputs, "produce", _no_space)
+    for _ in range(settings.CONVERSION_MAX_ATTEMPTS):
+        Operation.objects.update(updated_time=_long_ago(settings))
+        assert operations_sweep()["resent"] == 1
+        assert Operation.objects.get().status == Operation.Status.FAILED
+    # Then the sweep stops building it, and the operation says it failed, with the cause
+    Operation.objects.update(updated_time=_long_ago(settings))
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}
+    body = api_client.get(f"{OPS_URL}/{disk_failed_build.pk}").json()
+    assert body["status"] == "failed"
+    assert "No space left on device" in File.objects.get(pk=body["coreFileId"]).status_message
+
+
+def test_a_build_failed_by_its_data_is_not_built_again(api_client, lost_build, settings, monkeypatch):
+    # Given a build that fails for a reason of its own (a stored point table that cannot be read)
+    with monkeypatch.context() as patch:
+        patch.setattr(outputs, "produce", lambda *a, **k: (_ for _ in ()).throw(ValueError("a bad table")))
+        tasks.operation_build(str(lost_build.pk))
+    assert Operation.objects.get().status == Operation.Status.FAILED
+    # Then no sweep builds it again: it would fail the same way
+    Operation.objects.update(updated_time=_long_ago(settings))
+    assert operations_sweep() == {"resent": 0, "failed": 0, "grouped": 0}
+    merged = File.objects.get(origin=FileOrigin.AUTOMERGED)
+    assert merged.status_message == "The file could not be built: a bad table"
 
 
 def test_the_conversion_sweep_leaves_automerged_files_to_their_operation(lost_build):

@@ -1,5 +1,6 @@
 """POST /files/merge: validation, the new file returned at once, completed by a task, its events."""
 
+import errno
 import json
 from dataclasses import replace
 
@@ -7,7 +8,7 @@ import pytest
 from shapely.geometry import shape
 
 from conversion import merging, outputs
-from conversion.models import File, FileOrigin, FileStatus
+from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus
 from operations.models import Operation
 from tests.factories import CoreUserFactory
 from tests.operations.helpers import SECTION_WIDTH_M, SECTIONS, grid_table, processed_file, section_table
@@ -128,6 +129,20 @@ def test_merge_events(api_client, owner, core_user, webhook_receiver, subscribe,
     assert events["mergedFileProcessingFailed"]["coreFileId"] == failed["id"]
     assert "wetMassPerArea" in events["mergedFileProcessingFailed"]["message"]
     assert File.objects.get(pk=failed["id"]).status == FileStatus.FAILED
+
+
+def test_a_merge_that_meets_a_full_disk_fails_as_ours_and_can_be_made_again(api_client, core_user, monkeypatch):
+    """It failed as "The file could not be built: [Errno 28] No space left on device": the user's data to blame."""
+    files = [processed_file(core_user, grid_table(start=f"2024-09-0{d}T10:00:00", seed=d)) for d in (1, 2)]
+    with monkeypatch.context() as patch:
+        patch.setattr(outputs, "produce", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+        failed = _merge(api_client, [f.pk for f in files]).json()
+    body = api_client.get(f"{FILES_URL}/{failed['id']}").json()
+    assert body["status"] == "failed"
+    assert body["statusDetails"] == f"{INTERNAL_ERROR} (the server's disk failed: No space; retry once it is fixed)"
+    # Once there is room, the same merge made again is processed
+    again = _merge(api_client, [f.pk for f in files]).json()
+    assert api_client.get(f"{FILES_URL}/{again['id']}").json()["status"] == "processed"
 
 
 def test_merge_validation(api_client, owner, core_user):
