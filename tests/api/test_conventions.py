@@ -71,6 +71,30 @@ def test_size_above_the_maximum_is_clamped(api_client, owner):
     for i in range(105):
         CoreUserFactory(owner=owner, name=f"n{i}")
     assert len(api_client.get(URL, {"size": 1000}).json()) == 100
+    # However many digits: past Python's 4300 it was "is not an integer", echoing them all
+    assert len(api_client.get(URL, {"size": "1" * 5000}).json()) == 100
+    assert len(api_client.get(URL, {"size": "0" * 5000 + "7"}).json()) == 7
+
+
+def test_a_page_of_more_digits_than_python_reads_is_past_the_end(api_client, users):
+    response = api_client.get(URL, {"page": "9" * 5000})
+    assert response.status_code == 200 and response.json() == []
+    assert response["X-Total-Count"] == "25"
+    body = assert_problem(api_client.get(URL, {"page": "-" + "9" * 5000}), 400, "validation")
+    assert body["fieldErrors"][0]["message"] == "Must be at least 0."
+    long_text = assert_problem(api_client.get(URL, {"size": "x" * 5000}), 400, "validation")
+    assert len(long_text["fieldErrors"][0]["message"]) < 100
+
+
+def test_pages_hold_the_rows_of_the_whole_ordering_in_turn(api_client, owner):
+    """A page reads its rows' keys in the list's order, then those rows (`pagination.page_rows`): the order is the
+    keys', whatever order the second query returns them in."""
+    names = [f"user {i:02d}" for i in range(23)]
+    for name in reversed(names):
+        CoreUserFactory(owner=owner, name=name)
+    for sort, expected in (("name", names), ("name,desc", names[::-1])):
+        pages = [api_client.get(URL, {"sort": sort, "page": page, "size": 5}).json() for page in range(5)]
+        assert [u["name"] for page in pages for u in page] == expected
 
 
 @pytest.mark.parametrize(
