@@ -7,7 +7,7 @@ downloads in `download_renderers` (action name: renderer) and mixes in `Download
 """
 
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 
 
 class _Download(JSONRenderer):
@@ -32,14 +32,17 @@ class ZipDownload(_Download):
 
 class DownloadNegotiation:
     """Adds the renderer of the current action's download to the view's renderers (JSON stays first: a client
-    accepting anything still gets the file)."""
+    accepting anything still gets the file). A download has no browsable page: in debug mode (`make run`) DRF's
+    BrowsableAPIRenderer took `Accept: text/html`, and the file was answered to a client that takes no such type."""
 
     download_renderers: dict[str, type[_Download]] = {}
 
     def get_renderers(self):
         renderers = super().get_renderers()
         download = self.download_renderers.get(getattr(self, "action", None))
-        return [*renderers, download()] if download else renderers
+        if download is None:
+            return renderers
+        return [*(r for r in renderers if not isinstance(r, BrowsableAPIRenderer)), download()]
 
 
 class SchemaNegotiation(DefaultContentNegotiation):

@@ -2,6 +2,7 @@
 browsers send), not only one that accepts anything: DRF negotiated against JSON alone and answered 406."""
 
 import pytest
+from rest_framework.renderers import BrowsableAPIRenderer
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
@@ -67,3 +68,17 @@ def test_a_media_type_no_download_serves_is_406(api_client, file):
         assert_problem(api_client.get(url, HTTP_ACCEPT="text/csv"), 406, "notAcceptable")
     # JSON endpoints do not take a download's media type.
     assert_problem(api_client.get(f"{FILES_URL}/{file.pk}", HTTP_ACCEPT="image/png"), 406, "notAcceptable")
+
+
+def test_in_debug_mode_a_download_is_no_browsable_page(api_client, file, monkeypatch):
+    """`make run` (DEBUG) adds DRF's browsable renderer, which took `Accept: text/html`: the file was answered."""
+    from conversion.views import FileViewSet
+    from operations.views import OperationViewSet
+
+    for view in (FileViewSet, OperationViewSet):
+        monkeypatch.setattr(view, "renderer_classes", [*view.renderer_classes, BrowsableAPIRenderer])
+    for url, _media_type, _head in _downloads(file):
+        assert_problem(api_client.get(url, HTTP_ACCEPT="text/html"), 406, "notAcceptable")
+    # The records themselves keep their page
+    page = api_client.get(f"{FILES_URL}/{file.pk}", HTTP_ACCEPT="text/html")
+    assert page.status_code == 200 and page["Content-Type"].startswith("text/html")
