@@ -69,8 +69,9 @@ class FileSerializer(ApiModelSerializer):
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     apiOwnerUsername = serializers.CharField(source="core_user.owner.username", read_only=True)
-    # Null on merged files (no batch), on files of no provider, and until a file is processed (or when it failed).
-    batchId = serializers.UUIDField(source="batch_id", read_only=True, allow_null=True)
+    # Only on a file of an upload: merged, automerged, cropped and provider files have no batch (supplement `batchId?`,
+    # as the webhook bodies of their events leave it out).
+    batchId = serializers.UUIDField(source="batch_id", read_only=True)
     fileName = serializers.CharField(source="file_name", read_only=True)
     fileFormat = serializers.CharField(source="file_format", read_only=True)
     providerFileId = serializers.CharField(source="provider_file_id", read_only=True, allow_null=True)
@@ -128,6 +129,8 @@ class FileSerializer(ApiModelSerializer):
         data["fields"] = self._of_page("field_ids", file, lambda: file_field_ids([file.pk]))
         data["machines"] = self._of_page("machine_ids", file, lambda: file_machine_ids([file]))
         data["sources"] = [str(s.pk) for s in file.sources.all()]
+        if file.batch_id is None:
+            del data["batchId"]
         if file.status_message:
             data["statusDetails"] = file.status_message
         request = self.context.get("request")
@@ -207,6 +210,7 @@ document_extra_properties(
         "standardGeojson": DOWNLOAD_LINK,
     },
     required=("fields", "sources", "originalFile", "rawGeojson", "standardGeojson"),
+    optional=("batchId",),
 )
 
 

@@ -37,13 +37,14 @@ def test_merge_returns_the_new_file_at_once_and_a_task_completes_it(api_client, 
     body = response.json()
     assert body["status"] == "processing"
     assert body["origin"] == "merged"
+    assert "batchId" not in body  # no batch (supplement `batchId?`); it was null
     assert body["operationType"] == "harvested"
     assert sorted(body["sources"]) == sorted([str(first.pk), str(second.pk)])
 
     settings.CELERY_TASK_ALWAYS_EAGER = True
     merging.file_merge_process(body["id"])
     file = api_client.get(f"{FILES_URL}/{body['id']}").json()
-    assert file["status"] == "processed"
+    assert file["status"] == "processed" and "batchId" not in file
     assert file["pointCount"] == first.point_count + second.point_count
     merged = File.objects.get(pk=body["id"])
     total = sum(f.summary["properties"]["totalWetMass"]["value"] for f in (first, second))
