@@ -148,7 +148,13 @@ def pool_assets(file: File, table: PointTable) -> list[str]:
             machine_ids.append(str(machine.pk))
     for name in table.operators:
         try:
-            assets.operator_pool_from_file(core_user=file.core_user, core_file_id=file.pk, name=name, provider=provider)
+            assets.operator_pool_from_file(
+                core_user=file.core_user,
+                core_file_id=file.pk,
+                name=name,
+                license=table.operator_licenses.get(name),
+                provider=provider,
+            )
         except assets.AssetIdentityMissing:
             continue
     return machine_ids

@@ -103,6 +103,7 @@ def tables_merge(tables: list[PointTable], *, name: str) -> PointTable:
         products=_union(t.products for t in tables),
         machines=_union(t.machines for t in tables),
         operators=_union(t.operators for t in tables),
+        operator_licenses={k: v for t in reversed(tables) for k, v in t.operator_licenses.items()},  # first wins
         recorded_totals=totals,
         source_format="+".join(formats),
         warnings=warnings,

@@ -75,6 +75,7 @@ def table_save(table: PointTable, fileobj: IO[bytes], *, include_raw: bool = Tru
         "products": table.products,
         "machines": [asdict(m) for m in table.machines],
         "operators": table.operators,
+        "operator_licenses": table.operator_licenses,
         "recorded_totals": {k: list(v) for k, v in table.recorded_totals.items()},
         "start": _time(table.start),
         "end": _time(table.end),
@@ -121,6 +122,7 @@ def table_load(fileobj: IO[bytes] | str, *, include_raw: bool = True) -> PointTa
         products=header["products"],
         machines=[MachineIdentity(**m) for m in header["machines"]],
         operators=header["operators"],
+        operator_licenses=header.get("operator_licenses", {}),  # (tables stored before it was kept have none)
         recorded_totals={k: (v[0], v[1]) for k, v in header["recorded_totals"].items()},
         source_format=header["source_format"],
         warnings=header["warnings"],

@@ -95,6 +95,7 @@ class PointTable:
     products: list[str] = field(default_factory=list)
     machines: list[MachineIdentity] = field(default_factory=list)
     operators: list[str] = field(default_factory=list)
+    operator_licenses: dict[str, str] = field(default_factory=dict)  # operator name: licence number the file states
     recorded_totals: dict[str, tuple[float, str]] = field(default_factory=dict)
     start: np.datetime64 | None = None
     end: np.datetime64 | None = None

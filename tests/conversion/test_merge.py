@@ -74,6 +74,7 @@ def test_missing_columns_fill_and_lists_unite_in_first_seen_order():
         products=["P1"],
         machines=[MachineIdentity(kind="machine", name="M1")],
         operators=["Ann"],
+        operator_licenses={"Ann": "A-1"},
         recorded_totals={"totalWetMass": (10.0, "kg"), "totalArea": (5.0, "m2")},
     )
     b = _table(
@@ -86,6 +87,7 @@ def test_missing_columns_fill_and_lists_unite_in_first_seen_order():
         products=["P2", "P1"],
         machines=[MachineIdentity(kind="machine", name="M2"), MachineIdentity(kind="machine", name="M1")],
         operators=["Bob", "Ann"],
+        operator_licenses={"Bob": "B-2", "Ann": "A-9"},
         recorded_totals={"totalWetMass": (4.0, "kg")},
     )
     merged = tables_merge([a, b], name="m")
@@ -98,6 +100,7 @@ def test_missing_columns_fill_and_lists_unite_in_first_seen_order():
     assert merged.columns["sectionId"].dtype.kind == "i"
     assert merged.crops == ["corn", "soybeans"] and merged.products == ["P1", "P2"]
     assert [m.name for m in merged.machines] == ["M1", "M2"] and merged.operators == ["Ann", "Bob"]
+    assert merged.operator_licenses == {"Ann": "A-1", "Bob": "B-2"}  # the first table's where they differ
     # Two crops: each point keeps its own (standard moisture and bushel weight per point)
     assert merged.columns["crop"].tolist() == ["soybeans", "soybeans", "corn", "corn", "corn"]
     # Only totals every table records are summed

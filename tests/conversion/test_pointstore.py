@@ -42,6 +42,13 @@ def test_one_long_text_among_many_points_is_stored_once():
     assert back.raw_columns["note"].tolist() == note.tolist()
 
 
+def test_operators_come_back_with_their_licence_numbers():
+    table = _table(2)
+    table.operators, table.operator_licenses = ["Peter Driver", "Helper"], {"Peter Driver": "LIC-123"}
+    back, _ = _round_trip(table)
+    assert back.operators == ["Peter Driver", "Helper"] and back.operator_licenses == {"Peter Driver": "LIC-123"}
+
+
 def test_texts_come_back_as_given_in_the_columns_order():
     crop = np.array([None, "corn", "", "Gülle 😀", "corn", "lone \ud800 surrogate"], dtype=object)
     mixed = np.array([1, "a", None, 2.5, "a", "b"], dtype=object)

@@ -151,7 +151,9 @@ class IsoxmlReader(Reader):
         table.machines = _dedupe([d.identity() for d in devices_used])
         crops, varieties, products = task_crops_and_products(td, task)
         table.crops, table.varieties, table.products = crops, varieties, products
-        table.operators = task_operators(td, task)
+        workers = task_operators(td, task)
+        table.operators = list(workers)
+        table.operator_licenses = {name: license for name, license in workers.items() if license}
         table.recorded_totals = task_recorded_totals(
             task, logs, lambda det, index: self._rank(td, det, implement, index)
         )

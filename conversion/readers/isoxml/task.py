@@ -99,18 +99,19 @@ def task_crops_and_products(td: TaskData, task: Element) -> tuple[list[str], lis
     return crops, varieties, products
 
 
-def task_operators(td: TaskData, task: Element) -> list[str]:
-    """The names of the task's workers (its TSK F, and each WAN's), first name first, each once."""
+def task_operators(td: TaskData, task: Element) -> dict[str, str | None]:
+    """The task's workers (its TSK F, and each WAN's), each once: name (first name first): licence number (WKR L,
+    ISO 11783-10's "license number"), None where the worker has none."""
     refs = [task.get("F")] + [wan.get("A") for wan in task.findall("WAN")]
-    names: list[str] = []
+    workers: dict[str, str | None] = {}
     for ref in refs:
         worker = td.by_id.get(ref or "")
         if worker is None or worker.tag != "WKR":
             continue
         name = " ".join(p for p in (_clean(worker.get("C")), _clean(worker.get("B"))) if p)
-        if name and name not in names:
-            names.append(name)
-    return names
+        if name and workers.get(name) is None:
+            workers[name] = _clean(worker.get("L")) or None
+    return workers
 
 
 def task_recorded_totals(

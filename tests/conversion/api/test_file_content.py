@@ -460,3 +460,26 @@ def test_geojson_names_given_as_numbers_are_text_and_other_values_are_ignored(ap
     summary = _summary(api_client, file["id"])
     assert summary["products"] == [] and _catalog(api_client, core_user, "products") == []
     assert summary["cleaning"]["reasons"] == {"seedRate <= 0 or missing": 1}
+
+
+def test_an_isoxml_workers_licence_number_reaches_its_operator(api_client, core_user, valid_timelogs):
+    """The reader took a worker's names only (WKR B, C): every operator pooled from ISOXML had `license` null."""
+    # Given a task data set's first task, worked by a WKR that states its licence number (L) and by one that does not
+    root = ET.parse(valid_timelogs / "TASKDATA.XML").getroot()
+    tasks = root.findall("TSK")
+    for task in tasks[1:]:
+        root.remove(task)
+    root.append(ET.Element("WKR", A="WKR1", B="Driver", C="Peter", L=" LIC-123 "))
+    root.append(ET.Element("WKR", A="WKR2", B="Helper"))
+    tasks[0].set("F", "WKR1")
+    ET.SubElement(tasks[0], "WAN", A="WKR2")
+    entries = {f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()}
+    entries["iso/TASKDATA.XML"] = ET.tostring(root)
+
+    # When it is uploaded
+    batch = _batch(api_client, core_user, zip_entries(entries))
+
+    # Then its operators are pooled, the licence number with the worker who has one
+    assert batch["status"] == "PROCESSED", batch
+    operators = _get(api_client, f"/services/beta/api/users/{core_user.id}/operators")
+    assert {(o["name"], o["license"]) for o in operators} == {("Peter Driver", "LIC-123"), ("Helper", None)}
