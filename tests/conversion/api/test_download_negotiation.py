@@ -2,9 +2,9 @@
 browsers send), not only one that accepts anything: DRF negotiated against JSON alone and answered 406."""
 
 import pytest
-from rest_framework.renderers import BrowsableAPIRenderer
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from rest_framework.renderers import BrowsableAPIRenderer
 
 from fields.services import field_create
 from operations.models import Operation
