@@ -1,3 +1,4 @@
+import io
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -277,11 +278,33 @@ def test_createapiowner_refuses_an_empty_user_name(db):
     assert not get_user_model().objects.filter(username="").exists()
 
 
-def test_createapiowner_reactivates_a_deactivated_owner(owner):
+def test_createapiowner_leaves_a_deactivated_owner_deactivated_unless_asked(owner, api_client):
+    """Setting the password again reactivated a deactivated owner, and its unexpired tokens worked again."""
     owner.is_active = False
     owner.save()
+    out = io.StringIO()
+    call_command("createapiowner", owner.username, "--password", PASSWORD, stdout=out)
+    owner.refresh_from_db()
+    assert not owner.is_active
+    assert "deactivated and stays so" in out.getvalue() and "--activate" in out.getvalue()
+    assert_problem(api_client.get(USERS_URL), 401, "ownerDeactivated")
     assert authenticate(APIClient(), username=owner.username, password=PASSWORD).status_code == 401
-    call_command("createapiowner", owner.username, "--password", PASSWORD)
+    call_command("createapiowner", owner.username, "--password", PASSWORD, "--activate", stdout=io.StringIO())
     owner.refresh_from_db()
     assert owner.is_active
+    assert api_client.get(USERS_URL).status_code == 200
     assert authenticate(APIClient(), username=owner.username, password=PASSWORD).status_code == 200
+
+
+def test_make_runs_demo_owner_stays_deactivated(db, settings, tmp_path, monkeypatch):
+    """`make run` ensures the demo owner at every start: it reactivated one deactivated on purpose."""
+    settings.VAR_DIR = tmp_path
+    monkeypatch.delenv("DEMO_OWNER_PASSWORD", raising=False)
+    call_command("ensuredemoowner", stdout=io.StringIO())
+    credentials = json.loads((tmp_path / "demo-owner.json").read_text())
+    get_user_model().objects.filter(username=credentials["username"]).update(is_active=False)
+    out = io.StringIO()
+    call_command("ensuredemoowner", stdout=out)
+    assert not get_user_model().objects.get(username=credentials["username"]).is_active
+    assert "deactivated and stays so" in out.getvalue()
+    assert authenticate(APIClient(), **credentials).status_code == 401
