@@ -216,6 +216,19 @@ def test_a_token_from_a_host_whose_clock_is_a_little_ahead_is_taken(owner):
 MACHINES_URL = "/services/beta/api/users/{}/machines"
 
 
+@pytest.mark.parametrize("sub", ["9" * 40, str(2**63), "-" + "9" * 40])
+def test_a_signed_token_naming_an_id_no_owner_can_have_is_401(owner, sub):
+    """A `sub` past the id column's range was a 500 (OverflowError from the owner's look-up) on every route."""
+    now = datetime.now(UTC)
+    claims = {"sub": sub, "iat": now, "exp": now + timedelta(hours=1), "pwd": "0" * 16}
+    token = jwt.encode(claims, settings.SECRET_KEY, algorithm="HS256")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert_problem(client.get(USERS_URL), 401, "unauthorized")
+    core_user = CoreUserFactory(owner=owner)
+    assert_problem(client.get(MACHINES_URL.format(core_user.id)), 401, "unauthorized")
+
+
 @pytest.mark.parametrize("whose", ["mine", "another owner's", "missing", "malformed"])
 def test_a_revoked_token_is_401_on_core_user_routes_whoever_the_core_user(owner, other_owner, api_client, whose):
     """The token is judged before the core user: 401, never a 404 that would say something about the id."""
