@@ -236,3 +236,30 @@ def test_a_long_read_does_not_hold_back_writers(embedded_server):
         reader.close()
     status, listed = _call(base, "GET", f"{users}/{user['id']}", token=token)
     assert (status, listed["name"]) == (200, "written during a read")
+
+
+STATIC_PATHS_WITH_NO_FILE = [
+    "/static/../x",
+    "/static/%2e%2e/x",
+    "/static/..%2f..%2fx",
+    "/static/../../etc/passwd",
+    "/static/no-such.css",
+]
+
+
+@pytest.mark.parametrize("path", STATIC_PATHS_WITH_NO_FILE)
+def test_a_static_path_with_no_file_is_the_apis_404_on_the_embedded_server(embedded_server, path):
+    """A path climbing out of the static folders was a 500 text/plain (Django's static handler raised
+    SuspiciousFileOperation); a missing file was Django's HTML 404. Sent as it is (`curl --path-as-is`)."""
+    from tests.api.raw_http import send_raw
+
+    host = embedded_server.base.removeprefix("http://")
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    status, content_type, problem = send_raw(embedded_server.base, request)
+    assert (status, content_type) == (404, "application/problem+json"), problem
+    assert (problem["errorKey"], problem["detail"]) == ("notFound", "No such endpoint or resource.")
+
+
+def test_static_files_are_still_served_on_the_embedded_server(embedded_server):
+    with urllib.request.urlopen(embedded_server.base + "/static/admin/css/base.css", timeout=30) as response:
+        assert response.status == 200 and response.headers["Content-Type"].startswith("text/css")

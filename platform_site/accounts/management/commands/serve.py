@@ -16,12 +16,16 @@ import threading
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.contrib.staticfiles.management.commands.runserver import Command as RunserverCommand
+from django.core.exceptions import SuspiciousFileOperation
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer
+from django.http import Http404
 from django.utils import timezone
 
+from platform_site.api.errors import handler404
 from webhooks.services import deliveries_release
 
 
@@ -97,9 +101,27 @@ class _AbortOnTimeout:
 
 
 class Runserver(RunserverCommand):
-    """`runserver` (staticfiles' own: it serves the admin's and the pages' static files) on `ReadTimeoutWSGIServer`."""
+    """`runserver` (staticfiles' own: it serves the admin's and the pages' static files) on `ReadTimeoutWSGIServer`,
+    its static files through `ProblemStaticFilesHandler`."""
 
     server_cls = ReadTimeoutWSGIServer
+
+    def get_handler(self, *args, **options):
+        handler = super().get_handler(*args, **options)
+        return ProblemStaticFilesHandler(handler.application) if isinstance(handler, StaticFilesHandler) else handler
+
+
+class ProblemStaticFilesHandler(StaticFilesHandler):
+    """Staticfiles' handler (it serves `/static/...` before any middleware runs), answering a path it has no file
+    for with the API's 404 problem document (`errors.handler404`), as any unknown URL. A path climbing out of the
+    static folders (`/static/../x`, `/static/%2e%2e/x`) raised SuspiciousFileOperation, which nothing caught: a 500
+    text/plain from wsgiref. A missing file was Django's HTML 404 page (its debug page under `make run`)."""
+
+    def get_response(self, request):
+        try:
+            return self.serve(request)
+        except (Http404, SuspiciousFileOperation):
+            return handler404(request)
 
 
 def restart_recovery(started: datetime) -> None:
