@@ -31,6 +31,18 @@ def test_authenticate_returns_a_token_that_opens_the_api(owner):
     assert client.get(USERS_URL).status_code == 200
 
 
+def test_the_token_response_and_the_refusals_are_not_to_be_stored(owner):
+    """RFC 6749 section 5.1: a response holding a token is `Cache-Control: no-store` and `Pragma: no-cache`; it had
+    neither, so a cache on the way could keep the token."""
+    for response in (
+        authenticate(APIClient(), username=owner.username, password=PASSWORD),
+        authenticate(APIClient(), username=owner.username, password="wrong-password"),
+        authenticate(APIClient(), username=owner.username),
+    ):
+        assert (response["Cache-Control"], response["Pragma"]) == ("no-store", "no-cache"), response.status_code
+    assert response.status_code == 400
+
+
 @pytest.mark.parametrize(("remember_me", "lifetime"), [(False, timedelta(hours=24)), (True, timedelta(days=30))])
 def test_token_lifetime_is_24_hours_or_30_days(owner, remember_me, lifetime):
     token = authenticate(APIClient(), username=owner.username, password=PASSWORD, rememberMe=remember_me).json()
