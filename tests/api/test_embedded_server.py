@@ -263,3 +263,22 @@ def test_a_static_path_with_no_file_is_the_apis_404_on_the_embedded_server(embed
 def test_static_files_are_still_served_on_the_embedded_server(embedded_server):
     with urllib.request.urlopen(embedded_server.base + "/static/admin/css/base.css", timeout=30) as response:
         assert response.status == 200 and response.headers["Content-Type"].startswith("text/css")
+
+
+def test_the_embedded_database_files_are_readable_by_their_owner_only(embedded_server):
+    """`migrate` (run first by `make run`) made `platform.sqlite3` 0644, and SQLite its `-wal` and `-shm` files with
+    the same mode: password hashes and webhook secrets readable by every user of the host."""
+    import sqlite3
+    import stat
+
+    base, token, database = embedded_server
+    reader = sqlite3.connect(database, timeout=30)  # (keeps the -wal and -shm files while the server writes)
+    try:
+        reader.execute("SELECT count(*) FROM django_migrations").fetchone()
+        status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "mode"}, token)
+        assert status == 201, user
+        files = sorted(database.parent.glob(database.name + "*"))
+        assert [f.name for f in files] == [database.name + suffix for suffix in ("", "-shm", "-wal")]
+        assert {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {f.name: "0o600" for f in files}
+    finally:
+        reader.close()
