@@ -282,3 +282,23 @@ def test_the_embedded_database_files_are_readable_by_their_owner_only(embedded_s
         assert {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {f.name: "0o600" for f in files}
     finally:
         reader.close()
+
+
+@pytest.mark.parametrize(
+    ("head", "status", "error_key"),
+    [
+        ("X-Long: " + "a" * 70_000 + "\r\n", 431, "requestHeadersTooLarge"),
+        ("".join(f"X-Header-{index}: {index}\r\n" for index in range(101)), 431, "requestHeadersTooLarge"),
+    ],
+    ids=["a header line over 65536 bytes", "101 headers"],
+)
+def test_headers_the_embedded_server_refuses_are_a_problem(embedded_server, head, status, error_key):
+    """Python's HTTP server refuses a header line over 65536 bytes and more than 100 headers itself, before Django:
+    it answered an HTML page, where every other error of the API is a problem document."""
+    from tests.api.raw_http import send_raw
+
+    request = f"GET /services/usermanagement/api/users HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n"
+    code, content_type, problem = send_raw(embedded_server.base, request.encode("latin-1"))
+    assert (code, content_type) == (status, "application/problem+json"), problem
+    assert (problem["status"], problem["errorKey"]) == (status, error_key)
+    assert problem["path"] == "/services/usermanagement/api/users" and problem["detail"]
