@@ -1,10 +1,13 @@
-"""Magic link tokens kept out of the log lines our processes write.
+"""Credentials in addresses kept out of the log lines our processes write.
 
 The token in a link's address (`/links/<token>/...`) is the only credential of its pages, so a log line that holds
 it hands the link to whoever reads the logs. Every handler of Django's logging (settings LOGGING), the embedded
 server's access log (Django's `django.server` logger) and gunicorn's access and error logs (its worker,
 `platform_site.server.ProblemThreadWorker`) pass their records through `LinkTokenFilter`, which writes
-`/links/[token]/...` instead. The OAuth callback (`/links/oauth/callback`) holds no token and stays as it is.
+`/links/[token]/...` instead. The OAuth callback's address (`/links/oauth/callback`) holds no link token; its query's
+`code` (a provider's authorization code) and `state` (which names the link's connection under way) are written
+`[redacted]`. So is the value of `access_token`, `id_token` or `token` in any query: a client that sends its bearer
+token there by mistake (the API reads it only from the Authorization header) had it logged in full.
 """
 
 import logging
@@ -14,11 +17,23 @@ import re
 # callback's fixed address.
 LINK_TOKEN = re.compile(r"/links/(?!oauth/callback\b)[^/\s?#\"'<>\\]+")
 REDACTED = "/links/[token]"
+# A query parameter's value: up to the next parameter, fragment, space or quote.
+_VALUE = r"[^&#\s\"'<>\\]*"
+QUERY_TOKEN = re.compile(r"([?&](?:access_token|id_token|token)=)" + _VALUE, re.IGNORECASE)
+CALLBACK_QUERY = re.compile(r"/links/oauth/callback\?[^#\s\"'<>\\]*")
+CALLBACK_SECRET = re.compile(r"([?&](?:code|state)=)" + _VALUE)
+REDACTED_VALUE = r"\1[redacted]"
 
 
 def redact(text: str) -> str:
-    """`text` with every link token replaced by `[token]`."""
-    return LINK_TOKEN.sub(REDACTED, text) if "/links/" in text else text
+    """`text` with every link token replaced by `[token]`, and the values of token parameters of any query and of
+    the OAuth callback's `code` and `state` by `[redacted]`."""
+    if "/links/" in text:
+        text = LINK_TOKEN.sub(REDACTED, text)
+        text = CALLBACK_QUERY.sub(lambda query: CALLBACK_SECRET.sub(REDACTED_VALUE, query.group()), text)
+    if "token=" in text.lower():
+        text = QUERY_TOKEN.sub(REDACTED_VALUE, text)
+    return text
 
 
 class LinkTokenFilter(logging.Filter):

@@ -73,8 +73,11 @@ def owner_authenticate(*, username: str, password: str, remember_me: bool = Fals
 
 
 @transaction.atomic
-def owner_ensure(*, username: str, password: str, is_staff: bool = False):
+def owner_ensure(*, username: str, password: str, is_staff: bool = False, activate: bool = False):
     """Create the API owner, or set its password when it exists (idempotent). Returns (owner, created).
+    An existing owner stays as active or inactive as it is unless `activate`: someone deactivated it on purpose,
+    and reactivating it makes its unexpired tokens work again (setting the same password keeps them), so
+    re-running the command (each `make run` ensures the demo owner) must not undo that unasked.
     `ValueError` for a user name or password the authentication endpoint would not take."""
     if not 0 < len(username) <= USERNAME_MAX:
         raise ValueError(f"The user name must have 1 to {USERNAME_MAX} characters.")
@@ -88,7 +91,8 @@ def owner_ensure(*, username: str, password: str, is_staff: bool = False):
         # Set only when it changes: setting it again (each `make run` ensures the demo owner) re-salted the hash
         # and revoked every token of the owner.
         owner.set_password(password)
-    owner.is_active = True
+    if activate:
+        owner.is_active = True
     if is_staff:
         owner.is_staff = owner.is_superuser = True
     owner.save()

@@ -43,6 +43,14 @@ class AuthenticateView(APIView):
         )
         return Response({"id_token": token})
 
+    def finalize_response(self, request, response, *args, **kwargs):
+        """Every answer `no-store` (RFC 6749 section 5.1, with `Pragma: no-cache` for HTTP/1.0 caches): a token in a
+        cache (a proxy's, the browser's) is a login anyone reading it has; the refusals are no one's to keep either."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        response["Pragma"] = "no-cache"
+        return response
+
 
 class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """Core users of the authenticated API owner."""

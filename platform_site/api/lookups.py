@@ -10,7 +10,7 @@ from functools import cache
 
 from django.core.exceptions import ValidationError
 from django.db import connections, router
-from django.db.models import Model
+from django.db.models import IntegerField, Model
 
 
 @cache
@@ -39,10 +39,18 @@ def _instance(model: type[Model], alias: str, row) -> Model:
 
 
 def _param(model: type[Model], name: str, value, connection):
-    """`value` as the database value of `model.name`; ValidationError, ValueError or TypeError if it cannot be."""
+    """`value` as the database value of `model.name`; ValidationError, ValueError or TypeError if it cannot be.
+    An integer out of the column's range cannot be one either (ValueError): the ORM finds no row for it
+    (`IntegerFieldOverflow`), while the driver, given it here, raised OverflowError (SQLite: a 500 for a signed
+    token whose `sub` was 40 nines)."""
     field = model._meta.get_field(name)
     target = field.target_field if field.is_relation else field
-    return target.get_db_prep_value(target.to_python(value), connection)
+    python = target.to_python(value)
+    if isinstance(target, IntegerField) and python is not None:
+        low, high = connection.ops.integer_field_range(target.get_internal_type())
+        if (low is not None and python < low) or (high is not None and python > high):
+            raise ValueError(f"{python} is out of the range of {model._meta.label}.{name}")
+    return target.get_db_prep_value(python, connection)
 
 
 @cache

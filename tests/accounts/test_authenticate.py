@@ -1,3 +1,4 @@
+import io
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -28,6 +29,18 @@ def test_authenticate_returns_a_token_that_opens_the_api(owner):
     token = response.json()["id_token"]
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     assert client.get(USERS_URL).status_code == 200
+
+
+def test_the_token_response_and_the_refusals_are_not_to_be_stored(owner):
+    """RFC 6749 section 5.1: a response holding a token is `Cache-Control: no-store` and `Pragma: no-cache`; it had
+    neither, so a cache on the way could keep the token."""
+    for response in (
+        authenticate(APIClient(), username=owner.username, password=PASSWORD),
+        authenticate(APIClient(), username=owner.username, password="wrong-password"),
+        authenticate(APIClient(), username=owner.username),
+    ):
+        assert (response["Cache-Control"], response["Pragma"]) == ("no-store", "no-cache"), response.status_code
+    assert response.status_code == 400
 
 
 @pytest.mark.parametrize(("remember_me", "lifetime"), [(False, timedelta(hours=24)), (True, timedelta(days=30))])
@@ -215,6 +228,19 @@ def test_a_token_from_a_host_whose_clock_is_a_little_ahead_is_taken(owner):
 MACHINES_URL = "/services/beta/api/users/{}/machines"
 
 
+@pytest.mark.parametrize("sub", ["9" * 40, str(2**63), "-" + "9" * 40])
+def test_a_signed_token_naming_an_id_no_owner_can_have_is_401(owner, sub):
+    """A `sub` past the id column's range was a 500 (OverflowError from the owner's look-up) on every route."""
+    now = datetime.now(UTC)
+    claims = {"sub": sub, "iat": now, "exp": now + timedelta(hours=1), "pwd": "0" * 16}
+    token = jwt.encode(claims, settings.SECRET_KEY, algorithm="HS256")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert_problem(client.get(USERS_URL), 401, "unauthorized")
+    core_user = CoreUserFactory(owner=owner)
+    assert_problem(client.get(MACHINES_URL.format(core_user.id)), 401, "unauthorized")
+
+
 @pytest.mark.parametrize("whose", ["mine", "another owner's", "missing", "malformed"])
 def test_a_revoked_token_is_401_on_core_user_routes_whoever_the_core_user(owner, other_owner, api_client, whose):
     """The token is judged before the core user: 401, never a 404 that would say something about the id."""
@@ -277,11 +303,33 @@ def test_createapiowner_refuses_an_empty_user_name(db):
     assert not get_user_model().objects.filter(username="").exists()
 
 
-def test_createapiowner_reactivates_a_deactivated_owner(owner):
+def test_createapiowner_leaves_a_deactivated_owner_deactivated_unless_asked(owner, api_client):
+    """Setting the password again reactivated a deactivated owner, and its unexpired tokens worked again."""
     owner.is_active = False
     owner.save()
+    out = io.StringIO()
+    call_command("createapiowner", owner.username, "--password", PASSWORD, stdout=out)
+    owner.refresh_from_db()
+    assert not owner.is_active
+    assert "deactivated and stays so" in out.getvalue() and "--activate" in out.getvalue()
+    assert_problem(api_client.get(USERS_URL), 401, "ownerDeactivated")
     assert authenticate(APIClient(), username=owner.username, password=PASSWORD).status_code == 401
-    call_command("createapiowner", owner.username, "--password", PASSWORD)
+    call_command("createapiowner", owner.username, "--password", PASSWORD, "--activate", stdout=io.StringIO())
     owner.refresh_from_db()
     assert owner.is_active
+    assert api_client.get(USERS_URL).status_code == 200
     assert authenticate(APIClient(), username=owner.username, password=PASSWORD).status_code == 200
+
+
+def test_make_runs_demo_owner_stays_deactivated(db, settings, tmp_path, monkeypatch):
+    """`make run` ensures the demo owner at every start: it reactivated one deactivated on purpose."""
+    settings.VAR_DIR = tmp_path
+    monkeypatch.delenv("DEMO_OWNER_PASSWORD", raising=False)
+    call_command("ensuredemoowner", stdout=io.StringIO())
+    credentials = json.loads((tmp_path / "demo-owner.json").read_text())
+    get_user_model().objects.filter(username=credentials["username"]).update(is_active=False)
+    out = io.StringIO()
+    call_command("ensuredemoowner", stdout=out)
+    assert not get_user_model().objects.get(username=credentials["username"]).is_active
+    assert "deactivated and stays so" in out.getvalue()
+    assert authenticate(APIClient(), **credentials).status_code == 401

@@ -236,3 +236,69 @@ def test_a_long_read_does_not_hold_back_writers(embedded_server):
         reader.close()
     status, listed = _call(base, "GET", f"{users}/{user['id']}", token=token)
     assert (status, listed["name"]) == (200, "written during a read")
+
+
+STATIC_PATHS_WITH_NO_FILE = [
+    "/static/../x",
+    "/static/%2e%2e/x",
+    "/static/..%2f..%2fx",
+    "/static/../../etc/passwd",
+    "/static/no-such.css",
+]
+
+
+@pytest.mark.parametrize("path", STATIC_PATHS_WITH_NO_FILE)
+def test_a_static_path_with_no_file_is_the_apis_404_on_the_embedded_server(embedded_server, path):
+    """A path climbing out of the static folders was a 500 text/plain (Django's static handler raised
+    SuspiciousFileOperation); a missing file was Django's HTML 404. Sent as it is (`curl --path-as-is`)."""
+    from tests.api.raw_http import send_raw
+
+    host = embedded_server.base.removeprefix("http://")
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    status, content_type, problem = send_raw(embedded_server.base, request)
+    assert (status, content_type) == (404, "application/problem+json"), problem
+    assert (problem["errorKey"], problem["detail"]) == ("notFound", "No such endpoint or resource.")
+
+
+def test_static_files_are_still_served_on_the_embedded_server(embedded_server):
+    with urllib.request.urlopen(embedded_server.base + "/static/admin/css/base.css", timeout=30) as response:
+        assert response.status == 200 and response.headers["Content-Type"].startswith("text/css")
+
+
+def test_the_embedded_database_files_are_readable_by_their_owner_only(embedded_server):
+    """`migrate` (run first by `make run`) made `platform.sqlite3` 0644, and SQLite its `-wal` and `-shm` files with
+    the same mode: password hashes and webhook secrets readable by every user of the host."""
+    import sqlite3
+    import stat
+
+    base, token, database = embedded_server
+    reader = sqlite3.connect(database, timeout=30)  # (keeps the -wal and -shm files while the server writes)
+    try:
+        reader.execute("SELECT count(*) FROM django_migrations").fetchone()
+        status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "mode"}, token)
+        assert status == 201, user
+        files = sorted(database.parent.glob(database.name + "*"))
+        assert [f.name for f in files] == [database.name + suffix for suffix in ("", "-shm", "-wal")]
+        assert {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {f.name: "0o600" for f in files}
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize(
+    ("head", "status", "error_key"),
+    [
+        ("X-Long: " + "a" * 70_000 + "\r\n", 431, "requestHeadersTooLarge"),
+        ("".join(f"X-Header-{index}: {index}\r\n" for index in range(101)), 431, "requestHeadersTooLarge"),
+    ],
+    ids=["a header line over 65536 bytes", "101 headers"],
+)
+def test_headers_the_embedded_server_refuses_are_a_problem(embedded_server, head, status, error_key):
+    """Python's HTTP server refuses a header line over 65536 bytes and more than 100 headers itself, before Django:
+    it answered an HTML page, where every other error of the API is a problem document."""
+    from tests.api.raw_http import send_raw
+
+    request = f"GET /services/usermanagement/api/users HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n"
+    code, content_type, problem = send_raw(embedded_server.base, request.encode("latin-1"))
+    assert (code, content_type) == (status, "application/problem+json"), problem
+    assert (problem["status"], problem["errorKey"]) == (status, error_key)
+    assert problem["path"] == "/services/usermanagement/api/users" and problem["detail"]

@@ -56,3 +56,15 @@ def test_a_child_of_another_parent_a_missing_or_malformed_one_is_none_beside_the
     mine = CoreUserFactory(owner=owner)
     assert row_get_with_child(User, 99_999_999, CoreUser, "owner", mine.id) == (None, None)
     assert row_get_with_child(User, "12abc", CoreUser, "owner", mine.id) == (None, None)
+
+
+@pytest.mark.parametrize("pk", ["9" * 40, 2**63, -(2**63) - 1, "-" + "9" * 30])
+def test_an_id_out_of_the_columns_range_is_none_as_a_missing_one(owner, pk):
+    """The ORM finds no row for it; given to the driver as it was, SQLite raised OverflowError (a 500)."""
+    User = get_user_model()
+    mine = CoreUserFactory(owner=owner)
+    assert not User.objects.filter(pk=int(pk)).exists()
+    assert row_get(User, id=pk) is None
+    assert row_get(CoreUser, id=mine.id, owner=pk) is None
+    assert row_get_with_child(User, pk, CoreUser, "owner", mine.id) == (None, None)
+    assert row_get_with_child(User, pk, CoreUser, "owner", "not-a-uuid") == (None, None)

@@ -67,7 +67,9 @@ def test_refused_requests_of_a_live_link_log_no_token(core_user, settings):
 def test_the_callback_address_is_kept_and_tracebacks_are_redacted():
     from platform_site.redaction import redact
 
-    assert redact("GET /links/oauth/callback?state=x HTTP/1.1") == "GET /links/oauth/callback?state=x HTTP/1.1"
+    assert redact("GET /links/oauth/callback?error=access_denied HTTP/1.1") == (
+        "GET /links/oauth/callback?error=access_denied HTTP/1.1"
+    )
     referer = '"https://api.example.com/links/Ab-_9/batches/1"'
     assert redact(referer) == '"https://api.example.com/links/[token]/batches/1"'
     record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (), None)
@@ -77,6 +79,52 @@ def test_the_callback_address_is_kept_and_tracebacks_are_redacted():
         record.exc_info = sys.exc_info()
     LinkTokenFilter().filter(record)
     assert "secret-token" not in logging.Formatter().format(record)
+
+
+@pytest.mark.parametrize(
+    ("line", "logged"),
+    [
+        ("GET /links/oauth/callback?code=C0DE&state=ST4TE HTTP/1.1", "?code=[redacted]&state=[redacted] HTTP/1.1"),
+        ('"https://x.example/links/oauth/callback?state=ST4TE&code=C0DE"', '?state=[redacted]&code=[redacted]"'),
+        ("GET /users?size=5&access_token=eyJ.eyJ.s1g HTTP/1.1", "/users?size=5&access_token=[redacted] HTTP/1.1"),
+        ("GET /users?id_token=eyJ.eyJ.s1g&page=0 HTTP/1.1", "/users?id_token=[redacted]&page=0 HTTP/1.1"),
+        ("GET /users?TOKEN=eyJ.eyJ.s1g#x HTTP/1.1", "/users?TOKEN=[redacted]#x HTTP/1.1"),
+    ],
+)
+def test_tokens_in_a_query_and_the_callbacks_code_and_state_are_redacted(line, logged):
+    """A bearer token sent in the query by mistake was logged in full, as were the OAuth callback's `code` and
+    `state` on its refused lines."""
+    from platform_site.redaction import redact
+
+    redacted = redact(line)
+    assert logged in redacted and not any(secret in redacted for secret in ("C0DE", "ST4TE", "eyJ"))
+
+
+def test_other_query_values_are_kept():
+    from platform_site.redaction import redact
+
+    line = "GET /fields?code=1&state=2&mytoken=3&tokens=4 HTTP/1.1"  # (a code and state of no callback)
+    assert redact(line) == line
+
+
+def _secret_queries(base: str) -> tuple[str, ...]:
+    """Refused requests with a token in the query (it belongs in the Authorization header) and an OAuth callback
+    with a code and a state no connection is waiting for: the secrets they sent."""
+    token = owner_token(base)
+    for name in ("access_token", "id_token", "token"):
+        refused = requests.get(f"{base}/services/usermanagement/api/users?{name}={token}", timeout=30)
+        assert refused.status_code == 401
+    code, state = "secret-oauth-code-1", "secret-oauth-state-1"
+    callback = requests.get(f"{base}/links/oauth/callback?code={code}&state={state}", timeout=30)
+    assert callback.status_code >= 400
+    return token, code, state
+
+
+def _assert_secrets_redacted(secrets: tuple[str, ...], log: str) -> None:
+    assert not any(secret in log for secret in secrets), log
+    for name in ("access_token", "id_token", "token"):
+        assert f"/services/usermanagement/api/users?{name}=[redacted] HTTP/1.1" in log, log
+    assert "/links/oauth/callback?code=[redacted]&state=[redacted] HTTP/1.1" in log, log
 
 
 def _refused_requests(base: str) -> str:
@@ -112,8 +160,10 @@ def test_the_embedded_servers_request_log_holds_no_token(tmp_path):
     log_path = tmp_path / "server.log"
     with embedded_serve(env, log_path) as base:
         token = _refused_requests(base)
+        secrets = _secret_queries(base)
         time.sleep(0.5)  # (the last lines written)
     log = log_path.read_text()
+    _assert_secrets_redacted(secrets, log)
     _assert_redacted(token, log, f'"POST {REDACTED_UPLOAD} HTTP/1.1" 400')
     assert f'"PATCH {REDACTED_UPLOAD} HTTP/1.1" 405' in log and "Bad Request: " + REDACTED_UPLOAD in log
 
@@ -133,6 +183,7 @@ def test_gunicorns_access_and_error_logs_hold_no_token(tmp_path):
             base = f"http://127.0.0.1:{port}"
             _wait_for(base, server, logs["output"])
             token = _refused_requests(base)
+            secrets = _secret_queries(base)
             # A request gunicorn itself refuses (a request line over its limit) is logged by the worker too
             long_line = requests.get(f"{base}/links/{token}/upload?q={'x' * 5000}", timeout=30)
             assert long_line.status_code == 414
@@ -140,10 +191,12 @@ def test_gunicorns_access_and_error_logs_hold_no_token(tmp_path):
             server.terminate()
             server.wait(timeout=30)
     access = logs["access"].read_text()
+    _assert_secrets_redacted(secrets, access)
     _assert_redacted(token, access, f'"POST {REDACTED_UPLOAD} HTTP/1.1" 400')
     assert f'"PATCH {REDACTED_UPLOAD} HTTP/1.1" 405' in access and f'{REDACTED_UPLOAD} HTTP/1.1" 413' in access
     assert f'"http://127.0.0.1:{port}/links/[token]"' in access  # the Referer
     error = logs["error"].read_text() + logs["output"].read_text()
+    assert not any(secret in error for secret in secrets)
     assert token not in error and "Invalid request from ip=" in error and "Bad Request: " + REDACTED_UPLOAD in error
 
 
@@ -153,7 +206,7 @@ def _wait_for(base: str, server: subprocess.Popen, output: Path) -> None:
         try:
             requests.get(base + "/api/docs/", timeout=2)
             return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # (a worker still starting on a busy host)
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail("gunicorn did not start: " + output.read_text()[-2000:])
             time.sleep(0.2)

@@ -27,10 +27,16 @@ class Command(BaseCommand):
                 password = stored["password"]
         password = password or secrets.token_urlsafe(12)
         try:
-            owner_ensure(username=username, password=password, is_staff=True)
+            owner, _ = owner_ensure(username=username, password=password, is_staff=True)
         except ValueError as exc:  # DEMO_OWNER_USERNAME / DEMO_OWNER_PASSWORD out of bounds
             raise CommandError(str(exc)) from None
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"username": username, "password": password}))
         path.chmod(0o600)
         self.stdout.write(f"Demo API owner: username '{username}', password '{password}' (also for /admin/)")
+        if not owner.is_active:
+            # (deactivated on purpose: `make run` does not undo it)
+            self.stdout.write(
+                f"The demo owner is deactivated and stays so; reactivate it with "
+                f"`manage.py createapiowner {username} --password ... --activate`."
+            )

@@ -12,16 +12,22 @@ counting as left, instead of after CONVERSION_STUCK_AFTER_SECONDS; leases of del
 the only process on its database: two embedded servers on one database would each take the other's work as left.)
 """
 
+import json
 import threading
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.contrib.staticfiles.management.commands.runserver import Command as RunserverCommand
+from django.core.exceptions import SuspiciousFileOperation
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer
+from django.http import Http404
 from django.utils import timezone
 
+from platform_site.api.errors import PROBLEM_CONTENT_TYPE, handler404, problem_body
 from webhooks.services import deliveries_release
 
 
@@ -62,11 +68,31 @@ class ReadTimeoutWSGIServer(WSGIServer):
 
 class ReadTimeoutRequestHandler(WSGIRequestHandler):
     """Reads the request through `_AbortOnTimeout`: a read past the timeout is the connection given up, as a client
-    that hung up is, so neither the server nor wsgiref logs a traceback for it (Django logs "Broken pipe")."""
+    that hung up is, so neither the server nor wsgiref logs a traceback for it (Django logs "Broken pipe"). The
+    requests it refuses itself, before Django sees them, are answered with a problem document (`send_error`)."""
 
     def setup(self):
         super().setup()
         self.rfile = _AbortOnTimeout(self.rfile)
+
+    def send_error(self, code, message=None, explain=None):
+        """A refusal of `http.server`'s (a request line over 65536 bytes, a header line over 65536 bytes or more than
+        100 headers, a request that is no HTTP) as a problem document with the error keys gunicorn's worker answers
+        (`platform_site.server`): it was an HTML page."""
+        error_key, detail = {
+            414: ("uriTooLong", "The request line is too long: send fewer or shorter query parameters."),
+            431: ("requestHeadersTooLarge", f"The request headers are too large ({message}): send fewer or shorter."),
+        }.get(code, ("malformedRequest", f"The request is not valid HTTP/1.1: {message}."))
+        self.log_error("code %d, message %s", code, message)
+        path = urlsplit(getattr(self, "path", "") or "").path
+        body = json.dumps(problem_body(status_code=code, error_key=error_key, detail=detail, path=path)).encode()
+        self.send_response(code)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", PROBLEM_CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if getattr(self, "command", None) != "HEAD":
+            self.wfile.write(body)
 
 
 class _AbortOnTimeout:
@@ -97,9 +123,27 @@ class _AbortOnTimeout:
 
 
 class Runserver(RunserverCommand):
-    """`runserver` (staticfiles' own: it serves the admin's and the pages' static files) on `ReadTimeoutWSGIServer`."""
+    """`runserver` (staticfiles' own: it serves the admin's and the pages' static files) on `ReadTimeoutWSGIServer`,
+    its static files through `ProblemStaticFilesHandler`."""
 
     server_cls = ReadTimeoutWSGIServer
+
+    def get_handler(self, *args, **options):
+        handler = super().get_handler(*args, **options)
+        return ProblemStaticFilesHandler(handler.application) if isinstance(handler, StaticFilesHandler) else handler
+
+
+class ProblemStaticFilesHandler(StaticFilesHandler):
+    """Staticfiles' handler (it serves `/static/...` before any middleware runs), answering a path it has no file
+    for with the API's 404 problem document (`errors.handler404`), as any unknown URL. A path climbing out of the
+    static folders (`/static/../x`, `/static/%2e%2e/x`) raised SuspiciousFileOperation, which nothing caught: a 500
+    text/plain from wsgiref. A missing file was Django's HTML 404 page (its debug page under `make run`)."""
+
+    def get_response(self, request):
+        try:
+            return self.serve(request)
+        except (Http404, SuspiciousFileOperation):
+            return handler404(request)
 
 
 def restart_recovery(started: datetime) -> None:
