@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.forms.models import BaseInlineFormSet
 
-from platform_site.accounts.admin import OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
+from platform_site.accounts.admin import AdminForm, OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
 from platform_site.api.urlsafety import validate_public_url
 
 from . import services
@@ -35,6 +35,7 @@ class WebhookEventFormSet(BaseInlineFormSet):
 
 class WebhookEventInline(admin.TabularInline):
     model = WebhookEvent
+    form = AdminForm
     formset = WebhookEventFormSet
     extra = 0
     fields = ("event",)

@@ -4,19 +4,44 @@ Nothing but a service writes (ARCHITECTURE "Request path"): a change made here w
 the keys it derives (pooling, crop names) and the events it sends, so the rows the services own are shown, not
 changed (`ServiceOwnedAdmin`, `ServiceOwnedInline`); an admin may offer a change or a deletion by calling the
 service. What an owner sets up itself (core users, webhooks, provider applications) stays editable here, but what
-ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner would cross tenants."""
+ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner would cross tenants. Every form here
+refuses text the API refuses (`AdminTextRulesMixin`)."""
 
 from django import forms
 from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth import get_permission_codename, get_user_model
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.contrib.auth.models import Group
 from django.db import router, transaction
 
 from platform_site.api.urlsafety import validate_public_url
+from platform_site.validators import validate_no_control_characters
 
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
+
+# Secrets are the typist's bytes, whatever they are (as through the API).
+SECRET_FIELDS = frozenset({"password", "password1", "password2", "secret", "client_secret"})
+
+
+class AdminTextRulesMixin:
+    """A form of the admin refuses the text the API refuses: control characters but tab and line breaks, in any
+    text input but a secret (the API's own validator). A name stored here with a BEL or an escape in it reached every
+    client as the API answers it, though no client could have sent it. Every admin's forms are built on this
+    (`AdminForm`, the owner admin's forms; tests/api/test_admin.py checks each registered admin)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():  # (the form's own copies: validators added here stay in this form)
+            secret = name in SECRET_FIELDS or isinstance(field.widget, forms.PasswordInput)
+            if isinstance(field, forms.CharField) and not secret:
+                field.validators.append(validate_no_control_characters)
+
+
+class AdminForm(AdminTextRulesMixin, forms.ModelForm):
+    """The model form of every admin and inline of ours."""
 
 
 class ServiceDeleteMixin:
@@ -56,6 +81,8 @@ class ServiceOwnedAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     """Rows the services create and change: shown, never added or changed here. A subclass may delete a row
     through its service (`service_delete`); `deletable(obj)` says which rows it may."""
 
+    form = AdminForm
+
     def has_add_permission(self, request):
         return False
 
@@ -78,6 +105,7 @@ class ServiceOwnedAdmin(ServiceDeleteMixin, admin.ModelAdmin):
 class ServiceOwnedInline(admin.options.InlineModelAdmin):
     """The rows a service links to the one shown: listed, never added, changed or removed here."""
 
+    form = AdminForm
     extra = 0
     can_delete = False
 
@@ -97,6 +125,7 @@ class OwnerBoundAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     uniqueness rules that involve the owner (a core user's external id, one application per provider) are still
     checked and answered as form errors."""
 
+    form = AdminForm
     owner_fields: tuple[str, ...] = ("owner",)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -118,7 +147,7 @@ class CoreUserAdmin(OwnerBoundAdmin):
         services.core_user_delete(core_user=obj)
 
 
-class ProviderApplicationForm(forms.ModelForm):
+class ProviderApplicationForm(AdminForm):
     """The client secret can be typed but is never shown; left empty on a change, it is kept. The token URL, which we
     call, may not point into a private network (as through the API)."""
 
@@ -167,12 +196,31 @@ class ProviderCredentialAdmin(ServiceOwnedAdmin):
         services.provider_credential_delete(core_user=obj.core_user, provider=obj.provider)
 
 
+class OwnerChangeForm(AdminTextRulesMixin, UserChangeForm):
+    pass
+
+
+class OwnerCreationForm(AdminTextRulesMixin, AdminUserCreationForm):
+    pass
+
+
 class OwnerAdmin(ServiceDeleteMixin, UserAdmin):
     """Django's user admin, an API owner deleted with everything of theirs through `services.owner_delete`."""
+
+    form = OwnerChangeForm
+    add_form = OwnerCreationForm
 
     def service_delete(self, obj) -> None:
         services.owner_delete(owner=obj)
 
 
+class OwnerGroupAdmin(GroupAdmin):
+    """Django's group admin, its form refusing control characters as every admin's does."""
+
+    form = AdminForm
+
+
 admin.site.unregister(get_user_model())
 admin.site.register(get_user_model(), OwnerAdmin)
+admin.site.unregister(Group)
+admin.site.register(Group, OwnerGroupAdmin)

@@ -376,3 +376,57 @@ def test_deleting_two_webhooks_while_a_change_announces_to_both_waits_for_it(own
         writes.field_create(core_user=core_user, geometry=parse_multipolygon(square(10.005, 50)))
     assert deletion["answer"]().status_code == 302
     assert not Webhook.objects.exists() and Field.objects.count() == 3
+
+
+def test_every_admin_form_refuses_control_characters_as_the_api_does():
+    """The rule lives in one form mixin: an admin registered without it would store what no client may send."""
+    from django.contrib import admin
+
+    from platform_site.accounts.admin import AdminTextRulesMixin
+
+    for model, model_admin in admin.site._registry.items():
+        forms = [model_admin.form, getattr(model_admin, "add_form", model_admin.form)]
+        forms += [inline.form for inline in model_admin.inlines]
+        assert all(issubclass(form, AdminTextRulesMixin) for form in forms), model._meta.label
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("control", ["\x07", "\x1b[31m", "\x7f", "\x85"])
+def test_text_with_control_characters_is_a_form_error_here_as_it_is_a_400_through_the_api(
+    superuser_client, owner, core_user, subscribe, control
+):
+    from platform_site.accounts.services import provider_application_create
+
+    class Nowhere:
+        url = "https://example.com/hook"
+
+    webhook = subscribe(owner, Nowhere, ["fieldCreated"])
+    application = provider_application_create(
+        owner=owner, provider="ProviderA", client_id="c", client_secret="s", scopes=[],
+        authorize_url="https://p.example/a", token_url="https://p.example/t",
+    )  # fmt: skip
+    changes = [
+        (f"/admin/accounts/coreuser/{core_user.pk}/change/", "name"),
+        (f"/admin/accounts/coreuser/{core_user.pk}/change/", "external_id"),
+        (f"/admin/webhooks/webhook/{webhook.pk}/change/", "name"),
+        (f"/admin/accounts/providerapplication/{application.pk}/change/", "client_id"),
+    ]
+    for url, name in changes:
+        data = {**form_data(superuser_client.get(url)), "client_secret": ""}
+        response = superuser_client.post(url, {**data, name: f"bad{control}name"})
+        assert response.status_code == 200, (url, name)
+        assert response.context["adminform"].form.errors[name] == [
+            "Control characters are not allowed (tab and line breaks are)."
+        ], (url, name)
+        # Tab and line breaks are text (a client may send them too)
+        assert superuser_client.post(url, {**data, name: "good\tname"}).status_code == 302, (url, name)
+    stored = CoreUser.objects.get(pk=core_user.pk)
+    assert (stored.name, stored.external_id) == ("good\tname", "good\tname")
+    assert Webhook.objects.get(pk=webhook.pk).name == "good\tname"
+    # Django's own forms too: an owner's
+    response = superuser_client.post(f"/admin/auth/user/{owner.pk}/change/", {"first_name": f"bad{control}name"})
+    assert "Control characters are not allowed" in str(response.context["adminform"].form.errors["first_name"])
+    # A secret is the typist's bytes, as through the API
+    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
+    data = form_data(superuser_client.get(url))
+    assert superuser_client.post(url, {**data, "client_secret": f"s{control}"}).status_code == 302

@@ -150,3 +150,17 @@ def test_deleting_a_source_field_here_updates_its_merged_field(api_client, owner
     merged = api_client.get(field_url(core_user, merged_id)).json()
     assert len(merged["sources"]) == 2 and a["id"] not in merged["sources"]
     assert shape(merged["geometry"]).equals(shape(rect(0.01, 0, 0.04, 0.02)))
+
+
+def test_a_field_name_with_control_characters_is_a_form_error_as_through_the_api(
+    api_client, core_user, admin_client_superuser
+):
+    field = create_field(api_client, core_user, square(0, 0))
+    url = f"/admin/fields/field/{Field.objects.get(public_id=field['id']).pk}/change/"
+    data = form_data(admin_client_superuser.get(url))
+    response = admin_client_superuser.post(url, {**data, "name": "North\x1b[2J"})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["name"] == [
+        "Control characters are not allowed (tab and line breaks are)."
+    ]
+    assert api_client.get(field_url(core_user, field["id"])).json()["name"] == field["name"]
