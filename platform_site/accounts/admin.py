@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group
 from django.db import router, transaction
 
 from platform_site.api.urlsafety import validate_public_url
-from platform_site.validators import validate_no_control_characters
+from platform_site.validators import validate_http_url, validate_no_control_characters, validate_scopes
 
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
@@ -147,13 +147,29 @@ class CoreUserAdmin(OwnerBoundAdmin):
         services.core_user_delete(core_user=obj)
 
 
+class ScopesFormField(forms.JSONField):
+    """The scopes as JSON, a list of scope tokens (`validate_scopes`, the API's rules); left empty, none. Any JSON
+    was stored: `null` was a 500, `[1, 2]` made the connect page a 500, a string was listed as one."""
+
+    def to_python(self, value):
+        return [] if value in self.empty_values else super().to_python(value)
+
+    def validate(self, value):
+        super().validate(value)
+        validate_scopes(value)
+
+
 class ProviderApplicationForm(AdminForm):
-    """The client secret can be typed but is never shown; left empty on a change, it is kept. The token URL, which we
-    call, may not point into a private network (as through the API)."""
+    """The client secret can be typed but is never shown; left empty on a change, it is kept. The URLs are http(s)
+    and the scopes tokens, as through the API (its validators); the token URL, which we call, may not point into a
+    private network."""
 
     client_secret = forms.CharField(widget=forms.PasswordInput(render_value=False), required=False)
-    authorize_url = forms.URLField(max_length=2000, assume_scheme="https")
-    token_url = forms.URLField(max_length=2000, assume_scheme="https", validators=[validate_public_url])
+    authorize_url = forms.URLField(max_length=2000, assume_scheme="https", validators=[validate_http_url])
+    token_url = forms.URLField(
+        max_length=2000, assume_scheme="https", validators=[validate_http_url, validate_public_url]
+    )
+    scopes = ScopesFormField(required=False, initial=list)
 
     class Meta:
         model = ProviderApplication

@@ -430,3 +430,39 @@ def test_text_with_control_characters_is_a_form_error_here_as_it_is_a_400_throug
     url = f"/admin/accounts/providerapplication/{application.pk}/change/"
     data = form_data(superuser_client.get(url))
     assert superuser_client.post(url, {**data, "client_secret": f"s{control}"}).status_code == 302
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("scopes", "null", "A list of scopes is required"),
+        ("scopes", '"files"', "A list of scopes is required"),
+        ("scopes", '{"files": true}', "A list of scopes is required"),
+        ("scopes", "[1, 2]", "A scope is a string: 1 is not."),
+        ("scopes", '["files offline_access"]', "A scope is one token"),
+        ("scopes", '["files\\"x"]', "A scope is one token"),
+        ("scopes", f'["{"s" * 256}"]', "at most 255 characters"),
+        ("authorize_url", "ftp://p.example/a", "Only http and https URLs are allowed."),
+        ("token_url", "ftp://p.example/t", "Only http and https URLs are allowed."),
+    ],
+)
+def test_a_provider_application_is_refused_here_what_the_api_refuses(
+    superuser_client, owner, api_client, name, value, message
+):
+    """Any JSON was stored as scopes: `null` was a 500, `[1, 2]` made the connect page a 500, a string was listed as
+    a string; an ftp: authorization page was taken."""
+    add = "/admin/accounts/providerapplication/add/"
+    values = {"owner": owner.pk, "provider": "ProviderA", "client_id": "c", "client_secret": "s",
+              "authorize_url": "https://p.example/a", "token_url": "https://p.example/t",
+              "scopes": '["files", "offline_access"]'}  # fmt: skip
+    response = superuser_client.post(add, {**values, name: value})
+    assert response.status_code == 200
+    assert any(message in error for error in response.context["adminform"].form.errors[name])
+    # As the API takes it: a list of tokens, listed as such; left empty, no scopes
+    assert superuser_client.post(add, values).status_code == 302
+    [listed] = api_client.get("/services/widgets/api/provider-applications").json()
+    assert (listed["scopes"], listed["authorizeUrl"]) == (["files", "offline_access"], "https://p.example/a")
+    url = f"/admin/accounts/providerapplication/{listed['id']}/change/"
+    assert superuser_client.post(url, {**values, "client_secret": "", "scopes": ""}).status_code == 302
+    assert api_client.get("/services/widgets/api/provider-applications").json()[0]["scopes"] == []
