@@ -5,7 +5,7 @@ import json
 import re
 
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import EmailValidator, RegexValidator
 
 # C0 controls but tab, LF and CR (NUL has its own message, DRF's and Django's forms' "Null characters are not
 # allowed."), DEL and the C1 controls: no name, address or label holds one, and a BEL or an escape stored in a name
@@ -56,3 +56,13 @@ def validate_scopes(value) -> None:
         if len(scope) > SCOPE_MAX_LENGTH:
             raise ValidationError(f"A scope has at most {SCOPE_MAX_LENGTH} characters.", code="max_length")
         validate_scope_token(scope)
+
+
+EMAIL_MAX = 254  # (RFC 5321's longest path)
+
+
+def validate_email_address(value: str) -> None:
+    """Refuses what is not an email address of at most `EMAIL_MAX` characters (a core user's `email`)."""
+    if len(value) > EMAIL_MAX:
+        raise ValidationError(f"Ensure this field has no more than {EMAIL_MAX} characters.", code="max_length")
+    EmailValidator()(value)

@@ -17,7 +17,12 @@ from django.contrib.auth.models import Group
 from django.db import router, transaction
 
 from platform_site.api.urlsafety import validate_public_url
-from platform_site.validators import validate_http_url, validate_no_control_characters, validate_scopes
+from platform_site.validators import (
+    validate_email_address,
+    validate_http_url,
+    validate_no_control_characters,
+    validate_scopes,
+)
 
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
@@ -120,25 +125,37 @@ class ServiceOwnedInline(admin.options.InlineModelAdmin):
 
 
 class OwnerBoundAdmin(ServiceDeleteMixin, admin.ModelAdmin):
-    """An owner's own set-up: editable, and deleted through its service, but `owner_fields` (what ties the row to
+    """An owner's own set-up: editable, and deleted through its service, but `fixed_fields` (what ties the row to
     its owner) are fixed once it exists. They stay in the form, disabled (a posted value is ignored), so the
     uniqueness rules that involve the owner (a core user's external id, one application per provider) are still
-    checked and answered as form errors."""
+    checked and answered as form errors. `fixed_fields` may name more: what the API never changes either."""
 
     form = AdminForm
-    owner_fields: tuple[str, ...] = ("owner",)
+    fixed_fields: tuple[str, ...] = ("owner",)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
         if obj is not None:
-            for name in self.owner_fields:
+            for name in self.fixed_fields:
                 if name in form.base_fields:
                     form.base_fields[name].disabled = True
         return form
 
 
+class CoreUserForm(AdminForm):
+    """The email is an address, or empty, as through the API (its validator); the one a user has is kept whatever it
+    is (a user made through a magic link without one has its externalId as email, the spec's rule)."""
+
+    def clean_email(self):
+        value = self.cleaned_data["email"]
+        if value and value != self.instance.email:
+            validate_email_address(value)
+        return value
+
+
 @admin.register(CoreUser)
 class CoreUserAdmin(OwnerBoundAdmin):
+    form = CoreUserForm
     list_display = ("id", "name", "email", "external_id", "owner", "created_at")
     list_filter = ("owner",)
     search_fields = ("id", "name", "email", "external_id")
@@ -187,6 +204,8 @@ class ProviderApplicationForm(AdminForm):
 @admin.register(ProviderApplication)
 class ProviderApplicationAdmin(OwnerBoundAdmin):
     form = ProviderApplicationForm
+    # The API fixes the provider too (a PUT names none): the owner's credentials and links name it.
+    fixed_fields = ("owner", "provider")
     list_display = ("provider", "owner", "client_id", "authorize_url", "token_url", "updated_at")
     list_filter = ("provider", "owner")
     search_fields = ("client_id",)

@@ -11,7 +11,7 @@ from assets.services import machine_create
 from configs.services import config_owner_update
 from magiclinks.models import MagicLink
 from magiclinks.services import magic_link_create
-from platform_site.accounts.models import CoreUser
+from platform_site.accounts.models import CoreUser, ProviderApplication
 from tests.adminforms import form_data
 from tests.factories import OwnerFactory
 from webhooks.models import Webhook
@@ -207,13 +207,47 @@ def test_an_owners_uniqueness_rules_are_form_errors_not_500s(superuser_client, o
     values = {"client_id": "c", "client_secret": "s", "authorize_url": "https://p.example/a",
               "token_url": "https://p.example/t", "scopes": []}  # fmt: skip
     provider_application_create(owner=owner, provider="ProviderA", **values)
-    application = provider_application_create(owner=owner, provider="ProviderB", **values)
-    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
-    data = {**form_data(superuser_client.get(url)), "provider": "ProviderA", "client_secret": ""}
-    response = superuser_client.post(url, data)
+    add = "/admin/accounts/providerapplication/add/"
+    response = superuser_client.post(add, {**values, "owner": owner.pk, "provider": "ProviderA", "scopes": "[]"})
     assert response.status_code == 200 and response.context["adminform"].form.errors
+    assert ProviderApplication.objects.filter(owner=owner).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_provider_applications_provider_is_fixed_here_as_through_the_api(superuser_client, owner):
+    """The API's PUT names no provider: the owner's credentials and links name it."""
+    from platform_site.accounts.services import provider_application_create
+
+    application = provider_application_create(
+        owner=owner, provider="ProviderB", client_id="c", client_secret="s", scopes=[],
+        authorize_url="https://p.example/a", token_url="https://p.example/t",
+    )  # fmt: skip
+    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
+    page = superuser_client.get(url)
+    assert page.context["adminform"].form.fields["provider"].disabled
+    data = {**form_data(page), "provider": "ProviderC", "client_id": "changed", "client_secret": ""}
+    assert superuser_client.post(url, data).status_code == 302
     application.refresh_from_db()
-    assert application.provider == "ProviderB"
+    assert (application.provider, application.client_id) == ("ProviderB", "changed")
+
+
+@pytest.mark.django_db
+def test_a_core_users_email_is_an_address_here_as_through_the_api(superuser_client, owner):
+    core_user = CoreUser.objects.create(owner=owner, name="A", email="a@example.com")
+    url = f"/admin/accounts/coreuser/{core_user.pk}/change/"
+    data = form_data(superuser_client.get(url))
+    for refused in ("not an email", "a@", f"{'a' * 250}@b.cd"):
+        response = superuser_client.post(url, {**data, "email": refused})
+        assert response.status_code == 200 and response.context["adminform"].form.errors["email"], refused
+    assert CoreUser.objects.get(pk=core_user.pk).email == "a@example.com"
+    for taken in ("b@example.com", ""):
+        assert superuser_client.post(url, {**data, "email": taken}).status_code == 302
+        assert CoreUser.objects.get(pk=core_user.pk).email == taken
+    # A magic link's user has its externalId as email: kept, as a PUT sending it back keeps it
+    CoreUser.objects.filter(pk=core_user.pk).update(email="ext-42")
+    data = form_data(superuser_client.get(url))
+    assert superuser_client.post(url, {**data, "name": "Renamed"}).status_code == 302
+    assert CoreUser.objects.get(pk=core_user.pk).email == "ext-42"
 
 
 def test_an_owner_a_core_user_and_a_webhook_are_deleted_here_with_what_is_theirs(
