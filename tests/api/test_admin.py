@@ -500,3 +500,23 @@ def test_a_provider_application_is_refused_here_what_the_api_refuses(
     url = f"/admin/accounts/providerapplication/{listed['id']}/change/"
     assert superuser_client.post(url, {**values, "client_secret": "", "scopes": ""}).status_code == 302
     assert api_client.get("/services/widgets/api/provider-applications").json()[0]["scopes"] == []
+
+
+@pytest.mark.django_db
+def test_a_webhook_listens_to_at_least_one_event_here_as_through_the_api(superuser_client, owner, subscribe):
+    add = "/admin/webhooks/webhook/add/"
+    data = {
+        **form_data(superuser_client.get(add)),
+        "owner": owner.pk, "name": "new", "url": "https://example.com/new", "secret": "s3cret-s3cret-s3cret",
+    }  # fmt: skip
+    response = superuser_client.post(add, data)
+    assert response.status_code == 200 and "A webhook listens to at least one event." in response.content.decode()
+    assert not Webhook.objects.exists()
+    # Nor can an existing one lose its last event
+    webhook = subscribe(owner, type("Nowhere", (), {"url": "https://example.com/hook"}), ["fieldCreated"])
+    url = f"/admin/webhooks/webhook/{webhook.pk}/change/"
+    response = superuser_client.post(url, {**form_data(superuser_client.get(url)), "subscriptions-0-DELETE": "on"})
+    assert response.status_code == 200 and "A webhook listens to at least one event." in response.content.decode()
+    assert list(webhook.subscriptions.values_list("event", flat=True)) == ["fieldCreated"]
+    # One event is enough
+    assert superuser_client.post(add, {**data, "subscriptions-0-event": "fieldUpdated"}).status_code == 302
