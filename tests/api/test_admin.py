@@ -12,7 +12,7 @@ from configs.services import config_owner_update
 from magiclinks.models import MagicLink
 from magiclinks.services import magic_link_create
 from platform_site.accounts.models import CoreUser, ProviderApplication
-from tests.adminforms import form_data
+from tests.adminforms import form_data, page_queries
 from tests.factories import OwnerFactory
 from webhooks.models import Webhook
 
@@ -520,3 +520,19 @@ def test_a_webhook_listens_to_at_least_one_event_here_as_through_the_api(superus
     assert list(webhook.subscriptions.values_list("event", flat=True)) == ["fieldCreated"]
     # One event is enough
     assert superuser_client.post(add, {**data, "subscriptions-0-event": "fieldUpdated"}).status_code == 302
+
+
+@pytest.mark.django_db
+def test_the_configuration_list_queries_alike_however_many_configurations_it_shows(superuser_client):
+    from configs.models import Configuration
+    from tests.factories import CoreUserFactory
+
+    def configuration():
+        core_user = CoreUserFactory()
+        Configuration.objects.create(owner=core_user.owner, core_user=core_user, entries={})
+
+    configuration()
+    one = page_queries(superuser_client, "/admin/configs/configuration/")
+    for _ in range(10):
+        configuration()
+    assert page_queries(superuser_client, "/admin/configs/configuration/") == one
