@@ -11,4 +11,5 @@ from .models import Configuration
 @admin.register(Configuration)
 class ConfigurationAdmin(ServiceOwnedAdmin):
     list_display = ("id", "owner", "core_user", "updated_at")
+    list_select_related = ("owner", "core_user")  # (Django's own follows no nullable key: a core user query per row)
     list_filter = ("owner",)

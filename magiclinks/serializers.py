@@ -2,7 +2,8 @@
 
 import re
 
-from django.core.validators import EmailValidator, RegexValidator
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import EmailValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -16,6 +17,7 @@ from platform_site.api.serializers import (
     TimestampField,
     format_timestamp,
 )
+from platform_site.validators import SCOPE_MAX_LENGTH, validate_http_url, validate_scope_token
 
 from .models import MagicLink
 from .services import EXPIRES_IN_DEFAULT, EXPIRES_IN_MAX, EXPIRES_IN_MIN, oauth_redirect_uri
@@ -23,7 +25,6 @@ from .services import EXPIRES_IN_DEFAULT, EXPIRES_IN_MAX, EXPIRES_IN_MIN, oauth_
 # With their labels, as the models give them: OpenAPI then names one enum for both (ConnectableProviderEnum).
 PROVIDER_CHOICES = ConnectableProvider.choices
 COLOR = re.compile(r"#[0-9A-Fa-f]{6}")
-SCOPE_TOKEN = re.compile(r"\A[\x21\x23-\x5B\x5D-\x7E]+\Z")
 
 
 class HttpUrlField(serializers.URLField):
@@ -38,8 +39,10 @@ class HttpUrlField(serializers.URLField):
         if not isinstance(data, str):
             self.fail("invalid")
         value = super().to_internal_value(data)
-        if not value.lower().startswith(("http://", "https://")):
-            raise serializers.ValidationError("Only http and https URLs are allowed.")
+        try:
+            validate_http_url(value)  # (the admin's rule too)
+        except DjangoValidationError as error:
+            raise serializers.ValidationError(error.messages) from None
         return value
 
 
@@ -215,13 +218,9 @@ class ProviderApplicationWriteSerializer(ApiSerializer):
     clientSecret = StrictCharField(max_length=2000, trim_whitespace=False)
     authorizeUrl = HttpUrlField(max_length=2000)
     tokenUrl = HttpUrlField(max_length=2000)
-    # A scope token (RFC 6749 section 3.3): printable ASCII but space, `"` and `\\`. "files offline_access" was taken
-    # as one scope, asked for as two, and reported as not granted at every connection.
+    # Scope tokens (the admin's form takes them through `validate_scopes`, the same rules).
     scopes = serializers.ListField(
-        child=StrictCharField(
-            max_length=255,
-            validators=[RegexValidator(SCOPE_TOKEN, "A scope is one token: printable ASCII, no spaces or quotes.")],
-        ),
+        child=StrictCharField(max_length=SCOPE_MAX_LENGTH, validators=[validate_scope_token]),
         required=False,
         default=list,
     )

@@ -1,4 +1,4 @@
-"""What a browser posts back from a Django admin page."""
+"""What a browser posts back from a Django admin page, and what a page costs."""
 
 
 def form_data(response) -> dict:
@@ -17,3 +17,15 @@ def form_data(response) -> dict:
                 continue
             data[form.add_prefix(name)] = getattr(value, "pk", value)
     return data
+
+
+def page_queries(client, url) -> int:
+    """How many queries the admin page at `url` takes (asked once before, so that what Django reads once per process,
+    content types and the like, is not counted)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    assert client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.forms.models import BaseInlineFormSet
 
-from platform_site.accounts.admin import OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
+from platform_site.accounts.admin import AdminForm, OwnerBoundAdmin, ServiceOwnedAdmin, ServiceOwnedInline
 from platform_site.api.urlsafety import validate_public_url
 
 from . import services
@@ -13,8 +13,9 @@ from .models import Delivery, DeliveryAttempt, Webhook, WebhookEvent
 
 
 class WebhookEventFormSet(BaseInlineFormSet):
-    """An event once per owner (the model's constraint, which the form cannot check: the owner is set on save), as
-    form errors."""
+    """At least one event, as the API's `events` (a webhook of none was saved here, and listed by the API with
+    `events: []`); an event once per owner (the model's constraint, which the form cannot check: the owner is set on
+    save), as form errors."""
 
     def clean(self):
         super().clean()
@@ -23,6 +24,8 @@ class WebhookEventFormSet(BaseInlineFormSet):
             for form in self.forms
             if form.cleaned_data.get("event") and not form.cleaned_data.get("DELETE")
         ]
+        if not events and not any(self.errors):  # (a row in error says why itself)
+            raise ValidationError("A webhook listens to at least one event.")
         twice = sorted({event for event in events if events.count(event) > 1})
         if twice:
             raise ValidationError(f"Listed twice: {', '.join(twice)}.")
@@ -35,9 +38,12 @@ class WebhookEventFormSet(BaseInlineFormSet):
 
 class WebhookEventInline(admin.TabularInline):
     model = WebhookEvent
+    form = AdminForm
     formset = WebhookEventFormSet
-    extra = 0
     fields = ("event",)
+
+    def get_extra(self, request, obj=None, **kwargs):
+        return 1 if obj is None else 0  # a new webhook's page offers the row of its first event
 
 
 @admin.register(Webhook)

@@ -4,19 +4,55 @@ Nothing but a service writes (ARCHITECTURE "Request path"): a change made here w
 the keys it derives (pooling, crop names) and the events it sends, so the rows the services own are shown, not
 changed (`ServiceOwnedAdmin`, `ServiceOwnedInline`); an admin may offer a change or a deletion by calling the
 service. What an owner sets up itself (core users, webhooks, provider applications) stays editable here, but what
-ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner would cross tenants."""
+ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner would cross tenants. Every form here
+refuses text the API refuses (`AdminTextRulesMixin`); the login says when it is refused for too many failures
+(`OwnerLoginForm`)."""
+
+import math
 
 from django import forms
 from django.apps import apps
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_permission_codename, get_user_model
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.db import router, transaction
+from django.utils.translation import ngettext
 
 from platform_site.api.urlsafety import validate_public_url
+from platform_site.validators import (
+    validate_email_address,
+    validate_http_url,
+    validate_no_control_characters,
+    validate_scopes,
+)
 
 from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
+
+# Secrets are the typist's bytes, whatever they are (as through the API).
+SECRET_FIELDS = frozenset({"password", "password1", "password2", "secret", "client_secret"})
+
+
+class AdminTextRulesMixin:
+    """A form of the admin refuses the text the API refuses: control characters but tab and line breaks, in any
+    text input but a secret (the API's own validator). A name stored here with a BEL or an escape in it reached every
+    client as the API answers it, though no client could have sent it. Every admin's forms are built on this
+    (`AdminForm`, the owner admin's forms; tests/api/test_admin.py checks each registered admin)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():  # (the form's own copies: validators added here stay in this form)
+            secret = name in SECRET_FIELDS or isinstance(field.widget, forms.PasswordInput)
+            if isinstance(field, forms.CharField) and not secret:
+                field.validators.append(validate_no_control_characters)
+
+
+class AdminForm(AdminTextRulesMixin, forms.ModelForm):
+    """The model form of every admin and inline of ours."""
 
 
 class ServiceDeleteMixin:
@@ -56,6 +92,8 @@ class ServiceOwnedAdmin(ServiceDeleteMixin, admin.ModelAdmin):
     """Rows the services create and change: shown, never added or changed here. A subclass may delete a row
     through its service (`service_delete`); `deletable(obj)` says which rows it may."""
 
+    form = AdminForm
+
     def has_add_permission(self, request):
         return False
 
@@ -78,6 +116,7 @@ class ServiceOwnedAdmin(ServiceDeleteMixin, admin.ModelAdmin):
 class ServiceOwnedInline(admin.options.InlineModelAdmin):
     """The rows a service links to the one shown: listed, never added, changed or removed here."""
 
+    form = AdminForm
     extra = 0
     can_delete = False
 
@@ -92,24 +131,37 @@ class ServiceOwnedInline(admin.options.InlineModelAdmin):
 
 
 class OwnerBoundAdmin(ServiceDeleteMixin, admin.ModelAdmin):
-    """An owner's own set-up: editable, and deleted through its service, but `owner_fields` (what ties the row to
+    """An owner's own set-up: editable, and deleted through its service, but `fixed_fields` (what ties the row to
     its owner) are fixed once it exists. They stay in the form, disabled (a posted value is ignored), so the
     uniqueness rules that involve the owner (a core user's external id, one application per provider) are still
-    checked and answered as form errors."""
+    checked and answered as form errors. `fixed_fields` may name more: what the API never changes either."""
 
-    owner_fields: tuple[str, ...] = ("owner",)
+    form = AdminForm
+    fixed_fields: tuple[str, ...] = ("owner",)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
         if obj is not None:
-            for name in self.owner_fields:
+            for name in self.fixed_fields:
                 if name in form.base_fields:
                     form.base_fields[name].disabled = True
         return form
 
 
+class CoreUserForm(AdminForm):
+    """The email is an address, or empty, as through the API (its validator); the one a user has is kept whatever it
+    is (a user made through a magic link without one has its externalId as email, the spec's rule)."""
+
+    def clean_email(self):
+        value = self.cleaned_data["email"]
+        if value and value != self.instance.email:
+            validate_email_address(value)
+        return value
+
+
 @admin.register(CoreUser)
 class CoreUserAdmin(OwnerBoundAdmin):
+    form = CoreUserForm
     list_display = ("id", "name", "email", "external_id", "owner", "created_at")
     list_filter = ("owner",)
     search_fields = ("id", "name", "email", "external_id")
@@ -118,13 +170,29 @@ class CoreUserAdmin(OwnerBoundAdmin):
         services.core_user_delete(core_user=obj)
 
 
-class ProviderApplicationForm(forms.ModelForm):
-    """The client secret can be typed but is never shown; left empty on a change, it is kept. The token URL, which we
-    call, may not point into a private network (as through the API)."""
+class ScopesFormField(forms.JSONField):
+    """The scopes as JSON, a list of scope tokens (`validate_scopes`, the API's rules); left empty, none. Any JSON
+    was stored: `null` was a 500, `[1, 2]` made the connect page a 500, a string was listed as one."""
+
+    def to_python(self, value):
+        return [] if value in self.empty_values else super().to_python(value)
+
+    def validate(self, value):
+        super().validate(value)
+        validate_scopes(value)
+
+
+class ProviderApplicationForm(AdminForm):
+    """The client secret can be typed but is never shown; left empty on a change, it is kept. The URLs are http(s)
+    and the scopes tokens, as through the API (its validators); the token URL, which we call, may not point into a
+    private network."""
 
     client_secret = forms.CharField(widget=forms.PasswordInput(render_value=False), required=False)
-    authorize_url = forms.URLField(max_length=2000, assume_scheme="https")
-    token_url = forms.URLField(max_length=2000, assume_scheme="https", validators=[validate_public_url])
+    authorize_url = forms.URLField(max_length=2000, assume_scheme="https", validators=[validate_http_url])
+    token_url = forms.URLField(
+        max_length=2000, assume_scheme="https", validators=[validate_http_url, validate_public_url]
+    )
+    scopes = ScopesFormField(required=False, initial=list)
 
     class Meta:
         model = ProviderApplication
@@ -142,6 +210,8 @@ class ProviderApplicationForm(forms.ModelForm):
 @admin.register(ProviderApplication)
 class ProviderApplicationAdmin(OwnerBoundAdmin):
     form = ProviderApplicationForm
+    # The API fixes the provider too (a PUT names none): the owner's credentials and links name it.
+    fixed_fields = ("owner", "provider")
     list_display = ("provider", "owner", "client_id", "authorize_url", "token_url", "updated_at")
     list_filter = ("provider", "owner")
     search_fields = ("client_id",)
@@ -167,12 +237,52 @@ class ProviderCredentialAdmin(ServiceOwnedAdmin):
         services.provider_credential_delete(core_user=obj.core_user, provider=obj.provider)
 
 
+class OwnerChangeForm(AdminTextRulesMixin, UserChangeForm):
+    pass
+
+
+class OwnerCreationForm(AdminTextRulesMixin, AdminUserCreationForm):
+    pass
+
+
 class OwnerAdmin(ServiceDeleteMixin, UserAdmin):
     """Django's user admin, an API owner deleted with everything of theirs through `services.owner_delete`."""
+
+    form = OwnerChangeForm
+    add_form = OwnerCreationForm
 
     def service_delete(self, obj) -> None:
         services.owner_delete(owner=obj)
 
 
+class OwnerGroupAdmin(GroupAdmin):
+    """Django's group admin, its form refusing control characters as every admin's does."""
+
+    form = AdminForm
+
+
 admin.site.unregister(get_user_model())
 admin.site.register(get_user_model(), OwnerAdmin)
+admin.site.unregister(Group)
+admin.site.register(Group, OwnerGroupAdmin)
+
+
+class OwnerLoginForm(AdminAuthenticationForm):
+    """The admin's login, saying so while logins from here are refused for too many failures (`throttle`, the API's
+    429 `tooManyRequests`): the backend refuses a right password too then, and "Please enter the correct username
+    and password" sent an operator who had typed it right to look for another."""
+
+    def get_invalid_login_error(self):
+        wait = getattr(self.request, "login_refused_for", None)
+        if wait is None:
+            return super().get_invalid_login_error()
+        minutes = max(1, math.ceil(wait / 60))
+        message = ngettext(
+            "Too many failed logins; try again in %(minutes)d minute.",
+            "Too many failed logins; try again in %(minutes)d minutes.",
+            minutes,
+        )
+        return ValidationError(message, code="login_refused", params={"minutes": minutes})
+
+
+admin.site.login_form = OwnerLoginForm

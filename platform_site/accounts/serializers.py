@@ -1,4 +1,3 @@
-from django.core.validators import EmailValidator
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
@@ -10,6 +9,7 @@ from platform_site.api.serializers import (
     StrictCharField,
     StrictUUIDField,
 )
+from platform_site.validators import EMAIL_MAX, validate_email_address
 
 from .models import CoreUser
 from .services import PASSWORD_MAX, USERNAME_MAX
@@ -25,7 +25,6 @@ class TokenSerializer(serializers.Serializer):
     id_token = serializers.CharField()
 
 
-EMAIL_MAX = 254
 # A user made through a magic link without an e-mail has its externalId as e-mail (spec): the column holds either.
 STORED_EMAIL_MAX = CoreUser._meta.get_field("email").max_length
 
@@ -34,11 +33,10 @@ class EmailOrBlankField(StrictCharField):
     """An email address or "". A core user made through a magic link without one has its externalId as email (the
     spec's rule), which need be no address: a PUT may send back the email the user has, whatever it is (the
     serializer's `context["current_email"]`: a read, changed and put back record is no 400 for a value the client
-    never chose); any other value must be an address."""
+    never chose); any other value must be an address (`validate_email_address`, the admin's rule too)."""
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("max_length", EMAIL_MAX)
-        kwargs.setdefault("validators", [EmailValidator()])
+        kwargs.setdefault("validators", [validate_email_address])
         super().__init__(**kwargs)
 
     def run_validators(self, value):

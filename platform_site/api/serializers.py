@@ -3,7 +3,6 @@ and rejection of unknown body keys (a typo must not be silently ignored)."""
 
 import json
 import math
-import re
 import uuid
 from datetime import UTC, datetime
 
@@ -11,6 +10,7 @@ from django.db import models
 from rest_framework import serializers
 
 from platform_site.api.filters import PLAIN_INTEGER
+from platform_site.validators import CONTROL_CHARACTERS_MESSAGE, holds_control_characters
 
 
 def format_timestamp(value: datetime | None) -> str | None:
@@ -100,17 +100,8 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-# C0 controls but tab, LF and CR (NUL is DRF's own "Null characters are not allowed."), DEL and the C1 controls: no
-# name, address or label holds one, and a BEL or an escape stored in a name reached every client and terminal.
-CONTROL_CHARACTERS = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # Secrets are the client's bytes, whatever they are.
 CONTROL_CHARACTERS_ALLOWED = frozenset({"password", "secret", "clientSecret"})
-
-
-def _holds_control_characters(value) -> bool:
-    if isinstance(value, str):
-        return CONTROL_CHARACTERS.search(value) is not None
-    return isinstance(value, list) and any(isinstance(item, str) and CONTROL_CHARACTERS.search(item) for item in value)
 
 
 class RejectUnknownFieldsMixin:
@@ -125,11 +116,10 @@ class RejectUnknownFieldsMixin:
             controls = sorted(
                 key
                 for key, value in data.items()
-                if key not in CONTROL_CHARACTERS_ALLOWED and _holds_control_characters(value)
+                if key not in CONTROL_CHARACTERS_ALLOWED and holds_control_characters(value)
             )
             if controls:
-                message = "Control characters are not allowed (tab and line breaks are)."
-                raise serializers.ValidationError({key: [message] for key in controls})
+                raise serializers.ValidationError({key: [CONTROL_CHARACTERS_MESSAGE] for key in controls})
         return super().to_internal_value(data)
 
 

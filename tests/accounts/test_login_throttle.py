@@ -83,6 +83,24 @@ def test_the_admin_login_counts_and_refuses_alike(owner, limits):
     assert home.post("/admin/login/", {"username": owner.username, "password": PASSWORD}).status_code == 302
 
 
+def test_the_admin_login_says_it_is_refused_for_too_many_failures_not_that_the_password_is_wrong(owner, limits):
+    """It said "Please enter the correct username and password", to an operator who had typed them right."""
+    get_user_model().objects.filter(pk=owner.pk).update(is_staff=True, is_superuser=True)
+    browser = Client(REMOTE_ADDR=GUESSER)
+    for n in range(10):
+        page = browser.post("/admin/login/", {"username": owner.username, "password": f"guess-{n}"})
+        assert page.context["form"].non_field_errors()[0].startswith("Please enter the correct username")
+    for password in (PASSWORD, "guess"):
+        page = browser.post("/admin/login/", {"username": owner.username, "password": password})
+        assert page.status_code == 200 and "_auth_user_id" not in browser.session
+        assert page.context["form"].non_field_errors() == ["Too many failed logins; try again in 15 minutes."]
+        assert "Too many failed logins; try again in 15 minutes." in page.content.decode()
+    # The last minute is "1 minute"
+    LoginFailure.objects.update(window_start=LoginFailure.objects.first().window_start - timedelta(seconds=850))
+    page = browser.post("/admin/login/", {"username": owner.username, "password": PASSWORD})
+    assert page.context["form"].non_field_errors() == ["Too many failed logins; try again in 1 minute."]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_guesses_sent_at_the_same_moment_are_held_to_the_limit(owner, limits):
     """Checked before the password and counted after it, every guess sent at once passed the check: 60 at once had

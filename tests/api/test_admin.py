@@ -11,8 +11,8 @@ from assets.services import machine_create
 from configs.services import config_owner_update
 from magiclinks.models import MagicLink
 from magiclinks.services import magic_link_create
-from platform_site.accounts.models import CoreUser
-from tests.adminforms import form_data
+from platform_site.accounts.models import CoreUser, ProviderApplication
+from tests.adminforms import form_data, page_queries
 from tests.factories import OwnerFactory
 from webhooks.models import Webhook
 
@@ -207,13 +207,47 @@ def test_an_owners_uniqueness_rules_are_form_errors_not_500s(superuser_client, o
     values = {"client_id": "c", "client_secret": "s", "authorize_url": "https://p.example/a",
               "token_url": "https://p.example/t", "scopes": []}  # fmt: skip
     provider_application_create(owner=owner, provider="ProviderA", **values)
-    application = provider_application_create(owner=owner, provider="ProviderB", **values)
-    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
-    data = {**form_data(superuser_client.get(url)), "provider": "ProviderA", "client_secret": ""}
-    response = superuser_client.post(url, data)
+    add = "/admin/accounts/providerapplication/add/"
+    response = superuser_client.post(add, {**values, "owner": owner.pk, "provider": "ProviderA", "scopes": "[]"})
     assert response.status_code == 200 and response.context["adminform"].form.errors
+    assert ProviderApplication.objects.filter(owner=owner).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_provider_applications_provider_is_fixed_here_as_through_the_api(superuser_client, owner):
+    """The API's PUT names no provider: the owner's credentials and links name it."""
+    from platform_site.accounts.services import provider_application_create
+
+    application = provider_application_create(
+        owner=owner, provider="ProviderB", client_id="c", client_secret="s", scopes=[],
+        authorize_url="https://p.example/a", token_url="https://p.example/t",
+    )  # fmt: skip
+    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
+    page = superuser_client.get(url)
+    assert page.context["adminform"].form.fields["provider"].disabled
+    data = {**form_data(page), "provider": "ProviderC", "client_id": "changed", "client_secret": ""}
+    assert superuser_client.post(url, data).status_code == 302
     application.refresh_from_db()
-    assert application.provider == "ProviderB"
+    assert (application.provider, application.client_id) == ("ProviderB", "changed")
+
+
+@pytest.mark.django_db
+def test_a_core_users_email_is_an_address_here_as_through_the_api(superuser_client, owner):
+    core_user = CoreUser.objects.create(owner=owner, name="A", email="a@example.com")
+    url = f"/admin/accounts/coreuser/{core_user.pk}/change/"
+    data = form_data(superuser_client.get(url))
+    for refused in ("not an email", "a@", f"{'a' * 250}@b.cd"):
+        response = superuser_client.post(url, {**data, "email": refused})
+        assert response.status_code == 200 and response.context["adminform"].form.errors["email"], refused
+    assert CoreUser.objects.get(pk=core_user.pk).email == "a@example.com"
+    for taken in ("b@example.com", ""):
+        assert superuser_client.post(url, {**data, "email": taken}).status_code == 302
+        assert CoreUser.objects.get(pk=core_user.pk).email == taken
+    # A magic link's user has its externalId as email: kept, as a PUT sending it back keeps it
+    CoreUser.objects.filter(pk=core_user.pk).update(email="ext-42")
+    data = form_data(superuser_client.get(url))
+    assert superuser_client.post(url, {**data, "name": "Renamed"}).status_code == 302
+    assert CoreUser.objects.get(pk=core_user.pk).email == "ext-42"
 
 
 def test_an_owner_a_core_user_and_a_webhook_are_deleted_here_with_what_is_theirs(
@@ -376,3 +410,129 @@ def test_deleting_two_webhooks_while_a_change_announces_to_both_waits_for_it(own
         writes.field_create(core_user=core_user, geometry=parse_multipolygon(square(10.005, 50)))
     assert deletion["answer"]().status_code == 302
     assert not Webhook.objects.exists() and Field.objects.count() == 3
+
+
+def test_every_admin_form_refuses_control_characters_as_the_api_does():
+    """The rule lives in one form mixin: an admin registered without it would store what no client may send."""
+    from django.contrib import admin
+
+    from platform_site.accounts.admin import AdminTextRulesMixin
+
+    for model, model_admin in admin.site._registry.items():
+        forms = [model_admin.form, getattr(model_admin, "add_form", model_admin.form)]
+        forms += [inline.form for inline in model_admin.inlines]
+        assert all(issubclass(form, AdminTextRulesMixin) for form in forms), model._meta.label
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("control", ["\x07", "\x1b[31m", "\x7f", "\x85"])
+def test_text_with_control_characters_is_a_form_error_here_as_it_is_a_400_through_the_api(
+    superuser_client, owner, core_user, subscribe, control
+):
+    from platform_site.accounts.services import provider_application_create
+
+    class Nowhere:
+        url = "https://example.com/hook"
+
+    webhook = subscribe(owner, Nowhere, ["fieldCreated"])
+    application = provider_application_create(
+        owner=owner, provider="ProviderA", client_id="c", client_secret="s", scopes=[],
+        authorize_url="https://p.example/a", token_url="https://p.example/t",
+    )  # fmt: skip
+    changes = [
+        (f"/admin/accounts/coreuser/{core_user.pk}/change/", "name"),
+        (f"/admin/accounts/coreuser/{core_user.pk}/change/", "external_id"),
+        (f"/admin/webhooks/webhook/{webhook.pk}/change/", "name"),
+        (f"/admin/accounts/providerapplication/{application.pk}/change/", "client_id"),
+    ]
+    for url, name in changes:
+        data = {**form_data(superuser_client.get(url)), "client_secret": ""}
+        response = superuser_client.post(url, {**data, name: f"bad{control}name"})
+        assert response.status_code == 200, (url, name)
+        assert response.context["adminform"].form.errors[name] == [
+            "Control characters are not allowed (tab and line breaks are)."
+        ], (url, name)
+        # Tab and line breaks are text (a client may send them too)
+        assert superuser_client.post(url, {**data, name: "good\tname"}).status_code == 302, (url, name)
+    stored = CoreUser.objects.get(pk=core_user.pk)
+    assert (stored.name, stored.external_id) == ("good\tname", "good\tname")
+    assert Webhook.objects.get(pk=webhook.pk).name == "good\tname"
+    # Django's own forms too: an owner's
+    response = superuser_client.post(f"/admin/auth/user/{owner.pk}/change/", {"first_name": f"bad{control}name"})
+    assert "Control characters are not allowed" in str(response.context["adminform"].form.errors["first_name"])
+    # A secret is the typist's bytes, as through the API
+    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
+    data = form_data(superuser_client.get(url))
+    assert superuser_client.post(url, {**data, "client_secret": f"s{control}"}).status_code == 302
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("scopes", "null", "A list of scopes is required"),
+        ("scopes", '"files"', "A list of scopes is required"),
+        ("scopes", '{"files": true}', "A list of scopes is required"),
+        ("scopes", "[1, 2]", "A scope is a string: 1 is not."),
+        ("scopes", '["files offline_access"]', "A scope is one token"),
+        ("scopes", '["files\\"x"]', "A scope is one token"),
+        ("scopes", f'["{"s" * 256}"]', "at most 255 characters"),
+        ("authorize_url", "ftp://p.example/a", "Only http and https URLs are allowed."),
+        ("token_url", "ftp://p.example/t", "Only http and https URLs are allowed."),
+    ],
+)
+def test_a_provider_application_is_refused_here_what_the_api_refuses(
+    superuser_client, owner, api_client, name, value, message
+):
+    """Any JSON was stored as scopes: `null` was a 500, `[1, 2]` made the connect page a 500, a string was listed as
+    a string; an ftp: authorization page was taken."""
+    add = "/admin/accounts/providerapplication/add/"
+    values = {"owner": owner.pk, "provider": "ProviderA", "client_id": "c", "client_secret": "s",
+              "authorize_url": "https://p.example/a", "token_url": "https://p.example/t",
+              "scopes": '["files", "offline_access"]'}  # fmt: skip
+    response = superuser_client.post(add, {**values, name: value})
+    assert response.status_code == 200
+    assert any(message in error for error in response.context["adminform"].form.errors[name])
+    # As the API takes it: a list of tokens, listed as such; left empty, no scopes
+    assert superuser_client.post(add, values).status_code == 302
+    [listed] = api_client.get("/services/widgets/api/provider-applications").json()
+    assert (listed["scopes"], listed["authorizeUrl"]) == (["files", "offline_access"], "https://p.example/a")
+    url = f"/admin/accounts/providerapplication/{listed['id']}/change/"
+    assert superuser_client.post(url, {**values, "client_secret": "", "scopes": ""}).status_code == 302
+    assert api_client.get("/services/widgets/api/provider-applications").json()[0]["scopes"] == []
+
+
+@pytest.mark.django_db
+def test_a_webhook_listens_to_at_least_one_event_here_as_through_the_api(superuser_client, owner, subscribe):
+    add = "/admin/webhooks/webhook/add/"
+    data = {
+        **form_data(superuser_client.get(add)),
+        "owner": owner.pk, "name": "new", "url": "https://example.com/new", "secret": "s3cret-s3cret-s3cret",
+    }  # fmt: skip
+    response = superuser_client.post(add, data)
+    assert response.status_code == 200 and "A webhook listens to at least one event." in response.content.decode()
+    assert not Webhook.objects.exists()
+    # Nor can an existing one lose its last event
+    webhook = subscribe(owner, type("Nowhere", (), {"url": "https://example.com/hook"}), ["fieldCreated"])
+    url = f"/admin/webhooks/webhook/{webhook.pk}/change/"
+    response = superuser_client.post(url, {**form_data(superuser_client.get(url)), "subscriptions-0-DELETE": "on"})
+    assert response.status_code == 200 and "A webhook listens to at least one event." in response.content.decode()
+    assert list(webhook.subscriptions.values_list("event", flat=True)) == ["fieldCreated"]
+    # One event is enough
+    assert superuser_client.post(add, {**data, "subscriptions-0-event": "fieldUpdated"}).status_code == 302
+
+
+@pytest.mark.django_db
+def test_the_configuration_list_queries_alike_however_many_configurations_it_shows(superuser_client):
+    from configs.models import Configuration
+    from tests.factories import CoreUserFactory
+
+    def configuration():
+        core_user = CoreUserFactory()
+        Configuration.objects.create(owner=core_user.owner, core_user=core_user, entries={})
+
+    configuration()
+    one = page_queries(superuser_client, "/admin/configs/configuration/")
+    for _ in range(10):
+        configuration()
+    assert page_queries(superuser_client, "/admin/configs/configuration/") == one

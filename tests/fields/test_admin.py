@@ -2,6 +2,7 @@
 
 import json
 import re
+from datetime import timedelta
 from uuid import UUID
 
 import pytest
@@ -10,8 +11,9 @@ from django.test import Client
 from shapely.geometry import shape
 
 from configs.services import config_owner_update
-from fields.models import Boundary, Farm, Field
-from tests.adminforms import form_data
+from fields.admin import BOUNDARIES_SHOWN
+from fields.models import Boundary, Farm, Field, Grower
+from tests.adminforms import form_data, page_queries
 from tests.factories import CoreUserFactory
 from tests.fields.helpers import create_field, field_url, provider_field, rect, square
 
@@ -150,3 +152,54 @@ def test_deleting_a_source_field_here_updates_its_merged_field(api_client, owner
     merged = api_client.get(field_url(core_user, merged_id)).json()
     assert len(merged["sources"]) == 2 and a["id"] not in merged["sources"]
     assert shape(merged["geometry"]).equals(shape(rect(0.01, 0, 0.04, 0.02)))
+
+
+def test_a_field_name_with_control_characters_is_a_form_error_as_through_the_api(
+    api_client, core_user, admin_client_superuser
+):
+    field = create_field(api_client, core_user, square(0, 0))
+    url = f"/admin/fields/field/{Field.objects.get(public_id=field['id']).pk}/change/"
+    data = form_data(admin_client_superuser.get(url))
+    response = admin_client_superuser.post(url, {**data, "name": "North\x1b[2J"})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["name"] == [
+        "Control characters are not allowed (tab and line breaks are)."
+    ]
+    assert api_client.get(field_url(core_user, field["id"])).json()["name"] == field["name"]
+
+
+def test_a_fields_page_maps_its_latest_boundaries_in_as_many_queries_however_many_it_has(
+    api_client, core_user, admin_client_superuser
+):
+    """A field of 151 boundaries drew 151 maps in 159 queries (each boundary's title read its field again)."""
+    field = Field.objects.get(public_id=create_field(api_client, core_user, square(0, 0))["id"])
+    other = Field.objects.get(public_id=create_field(api_client, core_user, square(5, 5))["id"])
+    url = f"/admin/fields/field/{field.pk}/change/"
+    one = page_queries(admin_client_superuser, url)
+    # Given 150 earlier boundaries more
+    Boundary.objects.bulk_create(
+        Boundary(field=field, geometry=field.boundary.geometry, area_ha=1.0, status=Boundary.Status.INACTIVE)
+        for _ in range(150)
+    )
+    Boundary.objects.filter(field=field).exclude(pk=field.boundary_id).update(created_at=field.boundary.created_at)
+    Boundary.objects.filter(pk=field.boundary_id).update(created_at=field.boundary.created_at + timedelta(seconds=1))
+    assert page_queries(admin_client_superuser, url) == one
+    # The page maps the latest ones, the active one first, and links to the list of them all
+    page = admin_client_superuser.get(url)
+    maps = re.findall(r'<div id="id_geometry_([0-9a-f]{32})" class="readonly-map"', page.content.decode())
+    assert len(maps) == BOUNDARIES_SHOWN and UUID(maps[0]) == field.boundary_id
+    [link] = re.findall(r'<a href="([^"]+)">All 151 of its boundaries</a>', page.content.decode())
+    listed = admin_client_superuser.get(link.replace("&amp;", "&"))
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 151
+    assert not listed.context["cl"].queryset.filter(field=other).exists()
+
+
+def test_the_farm_list_queries_alike_however_many_farms_it_shows(core_user, admin_client_superuser):
+    def farm():
+        Farm.objects.create(core_user=CoreUserFactory(), name="Farm", grower=Grower.objects.create(core_user=core_user))
+
+    farm()
+    one = page_queries(admin_client_superuser, "/admin/fields/farm/")
+    for _ in range(10):
+        farm()
+    assert page_queries(admin_client_superuser, "/admin/fields/farm/") == one
