@@ -182,6 +182,13 @@ class ScopesFormField(forms.JSONField):
         validate_scopes(value)
 
 
+def validate_token_url(value: str) -> None:
+    """http(s), then public: an ftp: URL is named for its scheme alone (each validator of a field speaks, and its
+    host resolved nowhere was named too)."""
+    validate_http_url(value)
+    validate_public_url(value)
+
+
 class ProviderApplicationForm(AdminForm):
     """The client secret can be typed but is never shown; left empty on a change, it is kept. The URLs are http(s)
     and the scopes tokens, as through the API (its validators); the token URL, which we call, may not point into a
@@ -189,9 +196,7 @@ class ProviderApplicationForm(AdminForm):
 
     client_secret = forms.CharField(widget=forms.PasswordInput(render_value=False), required=False)
     authorize_url = forms.URLField(max_length=2000, assume_scheme="https", validators=[validate_http_url])
-    token_url = forms.URLField(
-        max_length=2000, assume_scheme="https", validators=[validate_http_url, validate_public_url]
-    )
+    token_url = forms.URLField(max_length=2000, assume_scheme="https", validators=[validate_token_url])
     scopes = ScopesFormField(required=False, initial=list)
 
     class Meta:
