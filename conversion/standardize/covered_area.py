@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 import shapely
+import shapely.geometry
 from shapely.geometry import MultiPolygon, box, mapping
 
 from conversion.readers.base import PointTable
 
-from .properties import EARTH_RADIUS_M, section_steps
+from .properties import EARTH_RADIUS_M, SOURCE_COLUMN, section_steps
 
 DEFAULT_CELL_M = 10.0
 
@@ -32,7 +33,35 @@ MAX_GRID_LATITUDE = 89.9
 CHUNK_SAMPLES = 1_000_000
 
 
+# What the coverage of a table reads of its columns.
+COVERAGE_COLUMNS = (
+    "lon", "lat", "recordingStatus", "equipmentWidth", "heading", "distance", "sectionId", "timestamp", SOURCE_COLUMN
+)  # fmt: skip
+
+
 def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
+    """Covered area as a GeoJSON MultiPolygon (`_coverage`). A table of several files (a merge, an operation's
+    automerged file: `SOURCE_COLUMN`) covers the union of what each file's points cover, each drawn as the file alone
+    is: on one grid for them all, the cells' size (the median machine's width) and place (the points' median) moved
+    with whichever files were merged, so the same ground came out differently. An operation covered less of a field
+    than one of its files did, and its coverage went up or down by points as files elsewhere joined."""
+    source = table.columns.get(SOURCE_COLUMN)
+    if source is None or cell_size is not None:
+        return _coverage(table, cell_size=cell_size)
+    source = np.asarray(source)
+    files = np.unique(source)
+    if len(files) < 2:
+        return _coverage(table)
+    parts = []
+    for file in files:
+        rows = source == file
+        columns = {k: np.asarray(table.columns[k])[rows] for k in COVERAGE_COLUMNS if k in table.columns}
+        part = _coverage(PointTable(name=table.name, operation_type=table.operation_type, columns=columns, units={}))
+        parts.append(shapely.geometry.shape(part))
+    return mapping(_multipolygon(shapely.union_all(parts)))
+
+
+def _coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     """Covered area as a GeoJSON MultiPolygon: each point's swath (its working width across its heading, its
     distance from the previous point along it) drawn on square cells a quarter of the machine's width, one-cell gaps
     closed, runs of cells merged per row, then unioned. Without a working width or a heading, the cells holding a
@@ -100,12 +129,16 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     if west < -180 or south < -90 or east > 180 or north > 90:
         # A swath reaching past a pole or the antimeridian: what lies on the globe (no wrapping round).
         geom = shapely.intersection(geom, box(-180, -90, 180, 90))
+    return mapping(_multipolygon(geom))
+
+
+def _multipolygon(geom) -> MultiPolygon:
+    """`geom` as a MultiPolygon: its polygons (a union or an intersection may give a Polygon, a collection, lines)."""
     if geom.geom_type == "Polygon":
-        geom = MultiPolygon([geom])
-    elif geom.geom_type != "MultiPolygon":
-        polys = [g for g in getattr(geom, "geoms", []) if g.geom_type == "Polygon"]
-        geom = MultiPolygon(polys)
-    return mapping(geom)
+        return MultiPolygon([geom])
+    if geom.geom_type == "MultiPolygon":
+        return geom
+    return MultiPolygon([g for g in getattr(geom, "geoms", []) if g.geom_type == "Polygon"])
 
 
 def _swath_samples(

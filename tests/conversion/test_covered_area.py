@@ -8,6 +8,7 @@ import shapely
 from shapely.geometry import shape
 
 from conversion import standardize
+from conversion.merge import tables_merge
 from conversion.readers import PointTable
 from conversion.standardize import EARTH_RADIUS_M
 from fields.geodesy import geodesic_area_m2
@@ -129,3 +130,41 @@ def test_rows_written_per_section_take_each_section_s_own_heading():
     # The whole 30 m swath, and at most a cell (a quarter of the boom) more on each side (it was 13,700 m2)
     covered = geodesic_area_m2(shape(standardize.coverage(derived)))
     assert 600 * 30 * 0.99 < covered < 600 * (30 + 2 * 7.5)
+
+
+def _pass(bearing: float, width: float, *, start_m=(0.0, 0.0), length_m: float = 400.0, second: int = 0) -> PointTable:
+    """A machine `width` wide driven `length_m` from `start_m` (metres east and north of the origin) on `bearing`,
+    logging every 2 m, one point a second from `second`."""
+    lat0, lon0 = 41.668, -93.152
+    metres = np.arange(int(length_m / 2) + 1) * 2.0
+    north = start_m[1] + metres * math.cos(math.radians(bearing))
+    east = start_m[0] + metres * math.sin(math.radians(bearing))
+    lat = lat0 + np.degrees(north / EARTH_RADIUS_M)
+    lon = lon0 + np.degrees(east / (EARTH_RADIUS_M * math.cos(math.radians(lat0))))
+    table = _table(lon, lat, width=width)
+    table.columns["timestamp"] = np.datetime64("2024-04-24T10:00:00", "ms") + (
+        (second + np.arange(len(lon))) * 1000
+    ).astype("timedelta64[ms]")
+    return standardize.derive(table)
+
+
+def test_the_coverage_of_several_files_is_each_files_coverage_together():
+    """The files of a merge (an operation's automerged file) were drawn on one grid, its cells as wide as a quarter of
+    the median machine and laid from the median point: the same ground came out differently as files joined, and
+    an operation covered less of a field than one of its files did (a reviewer saw 71.5 % of a field where one of its
+    files covered 72.1 %, the figure moving by points as files on another field joined)."""
+    boom = _pass(10.0, 36.0)
+    narrow = _pass(100.0, 6.0, start_m=(-100.0, 200.0), second=1_000)
+    elsewhere = _pass(0.0, 6.0, start_m=(3_000.0, 0.0), second=2_000)
+    alone, two, three = (
+        shape(standardize.coverage(tables_merge(tables, name="op")))
+        for tables in ([boom], [boom, narrow], [boom, narrow, elsewhere])
+    )
+    # Each file's covered ground stays covered, whatever joins it
+    for covered in (two, three):
+        assert alone.difference(covered).area < 1e-12
+        assert shape(standardize.coverage(narrow)).difference(covered).area < 1e-12
+    # A file elsewhere changes nothing here, and the same file twice adds nothing
+    here = shapely.box(-93.16, 41.66, -93.145, 41.68)
+    assert three.intersection(here).symmetric_difference(two).area < 1e-12
+    assert shape(standardize.coverage(tables_merge([boom, boom], name="twice"))).equals(alone)
