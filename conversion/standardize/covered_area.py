@@ -7,9 +7,10 @@ import math
 import numpy as np
 import shapely
 import shapely.geometry
-from shapely.geometry import MultiPolygon, box, mapping
+from shapely.geometry import box, mapping
 
 from conversion.readers.base import PointTable
+from fields.geodesy import as_multipolygon
 
 from .properties import EARTH_RADIUS_M, SOURCE_COLUMN, section_steps
 
@@ -58,7 +59,7 @@ def coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
         columns = {k: np.asarray(table.columns[k])[rows] for k in COVERAGE_COLUMNS if k in table.columns}
         part = _coverage(PointTable(name=table.name, operation_type=table.operation_type, columns=columns, units={}))
         parts.append(shapely.geometry.shape(part))
-    return mapping(_multipolygon(shapely.union_all(parts)))
+    return mapping(as_multipolygon(shapely.union_all(parts)))
 
 
 def _coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
@@ -129,16 +130,7 @@ def _coverage(table: PointTable, *, cell_size: float | None = None) -> dict:
     if west < -180 or south < -90 or east > 180 or north > 90:
         # A swath reaching past a pole or the antimeridian: what lies on the globe (no wrapping round).
         geom = shapely.intersection(geom, box(-180, -90, 180, 90))
-    return mapping(_multipolygon(geom))
-
-
-def _multipolygon(geom) -> MultiPolygon:
-    """`geom` as a MultiPolygon: its polygons (a union or an intersection may give a Polygon, a collection, lines)."""
-    if geom.geom_type == "Polygon":
-        return MultiPolygon([geom])
-    if geom.geom_type == "MultiPolygon":
-        return geom
-    return MultiPolygon([g for g in getattr(geom, "geoms", []) if g.geom_type == "Polygon"])
+    return mapping(as_multipolygon(geom))
 
 
 def _swath_samples(
