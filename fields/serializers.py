@@ -31,11 +31,22 @@ FIELD_PROVIDER_KEYS = (
 )
 
 
+# GeoJSON positions, rings and polygons as they nest (RFC 7946 3.1): an array whose items were left undescribed made
+# generated clients drop every operation that takes or answers a field's geometry.
+_POSITION_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 3}
+_RING_SCHEMA = {"type": "array", "items": _POSITION_SCHEMA, "minItems": 4}
+_POLYGON_SCHEMA = {"type": "array", "items": _RING_SCHEMA, "minItems": 1}
 MULTIPOLYGON_SCHEMA = {
     "type": "object",
+    "description": "A GeoJSON MultiPolygon (a Polygon is taken too, and answered as a MultiPolygon), in WGS84.",
     "properties": {
         "type": {"type": "string", "enum": ["MultiPolygon", "Polygon"]},
-        "coordinates": {"type": "array", "items": {"type": "array"}},
+        "coordinates": {
+            "oneOf": [
+                {"type": "array", "items": _POLYGON_SCHEMA, "description": "A MultiPolygon's polygons."},
+                {**_POLYGON_SCHEMA, "description": "A Polygon's rings."},
+            ]
+        },
     },
     "required": ["type", "coordinates"],
 }

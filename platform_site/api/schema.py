@@ -129,6 +129,10 @@ class RequestRulesAutoSchema(AutoSchema):
             meta.pop("readOnly", None)
             mapped = append_meta(self._map_serializer_field(field, "response"), meta)
             mapped.pop("readOnly", None)  # (drf-spectacular drops a read-only property from a request body)
+            if isinstance(mapped.get("type"), list):
+                # A nullable field's mapping says "null" already, and its meta's `nullable` added it again: a type
+                # with repeated entries is no JSON Schema (strict OpenAPI 3.1 tools refused the whole document).
+                mapped["type"] = list(dict.fromkeys(mapped["type"]))
             properties[name] = mapped
         return properties
 

@@ -254,3 +254,34 @@ def test_path_parameters_have_the_spec_names(schema):
             if method in HTTP_METHODS:
                 in_path = [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]
                 assert sorted(in_path) == sorted(names), (method, path)
+
+
+def _schemas(node, path="#"):
+    """Every JSON Schema in the document (components, parameters, bodies, answers, webhooks), with where it is."""
+    if isinstance(node, dict):
+        if "type" in node or "oneOf" in node or "$ref" in node:
+            yield path, node
+        for key, value in node.items():
+            yield from _schemas(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _schemas(value, f"{path}/{index}")
+
+
+def test_every_schema_is_valid_json_schema_and_every_array_says_its_items(schema):
+    """Strict OpenAPI 3.1 tools refused the whole document (a property typed ["string", "null", "null"]), and a
+    generated client dropped every operation on a field's geometry (an array of arrays of nothing said)."""
+    import jsonschema
+
+    document, *_ = schema
+    components = document["components"]["schemas"]
+    for name, component in components.items():
+        jsonschema.Draft202012Validator.check_schema(component)
+    unsaid = [
+        path
+        for path, node in _schemas(document)
+        if "array" in (node.get("type") if isinstance(node.get("type"), list) else [node.get("type")])
+        and "items" not in node
+        and "prefixItems" not in node
+    ]
+    assert unsaid == []
