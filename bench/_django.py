@@ -1,8 +1,12 @@
-"""Shared set-up for benchmarks: Django configured, and a scratch database created and dropped."""
+"""Shared set-up for benchmarks: Django configured, a scratch database created and dropped, and a measure run on
+both databases."""
 
 import contextlib
 import os
+import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +34,27 @@ def scratch_database():
 
         owner_cache_stop()  # (its listening connection would keep the database from being dropped)
         connection.creation.destroy_test_db(name, verbosity=0)
+
+
+def on_both_databases(measure: Callable[[str], None]) -> None:
+    """Run the calling script's `measure(label)` on PostGIS (when DATABASE_URL names it) and on the embedded
+    SpatiaLite of `make run`, each in a process of its own (the database is chosen as Django starts): the script runs
+    itself again with the label as its argument. On SpatiaLite the scratch database is a file, as `make run` has (the
+    test database would be in memory)."""
+    if len(sys.argv) > 1:
+        setup()
+        from django.db import connection
+
+        if connection.vendor == "sqlite":
+            connection.settings_dict["TEST"]["NAME"] = str(Path(os.environ["VAR_DIR"]) / "bench.sqlite3")
+        measure(sys.argv[1])
+        return
+    script = str(Path(sys.argv[0]).resolve())
+    if os.environ.get("DATABASE_URL", "").startswith("postgis"):
+        subprocess.run([sys.executable, script, "PostGIS"], check=True)
+    with tempfile.TemporaryDirectory() as var_dir:
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+        subprocess.run([sys.executable, script, "SpatiaLite"], check=True, env=env | {"VAR_DIR": var_dir})
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -8,15 +8,10 @@ with 49,998 holes against a field of the same boundary (SpatiaLite's own `ST_Int
 """
 
 import math
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-from _django import scratch_database, setup
+from _django import on_both_databases, scratch_database
 
 SIZES = (2_000, 20_000, 200_000)
 REPEAT = 3
@@ -43,11 +38,6 @@ def holey(holes: int) -> dict:
 
 
 def measure(label: str) -> None:
-    setup()
-    from django.db import connection
-
-    if connection.vendor == "sqlite":  # a file, as `make run` has (the test database would be in memory)
-        connection.settings_dict["TEST"]["NAME"] = str(Path(os.environ["VAR_DIR"]) / "bench.sqlite3")
     with scratch_database():
         from rest_framework.test import APIClient
 
@@ -79,17 +69,5 @@ def measure(label: str) -> None:
         )
 
 
-def main() -> None:
-    if len(sys.argv) > 1:
-        measure(sys.argv[1])
-        return
-    script = str(Path(__file__).resolve())
-    if os.environ.get("DATABASE_URL", "").startswith("postgis"):
-        subprocess.run([sys.executable, script, "PostGIS"], check=True)
-    with tempfile.TemporaryDirectory() as var_dir:
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-        subprocess.run([sys.executable, script, "SpatiaLite"], check=True, env=env | {"VAR_DIR": var_dir})
-
-
 if __name__ == "__main__":
-    main()
+    on_both_databases(measure)

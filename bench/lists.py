@@ -14,14 +14,10 @@ Each boundary is a ring of 200 positions, a field-sized outline. Prints the medi
 import math
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
-from _django import scratch_database, setup
+from _django import on_both_databases, scratch_database
 
 FIELDS = int(os.environ.get("BENCH_FIELDS", 40_000))
 CORE_USERS = 20
@@ -78,11 +74,6 @@ def median_seconds(run) -> float:
 
 
 def measure(label: str) -> None:
-    setup()
-    from django.db import connection
-
-    if connection.vendor == "sqlite":  # a file, as `make run` has (the test database would be in memory)
-        connection.settings_dict["TEST"]["NAME"] = str(Path(os.environ["VAR_DIR"]) / "bench.sqlite3")
     with scratch_database():
         from rest_framework.test import APIClient
 
@@ -116,17 +107,5 @@ def measure(label: str) -> None:
             )
 
 
-def main() -> None:
-    if len(sys.argv) > 1:
-        measure(sys.argv[1])
-        return
-    script = str(Path(__file__).resolve())
-    if os.environ.get("DATABASE_URL", "").startswith("postgis"):
-        subprocess.run([sys.executable, script, "PostGIS"], check=True)
-    with tempfile.TemporaryDirectory() as var_dir:
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-        subprocess.run([sys.executable, script, "SpatiaLite"], check=True, env=env | {"VAR_DIR": var_dir})
-
-
 if __name__ == "__main__":
-    main()
+    on_both_databases(measure)
