@@ -14,7 +14,11 @@ from magiclinks.services import magic_link_create
 from platform_site.accounts.models import CoreUser, ProviderApplication
 from tests.adminforms import form_data, page_queries
 from tests.factories import OwnerFactory
+from tests.magiclinks.helpers import provider_app
 from webhooks.models import Webhook
+
+# A token URL on a public address: a name that resolves nowhere is refused where private URLs are (the PostGIS phase).
+PUBLIC_TOKEN_URL = "https://93.184.215.14/token"
 
 pytestmark = [pytest.mark.embedded]
 
@@ -155,16 +159,12 @@ def test_urls_we_call_are_refused_here_as_through_the_api_when_they_point_into_o
     superuser_client, owner, subscribe, settings, private
 ):
     from platform_site.accounts.models import ProviderApplication
-    from platform_site.accounts.services import provider_application_create
 
     class Public:
         url = "https://93.184.215.14/hook"
 
     webhook = subscribe(owner, Public, ["fieldCreated"])
-    application = provider_application_create(
-        owner=owner, provider="ProviderA", client_id="c", client_secret="s", scopes=[],
-        authorize_url="https://p.example/a", token_url="https://93.184.215.14/token",
-    )  # fmt: skip
+    application = provider_app(owner, "ProviderA", token_url=PUBLIC_TOKEN_URL, scopes=[])
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = False  # (as deployed)
     changes = [
         (f"/admin/webhooks/webhook/{webhook.pk}/change/", "url"),
@@ -216,12 +216,8 @@ def test_an_owners_uniqueness_rules_are_form_errors_not_500s(superuser_client, o
 @pytest.mark.django_db
 def test_a_provider_applications_provider_is_fixed_here_as_through_the_api(superuser_client, owner):
     """The API's PUT names no provider: the owner's credentials and links name it."""
-    from platform_site.accounts.services import provider_application_create
 
-    application = provider_application_create(
-        owner=owner, provider="ProviderB", client_id="c", client_secret="s", scopes=[],
-        authorize_url="https://p.example/a", token_url="https://93.184.215.14/t",
-    )  # fmt: skip
+    application = provider_app(owner, "ProviderB", token_url=PUBLIC_TOKEN_URL, scopes=[])
     url = f"/admin/accounts/providerapplication/{application.pk}/change/"
     page = superuser_client.get(url)
     assert page.context["adminform"].form.fields["provider"].disabled
@@ -429,16 +425,11 @@ def test_every_admin_form_refuses_control_characters_as_the_api_does():
 def test_text_with_control_characters_is_a_form_error_here_as_it_is_a_400_through_the_api(
     superuser_client, owner, core_user, subscribe, control
 ):
-    from platform_site.accounts.services import provider_application_create
-
     class Nowhere:
         url = "https://example.com/hook"
 
     webhook = subscribe(owner, Nowhere, ["fieldCreated"])
-    application = provider_application_create(
-        owner=owner, provider="ProviderA", client_id="c", client_secret="s", scopes=[],
-        authorize_url="https://p.example/a", token_url="https://93.184.215.14/t",
-    )  # fmt: skip
+    application = provider_app(owner, "ProviderA", token_url=PUBLIC_TOKEN_URL, scopes=[])
     changes = [
         (f"/admin/accounts/coreuser/{core_user.pk}/change/", "name"),
         (f"/admin/accounts/coreuser/{core_user.pk}/change/", "external_id"),
