@@ -264,6 +264,28 @@ def _waiting_resend(operation: Operation) -> None:
         merging.merge_send(file_id)
 
 
+def _sweep_lock(operation_id, status: str, limit: datetime) -> Operation | None:
+    """The operation, locked with its automerged file read, if it is still `status` and untouched since `limit`
+    (another sweep may have taken it meanwhile)."""
+    return (
+        Operation.objects.select_for_update(of=("self",))
+        .select_related("merged_file")
+        .filter(pk=operation_id, status=status, updated_time__lt=limit)
+        .first()
+    )
+
+
+def _sweep_rebuild(operation: Operation, now) -> None:
+    """The sweep's re-send of a build, counted as an attempt: the operation processing, its automerged file too."""
+    if operation.merged_file.status != FileStatus.PROCESSING:
+        _merged_file_reopen(operation.merged_file, now)
+    operation.status = Operation.Status.PROCESSING
+    operation.sweep_attempts += 1
+    operation.updated_time = now
+    operation.save(update_fields=["status", "sweep_attempts", "updated_time"])
+    _enqueue_build(operation)
+
+
 def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     """Re-send the build of operations left processing longer than CONVERSION_STUCK_AFTER_SECONDS (its task was
     lost or its worker died), or, after CONVERSION_MAX_ATTEMPTS re-sends, fail the operation and its automerged
@@ -279,12 +301,7 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit)
     for operation_id in stuck.values_list("pk", flat=True):
         with transaction.atomic():
-            operation = (
-                Operation.objects.select_for_update(of=("self",))
-                .select_related("merged_file")
-                .filter(pk=operation_id, status=Operation.Status.PROCESSING, updated_time__lt=limit)
-                .first()
-            )
+            operation = _sweep_lock(operation_id, Operation.Status.PROCESSING, limit)
             if operation is None or operation.merged_file is None:
                 continue
             merged = operation.merged_file
@@ -297,12 +314,7 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
                 _waiting_resend(operation)  # the crops that waited for the build fail now, with a reason
                 counts["failed"] += 1
                 continue
-            if merged.status != FileStatus.PROCESSING:
-                _merged_file_reopen(merged, now)
-            operation.sweep_attempts += 1
-            operation.updated_time = now
-            operation.save(update_fields=["sweep_attempts", "updated_time"])
-            _enqueue_build(operation)
+            _sweep_rebuild(operation, now)
             counts["resent"] += 1
     disk_failed = Operation.objects.filter(
         status=Operation.Status.FAILED,
@@ -313,20 +325,10 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     )
     for operation_id in disk_failed.values_list("pk", flat=True):
         with transaction.atomic():
-            operation = (
-                Operation.objects.select_for_update(of=("self",))
-                .select_related("merged_file")
-                .filter(pk=operation_id, status=Operation.Status.FAILED, updated_time__lt=limit)
-                .first()
-            )
+            operation = _sweep_lock(operation_id, Operation.Status.FAILED, limit)
             if operation is None or operation.merged_file.status != FileStatus.FAILED:
                 continue
-            _merged_file_reopen(operation.merged_file, now)
-            operation.status = Operation.Status.PROCESSING
-            operation.sweep_attempts += 1
-            operation.updated_time = now
-            operation.save(update_fields=["status", "sweep_attempts", "updated_time"])
-            _enqueue_build(operation)
+            _sweep_rebuild(operation, now)
             counts["resent"] += 1
     # Crops whose task was lost (the broker down when it was sent, or its worker died). A crop waiting for its
     # operation's rebuild is left to it: the build sends it again when it ends (`_waiting_resend`).
