@@ -17,6 +17,15 @@ WGS84 = CRS.from_epsg(4326)
 SQUARE_METRES_PER_HECTARE = 10_000.0
 
 
+def pyproj_arrays(function, *arrays) -> tuple[np.ndarray, ...]:
+    """The answers of a pyproj array call (`Transformer.transform`, `Geod.inv`) over 1-D `arrays`, as arrays of
+    their length. pyproj takes one-element arrays for scalars (deprecated by NumPy) and answers scalars: two elements
+    keep the array path."""
+    if len(arrays[0]) == 1:
+        return tuple(np.asarray(answer)[:1] for answer in function(*(np.repeat(a, 2) for a in arrays)))
+    return tuple(np.asarray(answer) for answer in function(*arrays))
+
+
 def as_multipolygon(geometry) -> MultiPolygon:
     """The polygonal part of any shapely geometry as a MultiPolygon (lines and points of a result dropped)."""
     if isinstance(geometry, MultiPolygon):

@@ -15,6 +15,8 @@ import shapely
 from pyproj import CRS, Transformer
 from pyproj.exceptions import CRSError
 
+from fields.geodesy import pyproj_arrays
+
 SQUARE = "SQUARE"
 HEXAGON = "HEXAGON"
 SHAPES = (SQUARE, HEXAGON)
@@ -41,11 +43,7 @@ def transformer_to(projection: str) -> Transformer:
 
 def project(transformer: Transformer, lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Projected x, y arrays of lon/lat arrays (inf where the projection fails)."""
-    if len(lon) == 1:
-        # pyproj takes one-element arrays for scalars (deprecated by numpy); two elements keep the array path.
-        x, y = transformer.transform(np.repeat(lon, 2), np.repeat(lat, 2))
-        return x[:1], y[:1]
-    return transformer.transform(lon, lat)
+    return pyproj_arrays(transformer.transform, lon, lat)
 
 
 def cell_size_for(resolution: float, lon: np.ndarray, lat: np.ndarray, transformer: Transformer) -> float:

@@ -18,6 +18,7 @@ from conversion.crops import crop_standard
 from conversion.readers.base import HARVEST_COLUMNS, PointTable
 from conversion.readers.units import US_BUSHEL_L
 from conversion.readers.values import text_codes
+from fields.geodesy import pyproj_arrays
 
 from .properties import DERIVED_UNITS, HA_M2, in_derived_unit
 
@@ -103,10 +104,7 @@ def track_distance_heading(table: PointTable) -> tuple[np.ndarray, np.ndarray, n
     speed = np.full(n, np.nan)
     if n < 2:
         return dist, heading, speed
-    # (pyproj takes one-element arrays for scalars, deprecated by NumPy: two elements keep the array path)
-    pairs = [np.repeat(ends, 2) if n == 2 else ends for ends in (lon[:-1], lat[:-1], lon[1:], lat[1:])]
-    azimuth, _, d = WGS84_GEOD.inv(*pairs)
-    azimuth, d = np.asarray(azimuth)[: n - 1], np.asarray(d)[: n - 1]
+    azimuth, _, d = pyproj_arrays(WGS84_GEOD.inv, lon[:-1], lat[:-1], lon[1:], lat[1:])
     h = (azimuth + 360.0) % 360.0
     ts = table.columns.get("timestamp")
     if ts is not None and not np.isnat(ts).all():

@@ -22,7 +22,7 @@ from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
 from conversion.readers.crs import declared_crs_contradiction
 from conversion.readers.values import number_from_text
-from fields.geodesy import geodesic_area_m2
+from fields.geodesy import geodesic_area_m2, pyproj_arrays
 
 
 def _sibling(path: Path, suffix: str) -> Path | None:
@@ -347,8 +347,7 @@ def _to_wgs84(
         if contradiction:
             raise UnreadableDataset(f"{shp_path.name}: {contradiction}")
     if to_wgs84 is not None:
-        # pyproj takes a one-element array for a scalar (with a NumPy warning) and answers scalars.
-        lon, lat = to_wgs84.transform(x.item(), y.item()) if x.size == 1 else to_wgs84.transform(x, y)
+        lon, lat = pyproj_arrays(to_wgs84.transform, x.reshape(-1), y.reshape(-1))
         return np.asarray(lon, dtype=float).reshape(x.shape), np.asarray(lat, dtype=float).reshape(y.shape)
     if crs is None:
         finite = np.isfinite(x) & np.isfinite(y)
