@@ -40,7 +40,7 @@ if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "platform_site.accounts.apps.PlatformAdminConfig",  # django.contrib.admin on our site (a refused login: 429)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

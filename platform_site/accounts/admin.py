@@ -5,22 +5,16 @@ the keys it derives (pooling, crop names) and the events it sends, so the rows t
 changed (`ServiceOwnedAdmin`, `ServiceOwnedInline`); an admin may offer a change or a deletion by calling the
 service. What an owner sets up itself (core users, webhooks, provider applications) stays editable here, but what
 ties it to its owner does not (`OwnerBoundAdmin`): moving it to another owner would cross tenants. Every form here
-refuses text the API refuses (`AdminTextRulesMixin`); the login says when it is refused for too many failures
-(`OwnerLoginForm`)."""
-
-import math
+refuses text the API refuses (`AdminTextRulesMixin`). The site itself, and its login, are in `admin_site`."""
 
 from django import forms
 from django.apps import apps
 from django.contrib import admin
-from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_permission_codename, get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import Group
-from django.core.exceptions import ValidationError
 from django.db import router, transaction
-from django.utils.translation import ngettext
 
 from platform_site.api.urlsafety import validate_public_url
 from platform_site.validators import (
@@ -270,24 +264,3 @@ admin.site.unregister(get_user_model())
 admin.site.register(get_user_model(), OwnerAdmin)
 admin.site.unregister(Group)
 admin.site.register(Group, OwnerGroupAdmin)
-
-
-class OwnerLoginForm(AdminAuthenticationForm):
-    """The admin's login, saying so while logins from here are refused for too many failures (`throttle`, the API's
-    429 `tooManyRequests`): the backend refuses a right password too then, and "Please enter the correct username
-    and password" sent an operator who had typed it right to look for another."""
-
-    def get_invalid_login_error(self):
-        wait = getattr(self.request, "login_refused_for", None)
-        if wait is None:
-            return super().get_invalid_login_error()
-        minutes = max(1, math.ceil(wait / 60))
-        message = ngettext(
-            "Too many failed logins; try again in %(minutes)d minute.",
-            "Too many failed logins; try again in %(minutes)d minutes.",
-            minutes,
-        )
-        return ValidationError(message, code="login_refused", params={"minutes": minutes})
-
-
-admin.site.login_form = OwnerLoginForm

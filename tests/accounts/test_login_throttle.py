@@ -77,7 +77,8 @@ def test_the_admin_login_counts_and_refuses_alike(owner, limits):
         page = browser.post("/admin/login/", {"username": owner.username, "password": f"guess-{n}"})
         assert page.status_code == 200 and "_auth_user_id" not in browser.session
     page = browser.post("/admin/login/", {"username": owner.username, "password": PASSWORD})
-    assert page.status_code == 200 and "_auth_user_id" not in browser.session  # refused, the right password too
+    assert page.status_code == 429 and "_auth_user_id" not in browser.session  # refused, the right password too
+    assert 0 < int(page["Retry-After"]) <= 15 * 60
     assert_problem(login(owner.username, PASSWORD), 429, "tooManyRequests")
     home = Client(REMOTE_ADDR=OWNER_HOME)
     assert home.post("/admin/login/", {"username": owner.username, "password": PASSWORD}).status_code == 302
@@ -92,13 +93,16 @@ def test_the_admin_login_says_it_is_refused_for_too_many_failures_not_that_the_p
         assert page.context["form"].non_field_errors()[0].startswith("Please enter the correct username")
     for password in (PASSWORD, "guess"):
         page = browser.post("/admin/login/", {"username": owner.username, "password": password})
-        assert page.status_code == 200 and "_auth_user_id" not in browser.session
+        assert page.status_code == 429 and "_auth_user_id" not in browser.session
         assert page.context["form"].non_field_errors() == ["Too many failed logins; try again in 15 minutes."]
         assert "Too many failed logins; try again in 15 minutes." in page.content.decode()
     # The last minute is "1 minute"
     LoginFailure.objects.update(window_start=LoginFailure.objects.first().window_start - timedelta(seconds=850))
     page = browser.post("/admin/login/", {"username": owner.username, "password": PASSWORD})
     assert page.context["form"].non_field_errors() == ["Too many failed logins; try again in 1 minute."]
+    assert page.status_code == 429 and 0 < int(page["Retry-After"]) <= 60
+    # The login page itself, and a wrong password before the limit, stay 200
+    assert Client(REMOTE_ADDR=OWNER_HOME).get("/admin/login/").status_code == 200
 
 
 @pytest.mark.django_db(transaction=True)
