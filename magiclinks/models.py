@@ -55,6 +55,18 @@ class MagicLink(models.Model):
         return list(self.allowed_providers or [])
 
 
+class LinkTombstone(models.Model):
+    """What is left of a link deleted with its core user: its token's hash, so that its page says 410 "no longer
+    valid", as a deleted link's does (supplement: deleted links show a clear page with 410), rather than 404 "does
+    not exist", until `kept_until` (`services.TOMBSTONE_KEPT` past the link's expiry)."""
+
+    token_hash = models.CharField(max_length=64, primary_key=True)
+    kept_until = models.DateTimeField(db_index=True)
+
+    def __str__(self):
+        return f"deleted link {self.token_hash[:8]}"
+
+
 class LinkAuthorization(models.Model):
     """One OAuth 2.0 authorization request started from a link: its `state` (stored hashed, single use,
     short-lived), the PKCE verifier, and the browser that started it (hash of a cookie nonce), so that a

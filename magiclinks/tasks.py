@@ -22,3 +22,10 @@ def magiclinks_credential_refresh(credential_id: str, only_if_due: bool = False)
 def magiclinks_credentials_refresh_sweep() -> None:
     """Periodic (beat): refresh the provider credentials about to expire."""
     services.credentials_refresh_sweep()
+
+
+@app.task(ignore_result=True)
+def magiclinks_sweep() -> None:
+    """Periodic (beat): forget the sign-ins past their lifetime, and the deleted links kept past their time."""
+    services.link_authorizations_sweep()
+    services.link_tombstones_sweep()

@@ -263,6 +263,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "conversion-storage-sweep": {"task": "conversion.tasks.conversion_storage_sweep", "schedule": 3600.0},
     "operations-sweep": {"task": "operations.tasks.operations_sweep", "schedule": 300.0},
     "credentials-refresh": {"task": "magiclinks.tasks.magiclinks_credentials_refresh_sweep", "schedule": 300.0},
+    "magiclinks-sweep": {"task": "magiclinks.tasks.magiclinks_sweep", "schedule": 3600.0},
 }
 
 # The embedded server (`make run`) closes a connection that sends nothing for this long: a client that announced a

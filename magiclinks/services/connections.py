@@ -32,6 +32,8 @@ from ..models import LinkAuthorization, MagicLink
 from .links import UNAVAILABLE_MESSAGE, LinkUnavailable, token_hash
 
 AUTHORIZATION_LIFETIME = timedelta(minutes=10)
+# Sign-ins under way from one link: each "Connect" click starts one; older ones are forgotten past this many.
+AUTHORIZATIONS_PER_LINK = 10
 CALLBACK_PATH = "/links/oauth/callback"
 
 
@@ -89,14 +91,16 @@ def oauth_authorization_start(*, link: MagicLink, provider: str, browser_nonce: 
         raise AuthorizationRefused(503, f"{provider} is not set up for this service any more.", link)
     state = secrets.token_urlsafe(32)
     verifier = secrets.token_urlsafe(48)
-    LinkAuthorization.objects.create(
-        link=link,
-        provider=provider,
-        state_hash=token_hash(state),
-        browser_hash=browser_hash(browser_nonce),
-        code_verifier=verifier,
-        expires_at=timezone.now() + AUTHORIZATION_LIFETIME,
-    )
+    with transaction.atomic():
+        LinkAuthorization.objects.create(
+            link=link,
+            provider=provider,
+            state_hash=token_hash(state),
+            browser_hash=browser_hash(browser_nonce),
+            code_verifier=verifier,
+            expires_at=timezone.now() + AUTHORIZATION_LIFETIME,
+        )
+        _link_authorizations_trim(link)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     params = {
         "response_type": "code",
@@ -111,6 +115,21 @@ def oauth_authorization_start(*, link: MagicLink, provider: str, browser_nonce: 
     parts = urlsplit(application.authorize_url)
     query = f"{parts.query}&{urlencode(params)}" if parts.query else urlencode(params)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+
+
+def _link_authorizations_trim(link: MagicLink) -> None:
+    """Forget the link's sign-ins past their lifetime, and all but its latest AUTHORIZATIONS_PER_LINK: anyone with
+    the link could store a row (and a PKCE verifier) a click, for as long as the link lives."""
+    LinkAuthorization.objects.filter(link=link, expires_at__lte=timezone.now()).delete()
+    older = LinkAuthorization.objects.filter(link=link).order_by("-created_at", "-pk")[AUTHORIZATIONS_PER_LINK:]
+    LinkAuthorization.objects.filter(pk__in=list(older.values_list("pk", flat=True))).delete()
+
+
+def link_authorizations_sweep() -> int:
+    """Periodic: forget every sign-in past its lifetime (used or not); returns how many. A link nobody opens again
+    keeps none."""
+    deleted, _ = LinkAuthorization.objects.filter(expires_at__lte=timezone.now()).delete()
+    return deleted
 
 
 def _authorization_claim(state: str, browser_nonce: str) -> LinkAuthorization:
@@ -216,6 +235,7 @@ def _credential_store(
         token_type=tokens.token_type,
         scope=tokens.scope,
         expires_at=tokens.expires_at,
+        token_server=oauth.token_server(application.token_url),
         refreshed=refreshed,
     )
     if credential is None:
@@ -257,11 +277,19 @@ def credentials_unauthenticated(
     )
 
 
+TOKEN_SERVER_MOVED = (
+    "The {provider} application's token URL now names another server than the one this user connected at: "
+    "connect again."
+)
+
+
 def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential | None:
     """Refresh the tokens of `credential` at its provider. On refusal the credential becomes
     UNAUTHENTICATED and `credentialsUnauthenticated` is emitted; returns None then, and when the credential changed
     while its provider answered (disconnected, connected again, refreshed by a concurrent task: the answer is
-    outdated and dropped), and when another refresh of it is under way (only one reaches the provider)."""
+    outdated and dropped), and when another refresh of it is under way (only one reaches the provider). A credential
+    connected at another token server than the application's token URL names now is refused without a call: its
+    refresh token (and the client secret) would go to a server that did not issue it."""
     core_user = credential.core_user
     application: ProviderApplication | None = provider_application_find(
         owner_id=core_user.owner_id, provider=credential.provider
@@ -271,6 +299,9 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
             raise oauth.TokenRequestFailed(f"No application is set up for {credential.provider}.")
         if not credential.refresh_token:
             raise oauth.TokenRequestFailed(f"{credential.provider} gave no refresh token.")
+        if credential.token_server and credential.token_server != oauth.token_server(application.token_url):
+            # Its refresh token is the issuing server's, and is not sent to another one.
+            raise oauth.TokenRequestFailed(TOKEN_SERVER_MOVED.format(provider=credential.provider))
         # The claim outlasts the call: it ends when the answer (or the refusal) is stored.
         if not provider_credential_refresh_claim(credential, seconds=oauth.call_deadline() + 60):
             return None

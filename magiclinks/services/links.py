@@ -14,12 +14,14 @@ from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_find_or_create, core_user_keep, providers_set_up
 from platform_site.api.errors import NOT_FOUND, DomainError, NotFoundError
 
-from ..models import LinkUpload, MagicLink
+from ..models import LinkTombstone, LinkUpload, MagicLink
 
 EXPIRES_IN_DEFAULT = 900
 EXPIRES_IN_MIN = 900
 EXPIRES_IN_MAX = 31_536_000
 DEFAULT_SETTINGS = {"backgroundColor": "#F5F5F5", "showLeafUserName": False}
+# A link deleted with its core user answers 410 for this long past its expiry, then 404 as one never made.
+TOMBSTONE_KEPT = timedelta(days=90)
 UNAVAILABLE_MESSAGE = "The service that sent this link is not available at the moment. Ask it for help."
 
 
@@ -135,14 +137,39 @@ def magic_link_resolve(token: str, *, allow_expired: bool = False) -> MagicLink:
     deactivated)."""
     if not token or len(token) > 200:
         raise LinkUnavailable(404, "unknown")
-    link = MagicLink.objects.select_related("core_user__owner").filter(token_hash=token_hash(token)).first()
-    _link_check(link, allow_expired=allow_expired)
+    digest = token_hash(token)
+    link = MagicLink.objects.select_related("core_user__owner").filter(token_hash=digest).first()
+    _link_check(link, digest=digest, allow_expired=allow_expired)
     return link
 
 
-def _link_check(link: MagicLink | None, *, allow_expired: bool = False) -> None:
-    """`LinkUnavailable` unless `link` (read with its core user and owner) may be used now."""
+def core_user_links_bury(*, core_user: CoreUser) -> None:
+    """The core user is being deleted, its links with it: keep their tokens' hashes (`LinkTombstone`), so that
+    whoever still holds one is told it is no longer valid (410), as for a deleted link, not that it never existed."""
+    now = timezone.now()
+    LinkTombstone.objects.bulk_create(
+        [
+            LinkTombstone(token_hash=digest, kept_until=max(expires_at, now) + TOMBSTONE_KEPT)
+            for digest, expires_at in MagicLink.objects.filter(core_user=core_user).values_list(
+                "token_hash", "expires_at"
+            )
+        ],
+        ignore_conflicts=True,  # (a deletion made again: `core_user_delete`)
+    )
+
+
+def link_tombstones_sweep() -> int:
+    """Periodic: forget the deleted links kept past their time; returns how many."""
+    deleted, _ = LinkTombstone.objects.filter(kept_until__lte=timezone.now()).delete()
+    return deleted
+
+
+def _link_check(link: MagicLink | None, *, digest: str, allow_expired: bool = False) -> None:
+    """`LinkUnavailable` unless `link` (read with its core user and owner, by its token's hash `digest`) may be used
+    now. None: 410 when it was deleted with its core user (`LinkTombstone`), else 404."""
     if link is None:
+        if LinkTombstone.objects.filter(token_hash=digest).exists():
+            raise LinkUnavailable(410, "revoked")
         raise LinkUnavailable(404, "unknown")
     if link.deleted_at is not None:
         raise LinkUnavailable(410, "revoked")
@@ -176,7 +203,7 @@ def link_upload(*, link: MagicLink, provider: str, upload):
     from conversion.services import batch_receive
 
     live = MagicLink.objects.select_for_update(of=("self",)).select_related("core_user__owner").filter(pk=link.pk)
-    _link_check(live.first())
+    _link_check(live.first(), digest=link.token_hash)
     try:
         batch = batch_receive(core_user=link.core_user, provider=provider, upload=upload)
     except NotFoundError:

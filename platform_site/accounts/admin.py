@@ -24,7 +24,7 @@ from platform_site.validators import (
     validate_scopes,
 )
 
-from . import services
+from . import oauth, services
 from .models import CoreUser, ProviderApplication, ProviderCredential
 
 # Secrets are the typist's bytes, whatever they are (as through the API).
@@ -199,11 +199,21 @@ class ProviderApplicationForm(AdminForm):
 
     def clean_client_secret(self):
         value = self.cleaned_data.get("client_secret")
-        if not value:
-            if self.instance.pk:
-                return self.instance.client_secret
+        if not value and not self.instance.pk:
             raise forms.ValidationError("The client secret is required.")
         return value
+
+    def clean(self):
+        """A secret left empty keeps the stored one, unless the token URL moves to another server, which would get it
+        (`services.provider_application_update`'s rule)."""
+        cleaned = super().clean()
+        if self.instance.pk and not cleaned.get("client_secret"):
+            token_url = cleaned.get("token_url")
+            if token_url and oauth.token_server(token_url) != oauth.token_server(self.instance.token_url):
+                self.add_error("client_secret", services.TOKEN_SERVER_MOVED_SECRET.replace("tokenUrl", "the token URL"))
+            else:
+                cleaned["client_secret"] = self.instance.client_secret
+        return cleaned
 
 
 @admin.register(ProviderApplication)

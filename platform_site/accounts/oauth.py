@@ -5,6 +5,7 @@ only: call it outside transactions."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -30,6 +31,22 @@ class TokenSet:
     token_type: str
     scope: str
     expires_at: datetime | None
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def token_server(url: str) -> str:
+    """The server a token URL names, `scheme://host:port` (lower case, the default port spelt out): the one that
+    issued a credential's tokens, and the one its client secret was given for. A refresh token is only good at the
+    server that issued it, and goes nowhere else."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:  # a port out of range: a stored URL was checked, so only ever an old row
+        port = None
+    return f"{scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def _timeout() -> float:

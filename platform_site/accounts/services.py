@@ -12,6 +12,7 @@ from platform_site.api.authentication import OwnerDeactivated, token_issue
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError
 from platform_site.db import DEADLOCK, row_locked, rows_kept, sqlstate
 
+from . import oauth
 from .models import EXTERNAL_ID_IN_USE, CoreUser, ProviderApplication, ProviderCredential
 from .signals import core_user_deleting
 
@@ -226,11 +227,26 @@ def provider_application_create(*, owner, provider: str, **values) -> ProviderAp
         ) from None
 
 
+TOKEN_SERVER_MOVED_SECRET = (
+    "Required when tokenUrl names another server: the stored secret goes only where it was given for."
+)
+
+
 @transaction.atomic
 def provider_application_update(*, application: ProviderApplication, **values) -> ProviderApplication:
-    """Change the application; a `client_secret` of None keeps the stored one (it is never shown)."""
+    """Change the application; a `client_secret` of None keeps the stored one (it is never shown), unless the token
+    URL moves to another server (`oauth.token_server`): kept, the secret would be sent there at the next connection
+    (400 then, the secret must be given again). Credentials connected at the old server are refused a refresh at
+    the new one (`magiclinks.services.credential_refresh`)."""
     if values.get("client_secret") is None:
         values.pop("client_secret", None)
+        if "token_url" in values and oauth.token_server(values["token_url"]) != oauth.token_server(
+            application.token_url
+        ):
+            raise DomainError(
+                "A token URL on another server needs the client secret again.",
+                field_errors=[{"field": "clientSecret", "message": TOKEN_SERVER_MOVED_SECRET}],
+            )
     for name, value in values.items():
         setattr(application, name, value)
     application.save()
@@ -266,6 +282,7 @@ def provider_credential_store(
     token_type: str = "",
     scope: str = "",
     expires_at=None,
+    token_server: str = "",
     refreshed: ProviderCredential | None = None,
 ) -> ProviderCredential | None:
     """Record fresh tokens of `core_user` at `provider` (AUTHENTICATED). A connection (a code grant) replaces
@@ -274,7 +291,8 @@ def provider_credential_store(
     token when the answer has none (RFC 6749 section 6), and only while the credential is still as read: one
     disconnected (a refresh stored late re-created it), connected again or refreshed by another task meanwhile
     makes the answer outdated; None then. A connection keeps the core user (`core_user_keep`): one deleted while
-    the user was at the provider is a 404 `notFound`, not a credential of nobody failing at commit."""
+    the user was at the provider is a 404 `notFound`, not a credential of nobody failing at commit. `token_server`:
+    the server that issued the tokens (`oauth.token_server`)."""
     values = {
         "access_token": access_token,
         "refresh_token": refresh_token,
@@ -285,6 +303,7 @@ def provider_credential_store(
         "status_message": "",
         "authenticated_at": timezone.now(),
         "refresh_claimed_until": None,
+        "token_server": token_server,
     }
     if refreshed is not None:
         with transaction.atomic():

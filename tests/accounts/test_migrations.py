@@ -12,6 +12,7 @@ pytestmark = [
 ]
 
 BEFORE, AFTER = ("accounts", "0007_login_failures"), ("accounts", "0008_provider_application_scopes_tokens")
+TOKEN_SERVER = ("accounts", "0009_provider_credential_token_server")
 
 
 def test_scopes_the_admin_stored_as_any_json_become_scope_tokens():
@@ -42,4 +43,35 @@ def test_scopes_the_admin_stored_as_any_json_become_scope_tokens():
         [],
         [],
         ["files", "offline_access"],
+    ]
+
+
+def test_credentials_take_their_applications_token_server():
+    """A refresh goes only to the server that issued the tokens: those connected before it was recorded were issued
+    by their application's token server of now."""
+    owners = [OwnerFactory() for _ in range(2)]
+    apps = migrate(AFTER)
+    ProviderApplication = apps.get_model("accounts", "ProviderApplication")
+    CoreUser = apps.get_model("accounts", "CoreUser")
+    ProviderCredential = apps.get_model("accounts", "ProviderCredential")
+    for owner, token_url in zip(owners, ["https://Auth.Example.com/token", "http://127.0.0.1:8080/t"], strict=True):
+        ProviderApplication.objects.create(
+            owner_id=owner.pk, provider="ProviderA", client_id="c", client_secret="s",
+            authorize_url="https://p.example/a", token_url=token_url, scopes=[],
+        )  # fmt: skip
+    credentials = [
+        ProviderCredential.objects.create(
+            core_user=CoreUser.objects.create(owner_id=owner.pk, name="u"), provider=provider, access_token="a"
+        )
+        for owner in owners
+        for provider in ("ProviderA", "ProviderB")
+    ]
+
+    apps = migrate(TOKEN_SERVER)
+    ProviderCredential = apps.get_model("accounts", "ProviderCredential")
+    assert [ProviderCredential.objects.get(pk=c.pk).token_server for c in credentials] == [
+        "https://auth.example.com:443",
+        "",  # no application for ProviderB
+        "http://127.0.0.1:8080",
+        "",
     ]

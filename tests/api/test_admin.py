@@ -176,7 +176,8 @@ def test_urls_we_call_are_refused_here_as_through_the_api_when_they_point_into_o
         assert response.status_code == 200, url
         [message] = response.context["adminform"].form.errors[name]
         assert "non-public address" in message
-        # A public address is taken
+        # A public address is taken (another token server with the secret typed again)
+        data["client_secret"] = "typed again"
         assert superuser_client.post(url, {**data, name: "https://93.184.215.15/x"}).status_code == 302, url
     assert Webhook.objects.get(pk=webhook.pk).url == "https://93.184.215.15/x"
     assert ProviderApplication.objects.get(pk=application.pk).token_url == "https://93.184.215.15/x"
@@ -225,6 +226,28 @@ def test_a_provider_applications_provider_is_fixed_here_as_through_the_api(super
     assert superuser_client.post(url, data).status_code == 302
     application.refresh_from_db()
     assert (application.provider, application.client_id) == ("ProviderB", "changed")
+
+
+@pytest.mark.django_db
+def test_a_token_url_moved_to_another_server_needs_the_secret_again_here_as_through_the_api(superuser_client, owner):
+    application = provider_app(owner, "ProviderB", token_url=PUBLIC_TOKEN_URL, client_secret="kept", scopes=[])
+    url = f"/admin/accounts/providerapplication/{application.pk}/change/"
+    data = {**form_data(superuser_client.get(url)), "client_secret": ""}
+    moved = PUBLIC_TOKEN_URL.replace("93.184.215.14", "93.184.215.15")
+    response = superuser_client.post(url, {**data, "token_url": moved})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["client_secret"] == [
+        "Required when the token URL names another server: the stored secret goes only where it was given for."
+    ]
+    application.refresh_from_db()
+    assert (application.token_url, application.client_secret) == (PUBLIC_TOKEN_URL, "kept")
+    # Another path on the same server keeps the secret; another server with the secret typed takes it
+    assert superuser_client.post(url, {**data, "token_url": PUBLIC_TOKEN_URL + "/v2"}).status_code == 302
+    application.refresh_from_db()
+    assert (application.token_url, application.client_secret) == (PUBLIC_TOKEN_URL + "/v2", "kept")
+    assert superuser_client.post(url, {**data, "token_url": moved, "client_secret": "new"}).status_code == 302
+    application.refresh_from_db()
+    assert (application.token_url, application.client_secret) == (moved, "new")
 
 
 @pytest.mark.django_db

@@ -18,10 +18,12 @@ from django.utils import timezone
 
 from magiclinks import services
 from magiclinks.models import MagicLink
+from magiclinks.services import token_hash
 from platform_site.accounts.models import ProviderCredential
 from tests.tenancy import assert_problem
 
 from .helpers import contrast_ratio, provider_app, rgb
+from .oauth_server import OAuthServer, start_oauth_server
 
 pytestmark = [pytest.mark.django_db]
 SETTINGS = {
@@ -220,6 +222,34 @@ def test_a_callback_is_refused_for_unknown_reused_or_foreign_state(
     assert oauth_server.token_requests == []
 
 
+def test_a_link_keeps_only_its_latest_sign_ins_and_none_past_their_lifetime(
+    client, core_user, oauth_server, oauth_app, settings
+):
+    """Each Connect click stored a sign-in (its PKCE verifier too) for good: 300 clicks on a link were 300 rows."""
+    from magiclinks.models import LinkAuthorization
+    from magiclinks.services.connections import AUTHORIZATIONS_PER_LINK, link_authorizations_sweep
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    states = []
+    for _ in range(AUTHORIZATIONS_PER_LINK + 15):
+        started = client.get(f"{url}/connect/ProviderA")
+        states.append(parse_qs(urlsplit(started["Location"]).query)["state"][0])
+    assert LinkAuthorization.objects.filter(link=link).count() == AUTHORIZATIONS_PER_LINK
+    # The oldest are forgotten; the latest completes
+    forgotten = client.get("/links/oauth/callback", {"state": states[0], "code": "x"})
+    assert forgotten.status_code == 400 and "not known" in forgotten.content.decode()
+    consent = requests.get(started["Location"], timeout=5)
+    back = urlsplit(consent.text.split("id='allow' href='")[1].split("'")[0].replace("&amp;", "&"))
+    assert "You are connected to ProviderA." in client.get(back.path, parse_qs(back.query)).content.decode()
+    # Past their lifetime, the sweep forgets them all (used or not); another link's, still live, stay
+    other, other_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    client.get(f"{other_url}/connect/ProviderA")
+    LinkAuthorization.objects.filter(link=link).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert link_authorizations_sweep() == AUTHORIZATIONS_PER_LINK
+    assert list(LinkAuthorization.objects.values_list("link_id", flat=True)) == [other.pk]
+
+
 def test_a_callback_leads_back_only_to_its_own_link(client, core_user, oauth_server, oauth_app, settings):
     """Two links open in one browser: the way back after the first one's sign-in is not the second link's page."""
     settings.PUBLIC_BASE_URL = "http://testserver"
@@ -413,6 +443,58 @@ def test_the_sweep_refreshes_only_credentials_about_to_expire(
     assert len(queued) == 2 and len(refreshes) == 2  # the one above, then one of the two queued
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_credential_is_refreshed_only_at_the_token_server_that_issued_it(
+    connected_and_watched, client, owner, core_user, oauth_server, oauth_app, webhook_receiver
+):
+    """A token URL moved to another server (a PUT with the secret given again) sent every connected user's refresh
+    token there at the next refresh: a refresh token is the issuing server's, and nobody else's to have."""
+    from magiclinks.tasks import magiclinks_credential_refresh
+    from platform_site.accounts.services import provider_application_update
+
+    url = connected_and_watched()
+    credential = ProviderCredential.objects.get(core_user=core_user)
+    assert credential.token_server == f"http://127.0.0.1:{urlsplit(oauth_server.base_url).port}"
+    elsewhere = OAuthServer()
+    server = start_oauth_server(elsewhere)
+    try:
+        # Another path on the same server: still the issuing server, refreshed there
+        provider_application_update(application=oauth_app, token_url=f"{oauth_server.base_url}/token?v=2")
+        magiclinks_credential_refresh(str(credential.pk))
+        assert ProviderCredential.objects.get(pk=credential.pk).status == "AUTHENTICATED"
+        assert _refresh_requests(oauth_server) == 1
+
+        provider_application_update(
+            application=oauth_app, token_url=elsewhere.token_url, client_secret=elsewhere.client_secret
+        )
+        magiclinks_credential_refresh(str(credential.pk))
+        assert elsewhere.token_requests == [] and _refresh_requests(oauth_server) == 1  # sent nowhere
+        refused = ProviderCredential.objects.get(pk=credential.pk)
+        assert refused.status == "UNAUTHENTICATED"
+        assert refused.status_message == (
+            "The ProviderA application's token URL now names another server than the one this user connected at: "
+            "connect again."
+        )
+        [event] = webhook_receiver.wait_for(1) and webhook_receiver.events()
+        assert (event["type"], event["message"]) == ("credentialsUnauthenticated", refused.status_message)
+
+        # Connected again, at the new server: refreshed there
+        oauth_app.authorize_url = elsewhere.authorize_url
+        oauth_app.save()
+        connect(client, url)
+        again = ProviderCredential.objects.get(pk=credential.pk)
+        assert (
+            again.status == "AUTHENTICATED"
+            and again.token_server == f"http://127.0.0.1:{urlsplit(elsewhere.base_url).port}"
+        )
+        magiclinks_credential_refresh(str(credential.pk))
+        assert _refresh_requests(elsewhere) == 1
+        assert ProviderCredential.objects.get(pk=credential.pk).status == "AUTHENTICATED"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_disconnect_only_when_the_link_allows_it(client, core_user, oauth_server, oauth_app, settings):
     settings.PUBLIC_BASE_URL = "http://testserver"
     _link, closed_url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
@@ -565,12 +647,13 @@ def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_noth
     client, owner, core_user, meanwhile
 ):
     """The link is checked before the body streams in, and again (locked) before the batch is made: a revocation
-    or the user's deletion in between is the link's 410 / 404 page, no batch and no stored zip (was a batch for a
+    or the user's deletion in between is the link's 410 page, no batch and no stored zip (was a batch for a
     revoked link, or a 500)."""
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from conversion.models import Batch
     from platform_site.accounts.models import CoreUser
+    from platform_site.accounts.services import core_user_delete
 
     link, _url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     seen = MagicLink.objects.select_related("core_user").get(pk=link.pk)  # what the page resolved first
@@ -579,12 +662,43 @@ def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_noth
     elif meanwhile == "owner deactivated":
         type(owner).objects.filter(pk=owner.pk).update(is_active=False)
     else:
-        CoreUser.objects.filter(pk=core_user.pk).delete()
+        core_user_delete(core_user=CoreUser.objects.get(pk=core_user.pk))
     upload = SimpleUploadedFile("late.zip", b"PK\x05\x06" + bytes(18))
     with pytest.raises(services.LinkUnavailable) as refused:
         services.link_upload(link=seen, provider="Other", upload=upload)
-    assert refused.value.status == {"revoked": 410, "user deleted": 404, "owner deactivated": 403}[meanwhile]
+    assert refused.value.status == {"revoked": 410, "user deleted": 410, "owner deactivated": 403}[meanwhile]
     assert not Batch.objects.exists()
+
+
+@pytest.mark.embedded
+def test_the_links_of_a_deleted_core_user_say_they_are_no_longer_valid_for_a_while(client, owner, core_user):
+    """Supplement: "Expired or deleted links show a clear page with 410". A link deleted with its core user (its
+    rows are gone) said 404 "This link does not exist. Check that you copied the whole address." """
+    from magiclinks.models import LinkTombstone
+    from magiclinks.services.links import TOMBSTONE_KEPT
+    from platform_site.accounts.services import core_user_delete, owner_delete
+    from tests.factories import CoreUserFactory
+
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    _revoked, revoked_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    services.magic_link_delete(link=_revoked)
+    survivor = CoreUserFactory(owner=owner)
+    _kept, kept_url = make_link(survivor, MagicLink.Widget.FILEUPLOAD)
+    core_user_delete(core_user=core_user)
+    for gone in (url, revoked_url):
+        page = client.get(gone)
+        assert page.status_code == 410, gone
+        assert "This link is no longer valid" in page.content.decode()
+    assert client.get(kept_url).status_code == 200
+    # Past the link's expiry and TOMBSTONE_KEPT the sweep forgets it: then it is as unknown as a link never made
+    tombstone = LinkTombstone.objects.get(token_hash=token_hash(url.rsplit("/", 1)[1]))
+    assert tombstone.kept_until > timezone.now() + TOMBSTONE_KEPT - timedelta(minutes=1)
+    LinkTombstone.objects.update(kept_until=timezone.now())
+    assert services.link_tombstones_sweep() == 2
+    assert client.get(url).status_code == 404
+    # An owner's deletion deletes its core users as one is: their links say so too
+    owner_delete(owner=owner)
+    assert client.get(kept_url).status_code == 410
 
 
 @pytest.mark.embedded

@@ -54,6 +54,47 @@ def test_register_read_change_and_delete(api_client):
     assert_problem(api_client.get(f"{URL}/{created['id']}"), 404, "notFound")
 
 
+@pytest.mark.parametrize(
+    "token_url",
+    [
+        "https://evil.example.net/token",  # another host
+        "https://auth.example.com:8443/token",  # another port
+        "http://auth.example.com/token",  # another scheme
+    ],
+)
+def test_a_token_url_on_another_server_needs_the_secret_again(api_client, token_url):
+    """Kept, the stored secret went to whatever server the token URL named next: anyone with the owner's API token
+    could have it sent to theirs."""
+    body = BODY | {"tokenUrl": "https://Auth.Example.com:443/oauth/token"}
+    created = api_client.post(URL, body, format="json").json()
+    change = {k: v for k, v in body.items() if k not in ("provider", "clientSecret")}
+    refused = api_client.put(f"{URL}/{created['id']}", change | {"tokenUrl": token_url}, format="json")
+    assert_problem(refused, 400, "validation")
+    assert refused.json()["fieldErrors"] == [
+        {
+            "field": "clientSecret",
+            "message": "Required when tokenUrl names another server: the stored secret goes only where it was given "
+            "for.",
+        }
+    ]
+    assert api_client.get(f"{URL}/{created['id']}").json() == created  # nothing changed
+    # With the secret, it moves
+    moved = api_client.put(
+        f"{URL}/{created['id']}", change | {"tokenUrl": token_url, "clientSecret": "new"}, format="json"
+    )
+    assert moved.status_code == 200 and moved.json()["tokenUrl"] == token_url
+    assert ProviderApplication.objects.get(pk=created["id"]).client_secret == "new"
+
+
+def test_a_token_url_on_the_same_server_keeps_the_secret(api_client):
+    created = api_client.post(URL, BODY | {"tokenUrl": "https://auth.example.com/token"}, format="json").json()
+    change = {k: v for k, v in BODY.items() if k not in ("provider", "clientSecret")}
+    for token_url in ("https://AUTH.example.com:443/v2/token", "https://auth.example.com/oauth/token?x=1"):
+        moved = api_client.put(f"{URL}/{created['id']}", change | {"tokenUrl": token_url}, format="json")
+        assert moved.status_code == 200 and moved.json()["tokenUrl"] == token_url
+    assert ProviderApplication.objects.get(pk=created["id"]).client_secret == "top-secret-value"
+
+
 def test_the_secret_is_encrypted_at_rest(api_client):
     created = api_client.post(URL, BODY, format="json").json()
     with connection.cursor() as cursor:

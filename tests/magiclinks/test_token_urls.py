@@ -73,6 +73,8 @@ def test_a_refresh_connects_only_to_the_address_that_was_checked(
     assert connect(client, url)[0].status_code == 200
     port = urlsplit(oauth_server.base_url).port
     ProviderApplication.objects.filter(pk=oauth_app.pk).update(token_url=f"http://rebind.test:{port}/token")
+    # (as if connected there: a credential is only refreshed at the server that issued it)
+    ProviderCredential.objects.filter(core_user=core_user).update(token_server=f"http://rebind.test:{port}")
     dns.answers["rebind.test"] = [PUBLIC_ADDRESS, "127.0.0.1"]
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
     # When the tokens are refreshed
