@@ -4,7 +4,8 @@ status" link: no page reloads itself, WCAG F41).
 
 The token in the URL is the only credential, so every page is `no-store`, not indexed, and sends the
 Referer only to ourselves (`same-origin`: a logo host or a provider never sees the token; `no-referrer`
-would make browsers send `Origin: null` on our own forms, which the CSRF check refuses)."""
+would make browsers send `Origin: null` on our own forms, which the CSRF check refuses). A content security policy
+keeps a page to our own script and forms, should a text of the owner's ever slip past escaping."""
 
 import secrets
 from functools import wraps
@@ -37,8 +38,17 @@ UNAVAILABLE = {
 }
 
 
+# What a page may load and do: our own style sheet and script, the owner's logo and header image (http(s) URLs, as
+# `settings` takes them), its colours (the body's inline style), forms posting to us only, never framed.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' https: http:; style-src 'self' 'unsafe-inline'; script-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+)
+
+
 def _secure(response):
     add_never_cache_headers(response)
+    response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     response["Referrer-Policy"] = "same-origin"
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["X-Content-Type-Options"] = "nosniff"

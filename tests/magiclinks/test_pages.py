@@ -72,6 +72,9 @@ def test_upload_page_is_branded_counts_visits_and_is_private(client, core_user):
     assert core_user.name in page
     assert '<label for="file">' in page and 'name="provider"' in page
     assert response["Referrer-Policy"] == "same-origin" and "no-store" in response["Cache-Control"]
+    policy = dict(directive.split(" ", 1) for directive in response["Content-Security-Policy"].split("; "))
+    assert policy["script-src"] == "'self'" and policy["frame-ancestors"] == "'none'"
+    assert policy["form-action"] == "'self'" and policy["default-src"] == "'self'"
     client.get(url)
     link.refresh_from_db()
     assert link.usage_count == 2 and link.last_accessed_at is not None
