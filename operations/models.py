@@ -75,8 +75,10 @@ class OperationCrop(models.Model):
     operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="crops")
     source_file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="+")
     file = models.OneToOneField(File, on_delete=models.CASCADE, related_name="operation_crop")
-    field = models.ForeignKey(Field, on_delete=models.CASCADE, related_name="+")
-    boundary = models.ForeignKey(Boundary, on_delete=models.CASCADE, related_name="+")
+    # Null once the field is deleted: a crop not made by then fails saying so (it stayed processing, its record gone
+    # with the field, until the sweeps gave up hours later); one made keeps its file.
+    field = models.ForeignKey(Field, on_delete=models.SET_NULL, null=True, related_name="+")
+    boundary = models.ForeignKey(Boundary, on_delete=models.SET_NULL, null=True, related_name="+")
     created_time = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -84,12 +84,15 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
 def operation_crop_process(crop_id: str) -> File | None:
     """Task body: write the cropped points of the operation into the crop's file (idempotent). While the
     operation is being rebuilt (a file joined after the crop was asked for, or while its points were cropped) the
-    crop waits: the build sends it again when it ends (`_waiting_resend`; `merging.derived_file_process`)."""
+    crop waits: the build sends it again when it ends (`_waiting_resend`; `merging.derived_file_process`). A crop
+    whose field was deleted before it was made fails, saying so."""
     crop = OperationCrop.objects.select_related("boundary", "field").filter(pk=crop_id).first()
     if crop is None:
         return None
 
     def build(_file: File):
+        if crop.boundary is None:
+            raise ValueError("the field was deleted before its crop was made")
         source = File.objects.get(pk=crop.source_file_id)
         if source.status != FileStatus.PROCESSED or not source.points_name:
             raise ValueError("the operation's merged file is not available")

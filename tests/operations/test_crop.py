@@ -252,4 +252,31 @@ def test_a_field_deleted_while_a_crop_to_it_is_under_way_goes_with_the_crop(owne
             request_later(make_client, owner, "delete", f"/services/fields/api/users/{field.core_user_id}/fields/whole")
         )
     assert deletion().status_code == 204
-    assert not Field.objects.filter(pk=field.pk).exists() and not OperationCrop.objects.exists()
+    assert not Field.objects.filter(pk=field.pk).exists()
+    [crop] = OperationCrop.objects.all()
+    assert (crop.field_id, crop.boundary_id) == (None, None)  # the crop's file is not left processing: see below
+
+
+def test_a_crop_whose_field_is_deleted_before_it_is_made_fails_saying_so(api_client, core_user, operation, monkeypatch):
+    """Its record went with the field, and its file stayed processing (no event) until the sweeps gave up on it
+    hours later."""
+    from operations import tasks
+
+    field_create(core_user=core_user, id="kept", geometry=grid_box(lon0=LON0, lat0=LAT0))
+    made = api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "kept"}, format="json").json()
+    assert File.objects.get(pk=made["coreFileId"]).status == FileStatus.PROCESSED
+    queued = []
+    monkeypatch.setattr(tasks.operation_crop_process, "delay", lambda *args: queued.append(args))
+    pending = api_client.post(CROP_URL, {"id": str(operation.pk), "fieldId": "whole"}, format="json").json()
+    fields_url = f"/services/fields/api/users/{core_user.pk}/fields"
+    assert api_client.delete(f"{fields_url}/whole").status_code == 204
+    assert api_client.delete(f"{fields_url}/kept").status_code == 204
+    [args] = queued
+    tasks.operation_crop_process(*args)
+    failed = api_client.get(f"{FILES_URL}/{pending['coreFileId']}").json()
+    assert failed["status"] == "failed"
+    assert File.objects.get(pk=pending["coreFileId"]).status_message == (
+        "The file could not be built: the field was deleted before its crop was made"
+    )
+    # The crop made before its field was deleted keeps its file
+    assert api_client.get(f"{FILES_URL}/{made['coreFileId']}").json()["status"] == "processed"
