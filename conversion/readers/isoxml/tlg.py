@@ -271,6 +271,10 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         ms = values_at(data, offsets, "<u4").astype(np.int64)
         days = values_at(data, offsets + 4, "<u2").astype(np.int64)
         tc_time = EPOCH_1980 + (days * MS_PER_DAY + ms).astype("timedelta64[ms]")
+        # A time of day past the day's end (a leap second aside; ValidTimeLogs logs one 24:00:00.000, the next
+        # midnight) or the date 0xFFFF (not available, as for GPS dates) is no time: it made a record of 2159 or
+        # of weeks later.
+        tc_time[(ms >= MS_PER_DAY + 1000) | (days == 0xFFFF)] = np.datetime64("NaT", "ms")
         pos = 6
     elif header.time_fixed:
         clock, fixed_utc = _fixed_time(name, header.time_fixed)
@@ -368,6 +372,18 @@ def _fixed_time(name: str, value: str) -> tuple[np.datetime64, np.datetime64 | N
     return clock, (None if offset is None else clock - offset)
 
 
+def _gps_placeholder(gps: np.ndarray, tc_time: np.ndarray) -> bool:
+    """Whether the GPS times as logged (`gps`: of the records with a valid one; time of day, or date and time) are a
+    placeholder: one value throughout, or in more than half of the records (at least three), while the TC clock
+    moves (SingleDPD logs H = 0 throughout). Judged on the logged values, not on the stamps made of them: a time of
+    day without its date is put on the TC clock's day, so a placeholder logged across noon became two midnights, and
+    one record's bad clock made it two values; either passed for a real GPS time."""
+    if len(gps) < 2 or len(np.unique(tc_time[~np.isnat(tc_time)])) < 2:
+        return False
+    top = np.unique(gps, return_counts=True)[1].max()
+    return bool(top == len(gps) or (top >= 3 and 2 * top > len(gps)))
+
+
 def _gps_times(
     ms: np.ndarray, days: np.ndarray | None, tc_time: np.ndarray, tc_zone: np.timedelta64 | None
 ) -> np.ndarray:
@@ -392,12 +408,11 @@ def _gps_times(
         stamp = EPOCH_1980 + (day * MS_PER_DAY + ms64).astype("timedelta64[ms]")
         valid &= ~np.isnat(clock)
     stamp = np.where(valid, stamp, np.datetime64("NaT", "ms"))
-    good = stamp[valid]
-    if len(good) > 1 and good.min() == good.max() and len(np.unique(tc_time[valid])) > 1:
-        # A GPS time that never moves while the TC clock does is a placeholder (SingleDPD logs H = 0 throughout).
+    if _gps_placeholder(ms64[valid] if days is None else (d64 * MS_PER_DAY + ms64)[valid], tc_time[valid]):
         return np.full(len(ms64), np.datetime64("NaT", "ms"))
-    if len(good) and not np.isnat(clock).all():
-        offset = np.median((stamp[valid] - clock[valid]).astype(np.int64))
+    both = valid & ~np.isnat(clock)
+    if both.any():
+        offset = np.median((stamp[both] - clock[both]).astype(np.int64))
         if abs(offset) > GPS_TC_MAX_OFFSET_MS:
             # Further apart than any time zone: the GPS date is wrong (CNH sample: one day behind), so the
             # caller falls back on the TC clock.

@@ -92,3 +92,53 @@ def test_each_log_is_read_in_the_zone_its_session_was_written_in(single_dpd, tmp
     assert times & {t.astype(object) for t in first}
     assert times & {t.astype(object) for t in second}
     assert times <= {t.astype(object) for t in first | second}
+
+
+def _single_dpd_rewritten(single_dpd, tmp_path, edit):
+    folder = tmp_path / "rewritten"
+    shutil.copytree(single_dpd, folder)
+    binary = rewritten_time_log(single_dpd / "TLG00001.XML", single_dpd / "TLG00001.BIN", edit)
+    (folder / "TLG00001.BIN").write_bytes(binary)
+    return folder, walk_tlg(folder / "TLG00001.XML", folder / "TLG00001.BIN")["records"]
+
+
+def test_a_placeholder_gps_time_logged_across_noon_is_no_clock_either(single_dpd, tmp_path):
+    """SingleDPD's GPS time is 0 throughout, without a date. Put on the TC clock's day, it became midnight of one day
+    before noon and of the next after it: two values, which passed for a real GPS time. Every point was stamped one
+    of two midnights, with no warning."""
+    # Given the log's clock moved so that it runs across noon (11:59:20 on)
+    records = walk_tlg(single_dpd / "TLG00001.XML", single_dpd / "TLG00001.BIN")["records"]
+    to_noon = 12 * HOUR_MS - 40_000 - records[0]["tc_ms"]
+    folder, records = _single_dpd_rewritten(single_dpd, tmp_path, lambda r: _shift(r, to_noon))
+    assert {r["ptn"]["H"] for r in records} == {0}
+    # When it is read
+    table = read_one_task(folder / "TASKDATA.XML")
+    # Then the times are the TC clock's, and the table says the GPS time was not used
+    times = table.columns["timestamp"]
+    assert set(times.tolist()) <= {_clock(r).astype(object) for r in records}
+    assert len(np.unique(times)) > 300 and str(times.min())[11:19] == "11:59:20"
+    assert any("GPS time unusable" in warning for warning in table.warnings)
+
+
+@pytest.mark.parametrize("corrupt", ["tc_day", "tc_ms"])
+def test_a_record_whose_clock_is_not_available_has_no_time(single_dpd, tmp_path, corrupt):
+    """A TC date of 0xFFFF (not available, as for GPS dates) made that record's time 2159; a time of day of
+    0xFFFFFFFF one weeks later. Either also gave the placeholder GPS time a second value (it passed for a real one):
+    every other point was stamped midnight."""
+    # Given one record's TC date or time of day set to all ones
+    bad = {"tc_day": 0xFFFF, "tc_ms": 0xFFFFFFFF}[corrupt]
+    seen = []
+
+    def edit(record):
+        seen.append(record)
+        if len(seen) == 50:
+            record[corrupt] = bad
+
+    folder, records = _single_dpd_rewritten(single_dpd, tmp_path, edit)
+    # When it is read
+    table = read_one_task(folder / "TASKDATA.XML")
+    # Then every time is within the log's own clock readings: none of 2159, none a midnight
+    clocks = {_clock(r).astype(object) for i, r in enumerate(records) if i != 49}
+    times = table.columns["timestamp"]
+    assert set(times[~np.isnat(times)].tolist()) <= clocks
+    assert len(np.unique(times[~np.isnat(times)])) > 300
