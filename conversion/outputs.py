@@ -129,6 +129,10 @@ def produce(file: File, table: PointTable, *, original_name: str = "", clean: bo
         dropped, reasons = result.dropped, result.reasons
     else:
         cleaned, dropped, reasons = table, 0, {}
+    if len(table) == 0:
+        # The reader left every point out: its warnings say why ("0 read; dropped: all" blamed cleaning).
+        said = "; ".join(warning.rstrip(".") for warning in table.warnings)
+        raise UnreadableDataset(f"No point could be read ({said})" if said else "No point could be read")
     if len(cleaned) == 0:
         detail = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
         raise UnreadableDataset(f"No point is left after cleaning ({len(table)} read; dropped: {detail or 'all'})")

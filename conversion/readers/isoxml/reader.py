@@ -16,6 +16,7 @@ import numpy as np
 
 from conversion.readers import ddi as ddis
 from conversion.readers.base import (
+    NO_POSITION,
     YIELD_IGNORED_COLUMN,
     Dataset,
     MachineIdentity,
@@ -299,11 +300,14 @@ class IsoxmlReader(Reader):
                 raw_units["PTN_up"] = "mm"
 
         lat, lon = columns["lat"], columns["lon"]
-        no_position = ((lat == 0) & (lon == 0)) | ~usable_positions(lon, lat)
+        no_fix = (lat == 0) & (lon == 0)
+        off_globe = ~usable_positions(lon, lat)
+        no_position = no_fix | off_globe
         no_time = np.isnat(timestamp) & ~no_position
         warnings = [
             *warnings,
-            *left_out_warning(no_position, len(lat), "no position (0, 0 is a receiver without a fix)"),
+            *left_out_warning(no_fix, len(lat), "no position (0, 0 is a receiver without a fix)"),
+            *left_out_warning(off_globe, len(lat), NO_POSITION),
             *left_out_warning(no_time, len(lat), "no time"),
         ]
         valid = ~no_position & ~no_time

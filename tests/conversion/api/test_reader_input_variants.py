@@ -3,6 +3,7 @@ its .shx, with a damaged one, with Latin-1 text; a time log with a fixed start t
 its file records, or fails with the reason in plain words, never as an internal error."""
 
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -115,3 +116,29 @@ def test_a_time_log_start_that_is_no_date_fails_with_the_reason(api_client, core
     _assert_user_failure(
         api_client, batch, "TLG00001.XML: the fixed start time TIM A='19.10.2022 16:03:35' is not an ISO 8601", caplog
     )
+
+
+def test_a_time_log_without_a_position_fails_saying_so_not_that_cleaning_dropped_everything(
+    api_client, core_user, load_from_stream, tmp_path
+):
+    """Every record at 0, 0 (a receiver without a fix): the file failed with "No point is left after cleaning (0
+    read; dropped: all)", and the reader's reason went unsaid."""
+    from tests.conversion.readers.sample_variants import rewritten_time_log
+
+    with zipfile.ZipFile(load_from_stream / "SingleDPD.zip") as zf:
+        zf.extractall(tmp_path)
+        entries = {name: zf.read(name) for name in zf.namelist()}
+
+    def no_fix(record):
+        record["ptn"]["A"] = record["ptn"]["B"] = 0
+
+    binary = rewritten_time_log(tmp_path / "TLG00001.XML", tmp_path / "TLG00001.BIN", no_fix)
+    batch = _batch(api_client, core_user, zip_entries(entries | {"TLG00001.BIN": binary}))
+    [file_id] = batch["files"]
+    file = _get(api_client, f"{FILES_URL}/{file_id}")
+    assert file["status"] == "failed"
+    assert re.search(
+        r"\(No point could be read \(.*; (\d+) of \1 points left out: no position \(0, 0 is a receiver without a "
+        r"fix\)\)\)$",
+        file["statusDetails"],
+    ), file["statusDetails"]

@@ -142,3 +142,25 @@ def test_a_record_whose_clock_is_not_available_has_no_time(single_dpd, tmp_path,
     times = table.columns["timestamp"]
     assert set(times[~np.isnat(times)].tolist()) <= clocks
     assert len(np.unique(times[~np.isnat(times)])) > 300
+
+
+def test_positions_at_0_0_and_off_the_globe_are_told_apart(single_dpd, tmp_path):
+    """A latitude of 200 degrees was told as "no position (0, 0 is a receiver without a fix)"."""
+    seen = []
+
+    def edit(record):
+        seen.append(record)
+        if len(seen) % 10 == 0:
+            record["ptn"]["A"] = 2_000_000_000  # 200 degrees north
+        elif len(seen) % 10 == 5:
+            record["ptn"]["A"] = record["ptn"]["B"] = 0
+
+    folder, records = _single_dpd_rewritten(single_dpd, tmp_path, edit)
+    table = read_one_task(folder / "TASKDATA.XML")
+    total, off, zero = len(records), len(records) // 10, (len(records) + 5) // 10
+    assert f"{zero} of {total} points left out: no position (0, 0 is a receiver without a fix)." in table.warnings
+    assert (
+        f"{off} of {total} points left out: no position on the globe (coordinates that are not numbers, or outside "
+        "longitude -180..180, latitude -90..90)." in table.warnings
+    )
+    assert len(table) == total - off - zero
