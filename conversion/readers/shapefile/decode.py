@@ -99,8 +99,10 @@ def _cpg_codec(declared: str) -> str | None:
 
 def _read_dbf(
     dbf_path: Path, fields: list, codec: str | None, fallback: str = _UNDECLARED_CODEC
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Columns of the DBF (numbers as float64 with NaN for blanks and `****`, text decoded) and the kept rows.
+) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
+    """Columns of the DBF (numbers as float64 with NaN for blanks and `****`, text decoded), the kept rows, and
+    warnings: per numeric column, how many of its values are there but no number (a damaged file: `54.9891999;99`),
+    read as none. Said, as points left out are: cleaning dropped such a point as if its value were missing.
 
     `fields` are pyshp's, their names read as Latin-1 (the header's bytes one for one). Names and text are decoded
     with `codec` (the .cpg's); without one, as UTF-8 when all of them are UTF-8, else with `fallback`.
@@ -128,10 +130,16 @@ def _read_dbf(
     keep = table["_deleted"] != b"*"
     # Per column: its name's bytes and its values (numbers), or the unique texts and where each row's is (text).
     read: list[tuple[bytes, np.ndarray | tuple[np.ndarray, np.ndarray]]] = []
+    unreadable: list[tuple[bytes, int]] = []
     for (name, ftype, _size, _dec), key in zip(fields, names, strict=True):
         col = table[key][keep]
         if ftype in ("N", "F"):
-            read.append((name.encode("latin-1"), _to_float(col)))
+            numbers = _to_float(col)
+            stripped = np.char.strip(col)
+            there = (stripped != b"") & (np.char.find(stripped, b"*") < 0)
+            if count := int(np.count_nonzero(there & np.isnan(numbers))):
+                unreadable.append((name.encode("latin-1"), count))
+            read.append((name.encode("latin-1"), numbers))
         elif ftype == "L":
             stripped = np.char.upper(np.char.strip(col))
             true, false = np.isin(stripped, [b"T", b"Y"]), np.isin(stripped, [b"F", b"N"])
@@ -145,7 +153,12 @@ def _read_dbf(
     for raw_name, values in read:
         name = raw_name.decode(codec, errors="replace")
         columns[name] = _decode(*values, codec) if isinstance(values, tuple) else values
-    return columns, keep
+    warnings = [
+        f"{raw_name.decode(codec, errors='replace')}: {count} of {int(np.count_nonzero(keep))} values are not numbers; "
+        "read as none"
+        for raw_name, count in unreadable
+    ]
+    return columns, keep, warnings
 
 
 def _is_utf8(text: bytes) -> bool:

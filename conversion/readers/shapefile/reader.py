@@ -89,14 +89,14 @@ class ShapefileReader(Reader):
         metadata = _jd_metadata(shp_path)
         fields = [f for f in reader.fields if f[0] != "DeletionFlag"]
         codec, fallback, codec_warnings = _dbf_codec(dbf_path)
-        records, keep = _read_dbf(dbf_path, fields, codec, fallback)
+        records, keep, dbf_warnings = _read_dbf(dbf_path, fields, codec, fallback)
         prj = _sibling(shp_path, ".prj")
         crs = _prj_crs(shp_path, prj)
         to_wgs84 = wgs84_transformer(crs, where=f"{shp_path.name}: the .prj file") if crs is not None else None
         lon, lat, area, z = _read_geometry(reader, shp_path, len(keep), to_wgs84)
         lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
         lon, lat = _to_wgs84(shp_path, crs, to_wgs84, lon, lat)
-        warnings: list[str] = list(codec_warnings)
+        warnings: list[str] = [*codec_warnings, *dbf_warnings]
 
         meta_units = _meta_units(metadata)
         columns: dict[str, np.ndarray] = {"lon": lon, "lat": lat}

@@ -1,6 +1,7 @@
 """Shapefile reader on John Deere and SMS-style exports; totals recomputed independently from the raw DBF."""
 
 import re
+import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -222,6 +223,7 @@ def test_overflowed_numbers_are_null(tmp_path):
     table = _read(Dataset("SHAPEFILE", tmp_path / "y.shp", tmp_path, "y"))
     assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * 1.1208511417)
     assert np.isnan(table.columns["dryMassPerArea"][1])
+    assert not [w for w in table.warnings if "not numbers" in w]  # (`****`: a number too wide, no damage)
 
 
 def test_numbers_in_text_columns_are_read_as_a_geojson_file_reads_them(tmp_path):
@@ -249,6 +251,26 @@ def test_a_numeric_column_value_that_is_no_plain_number_is_a_missing_value(tmp_p
     table = _read(Dataset("SHAPEFILE", tmp_path / "y.shp", tmp_path, "y"))
     assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * 1.1208511417)
     assert np.isnan(table.columns["dryMassPerArea"][1])
+    # Said: the value is there, and no number
+    assert "Yld_Mass_D: 1 of 2 values are not numbers; read as none" in table.warnings
+
+
+def test_a_damaged_number_in_a_real_dbf_is_said_not_silently_dropped(samples_dir, tmp_path):
+    """One value of yield-simple1.dbf damaged (`54.9891999;9999997`): its point was dropped by cleaning as if its
+    yield were missing, and nothing said the file was damaged."""
+    folder = samples_dir / "ofpetrial-difm" / "inst" / "extdata"
+    for suffix in (".shp", ".shx", ".prj"):
+        shutil.copy(folder / f"yield-simple1{suffix}", tmp_path)
+    data = (folder / "yield-simple1.dbf").read_bytes()
+    assert data.count(b"54.989199999999997") == 1
+    (tmp_path / "yield-simple1.dbf").write_bytes(data.replace(b"54.989199999999997", b"54.9891999;9999997"))
+    table = _read(Dataset("SHAPEFILE", tmp_path / "yield-simple1.shp", tmp_path, "yield-simple1"))
+    assert len(table) == 3365 and int(np.isnan(table.columns["dryVolumePerArea"]).sum()) == 1
+    [said] = [w for w in table.warnings if "not numbers" in w]
+    assert said.endswith(": 1 of 3365 values are not numbers; read as none")
+    # The undamaged file says nothing of the kind
+    original = _read(Dataset("SHAPEFILE", folder / "yield-simple1.shp", folder, "yield-simple1"))
+    assert not [w for w in original.warnings if "not numbers" in w]
 
 
 def test_iso_times_with_an_offset_are_taken_to_utc(tmp_path):
