@@ -36,9 +36,12 @@ class _Points:
         self._strings: dict[str, str] = {}
         self.left_out = 0  # features that are no Point with two coordinates
 
-    def add(self, feature: dict) -> None:
+    def add(self, feature) -> None:
         """Take the feature when it is a Point (or the first point of a MultiPoint) with two coordinates; count
-        it in `left_out` otherwise."""
+        it in `left_out` otherwise (an entry of `features` that is no object at all too: it went unsaid)."""
+        if not isinstance(feature, dict):
+            self.left_out += 1
+            return
         geom = feature.get("geometry")
         geom = geom if isinstance(geom, dict) else {}
         coords = geom.get("coordinates")

@@ -113,7 +113,7 @@ class GeojsonReader(Reader):
         if points.left_out:
             warnings.append(
                 f"{points.left_out} features left out: not a Point (or MultiPoint) with two coordinates (lines, "
-                "polygons, a missing geometry)."
+                "polygons, a missing geometry, an entry that is no object)."
             )
         if operation is None:
             operation = _guess_operation(columns)

@@ -143,9 +143,7 @@ def _read_features(stream: _JsonStream) -> _Points:
         stream.pos += 1
         return points
     while True:
-        feature = stream.value()
-        if isinstance(feature, dict):
-            points.add(feature)
+        points.add(stream.value())
         separator = stream.peek()
         stream.pos += 1
         if separator == "]":

@@ -117,12 +117,20 @@ def test_features_that_are_no_points_are_left_out_with_a_warning(tmp_path):
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1]}, "properties": {}},
         {"type": "Feature", "geometry": None, "properties": {}},
         _point(10.0001, 54.0, appliedRate=3.0),
+        # Entries that are no feature object at all: they vanished unsaid
+        "junk",
+        None,
+        42,
+        [1, 2],
     ]
     (tmp_path / "rate.geojson").write_text(json.dumps(_collection(features)))
     [dataset] = detect(tmp_path).datasets
     [table] = get_reader("GEOJSON").read(dataset)
     assert len(table.columns["lon"]) == 2
-    assert any(w.startswith("3 features left out: not a Point") for w in table.warnings), table.warnings
+    assert (
+        "7 features left out: not a Point (or MultiPoint) with two coordinates (lines, polygons, a missing geometry, "
+        "an entry that is no object)." in table.warnings
+    ), table.warnings
 
 
 def test_points_off_the_globe_are_left_out_with_a_warning(tmp_path):
