@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree.ElementTree import Element
 
-from defusedxml import DefusedXmlException
-from defusedxml import ElementTree as SafeET
-
 from conversion.readers.base import MachineIdentity, UnreadableDataset
+
+from .xmlfile import xml_root
 
 # ISO 11783-1 device classes (ClientNAME bits 49-55) -> operation type.
 DEVICE_CLASS_OPERATION: dict[int, str] = {
@@ -232,14 +231,7 @@ class TaskData:
 
 
 def _parse_xml(path: Path) -> Element:
-    try:
-        return SafeET.parse(str(path)).getroot()
-    except DefusedXmlException as exc:
-        raise UnreadableDataset(
-            f"{path.name} declares XML entities or a DTD, which are refused for security ({type(exc).__name__})"
-        ) from exc
-    except Exception as exc:  # expat's ParseError and OSError
-        raise UnreadableDataset(f"{path.name} is not valid XML: {exc}") from exc
+    return xml_root(path, UnreadableDataset)
 
 
 def load_taskdata(taskdata_xml: Path) -> TaskData:

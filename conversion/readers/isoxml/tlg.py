@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-from defusedxml import ElementTree
 
 from conversion.readers import ddi as ddis
 from conversion.readers.binary import values_at
+
+from .xmlfile import xml_root
 
 EPOCH_1980 = np.datetime64("1980-01-01T00:00:00", "ms")
 MS_PER_DAY = 86_400_000
@@ -184,10 +185,7 @@ class TimeLog:
 
 def parse_header(xml_path: Path) -> TimeLogHeader:
     """Parse a `TLGnnnnn.XML` header (defusedxml: no entities, no external references)."""
-    try:
-        root = ElementTree.parse(str(xml_path)).getroot()
-    except Exception as exc:  # defusedxml and expat raise several unrelated types
-        raise TimeLogError(f"{xml_path.name}: header is not valid XML ({exc})") from exc
+    root = xml_root(xml_path, TimeLogError, what="(time log header)")
     if root.tag != "TIM":
         raise TimeLogError(f"{xml_path.name}: header root is <{root.tag}>, expected <TIM>")
     time_attr = root.get("A")

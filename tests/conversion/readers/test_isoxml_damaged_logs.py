@@ -186,3 +186,24 @@ def test_records_without_a_fix_are_left_out_with_a_warning(export, valid_timelog
     assert said in table.warnings, table.warnings
     # And a log without such records says nothing of the kind
     assert not any("left out" in warning for warning in tables["jk"].warnings)
+
+
+def test_a_time_log_header_declaring_entities_is_refused_in_words_a_user_reads(export):
+    """It said "header is not valid XML (EntitiesForbidden(name='xx', system_id='file:///etc/passwd', ...))"."""
+    # Given task SAV's only log header declaring an external entity
+    header = (export / "TLG00001.xml").read_text()
+    body = header[header.index("<TIM") :]
+    (export / "TLG00001.xml").write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE TIM [<!ENTITY xx SYSTEM "file:///etc/passwd">]>\n' + body
+    )
+    # When the export is read
+    reader, tables = _read(export)
+    # Then that task fails, saying why as TASKDATA.XML would, and the others are read
+    assert reader.skipped == [
+        (
+            "SAV",
+            "task SAV: no readable time log (TLG00001.xml (time log header) declares XML entities or a DTD, which are "
+            "refused for security (EntitiesForbidden); log skipped)",
+        )
+    ]
+    assert len(tables) == 18
