@@ -124,10 +124,14 @@ def _camel_case(name: str) -> str:
 
 
 def _sum(values: np.ndarray) -> float | None:
-    """The sum of the values a point has (NaN: missing); None when it is beyond the float range. Values from files
-    are finite (`readers.values.table_values_clean`); an infinite one is a product that overflowed."""
+    """The sum of the values a point has (NaN: missing); None when no point has one (no total is known: 0 claimed
+    that nothing was harvested, planted or covered) or when it is beyond the float range. Values from files are
+    finite (`readers.values.table_values_clean`); an infinite one is a product that overflowed."""
+    values = np.asarray(values, dtype=float)
+    if not (~np.isnan(values)).any():
+        return None
     with np.errstate(over="ignore", invalid="ignore"):
-        total = float(np.nansum(np.asarray(values, dtype=float)))
+        total = float(np.nansum(values))
     return total if math.isfinite(total) else None
 
 
@@ -149,7 +153,7 @@ def _mean(values: np.ndarray, weights: np.ndarray | None = None) -> float:
 def totals(table: PointTable) -> dict[str, dict]:
     """Totals as `{value, unit}`: each is the sum over points of rate x point area (area itself for totalArea; a
     harvest file's per-point masses or volumes where it gives no rate), over the points whose value is finite. A
-    total beyond the float range (JSON has no infinity) is left out."""
+    total no point has a value for, or beyond the float range (JSON has no infinity), is left out."""
     cols = table.columns
     out: dict[str, dict] = {}
 

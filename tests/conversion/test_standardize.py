@@ -291,11 +291,12 @@ def test_a_planting_that_logs_no_rate_at_all_keeps_its_points_and_a_missing_rate
 @pytest.mark.parametrize(
     ("given", "area", "planted", "warned"),
     [
-        # Every width negative: no point has an area, so none adds to the totals (they were -100 m2, -800 seeds)
+        # Every width negative: no point has an area, so there is no total of it (they were -100 m2, -800 seeds,
+        # then 0 m2 and 0 seeds, which a file without a width does not claim either)
         (
             {"equipmentWidth": np.full(5, -10.0), "distance": np.full(5, 2.0)},
-            0.0,
-            0.0,
+            None,
+            None,
             "5 points with a negative equipmentWidth: taken as unknown",
         ),
         (
@@ -323,8 +324,12 @@ def test_a_negative_width_distance_or_area_is_unknown_with_a_warning(given, area
     derived = standardize.derive(table)
     assert derived.warnings == [warned]
     totals = standardize.totals(derived)
-    assert totals["totalArea"] == {"value": pytest.approx(area), "unit": "m2"}
-    assert totals["totalPlanted"]["value"] == pytest.approx(planted)
+    if area is None:
+        assert "totalArea" not in totals and "totalPlanted" not in totals
+        assert totals["totalDistance"]["value"] == pytest.approx(10.0)
+    else:
+        assert totals["totalArea"] == {"value": pytest.approx(area), "unit": "m2"}
+        assert totals["totalPlanted"]["value"] == pytest.approx(planted)
     # The points stay, with their rates: only what the width, distance or area gave is unknown
     assert len(standardize.clean(derived).table) == 5
 
