@@ -5,21 +5,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('fields', '0004_boundary_area_flat_edges'),
-        ('operations', '0002_operation_sweep_attempts'),
+        ("fields", "0004_boundary_area_flat_edges"),
+        ("operations", "0002_operation_sweep_attempts"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='operationcrop',
-            name='boundary',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='fields.boundary'),
+            model_name="operationcrop",
+            name="boundary",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="fields.boundary"
+            ),
         ),
         migrations.AlterField(
-            model_name='operationcrop',
-            name='field',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='fields.field'),
+            model_name="operationcrop",
+            name="field",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="fields.field"
+            ),
         ),
     ]
