@@ -302,3 +302,25 @@ def test_headers_the_embedded_server_refuses_are_a_problem(embedded_server, head
     assert (code, content_type) == (status, "application/problem+json"), problem
     assert (problem["status"], problem["errorKey"]) == (status, error_key)
     assert problem["path"] == "/services/usermanagement/api/users" and problem["detail"]
+
+
+@pytest.mark.parametrize(
+    ("request_line", "status", "error_key"),
+    [
+        (f"GET /services/usermanagement/api/users?name={'a' * 70_000} HTTP/1.1", 414, "uriTooLong"),
+        ("GARBAGE", 400, "malformedRequest"),
+        ("GET /services/usermanagement/api/users HTTP/x.y", 400, "malformedRequest"),
+    ],
+    ids=["a request line over 65536 bytes", "no HTTP", "no HTTP version"],
+)
+def test_a_request_line_the_embedded_server_refuses_is_a_problem_with_a_status_line(
+    embedded_server, request_line, status, error_key
+):
+    """A request line over 65536 bytes: the refusal's log line raised in Django's logger, and the client got an empty
+    answer. One that is no HTTP was answered with the problem document alone, no status line (as HTTP/0.9)."""
+    from tests.api.raw_http import send_raw
+
+    request = f"{request_line}\r\nHost: 127.0.0.1\r\n\r\n"
+    code, content_type, problem = send_raw(embedded_server.base, request.encode("latin-1"))
+    assert (code, content_type) == (status, "application/problem+json"), problem
+    assert (problem["status"], problem["errorKey"]) == (status, error_key)

@@ -83,9 +83,15 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
             414: ("uriTooLong", "The request line is too long: send fewer or shorter query parameters."),
             431: ("requestHeadersTooLarge", f"The request headers are too large ({message}): send fewer or shorter."),
         }.get(code, ("malformedRequest", f"The request is not valid HTTP/1.1: {message}."))
-        self.log_error("code %d, message %s", code, message)
+        # (Django's `log_message` reads the second argument as a text: None, for a request line too long, made the
+        # refusal a traceback and an empty answer.)
+        self.log_error("code %d, message %s", code, message or detail)
         path = urlsplit(getattr(self, "path", "") or "").path
         body = json.dumps(problem_body(status_code=code, error_key=error_key, detail=detail, path=path)).encode()
+        # Refused before its HTTP version was read, a request counts as HTTP/0.9, which `http.server` answers with
+        # the body alone: the status line and headers say what the body is.
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
         self.send_response(code)
         self.send_header("Connection", "close")
         self.send_header("Content-Type", PROBLEM_CONTENT_TYPE)
