@@ -120,6 +120,15 @@ def track_distance_heading(table: PointTable) -> tuple[np.ndarray, np.ndarray, n
     return dist, heading, speed
 
 
+def _steps_back_in_time(timestamps: np.ndarray | None) -> int:
+    """How many steps from one point to the next, both timed, go back in time (`track_distance_heading` gives them
+    no distance)."""
+    if timestamps is None or len(timestamps) < 2:
+        return 0
+    timed = ~np.isnat(timestamps[1:]) & ~np.isnat(timestamps[:-1])
+    return int(np.count_nonzero(timed & (timestamps[1:] < timestamps[:-1])))
+
+
 def _section_headings(table: PointTable, cols: dict[str, np.ndarray]) -> np.ndarray:
     """Heading of rows written per section: along each section's own track. In table order the previous row is
     mostly the next section at the same moment, so the bearing between them ran across the boom (the covered area
@@ -186,6 +195,12 @@ def derive(table: PointTable) -> PointTable:
         dist, heading, speed = track_distance_heading(replace(table, columns=cols))
         if "distance" not in cols and "sectionId" not in cols:
             put("distance", dist)
+            if back := _steps_back_in_time(cols.get("timestamp")):
+                # A clock run backwards gave no distance at all, so no area nor total, and nothing said why.
+                warnings.append(
+                    f"{back} of {len(dist) - 1} steps between points go back in time (a clock set back, or points "
+                    "out of order): they add no distance, speed or area"
+                )
         if "heading" not in cols:
             put("heading", heading if "sectionId" not in cols else _section_headings(table, cols))
         if "speed" not in cols and "sectionId" not in cols:

@@ -522,3 +522,22 @@ def test_the_point_store_gives_back_missing_texts_as_missing_and_the_raw_units()
     back = table_load(stored)
     assert back.columns["crop"].tolist() == [None, "corn"]
     assert back.raw_units == {"Elev": "ft"} and back.raw_columns["Elev"].tolist() == [1.0, 2.0]
+
+
+def test_steps_that_go_back_in_time_are_said_they_add_no_distance():
+    """A log whose clock ran backwards had no distance at all, so no area and no totals (they read 0), and nothing
+    said why."""
+    backwards = np.datetime64("2024-09-01T10:00:00", "ms") - np.arange(6) * np.timedelta64(1000, "ms")
+    table = _table(6, timestamp=backwards, wetMassPerArea=np.full(6, 5000.0), equipmentWidth=np.full(6, 9.0))
+    derived = standardize.derive(table)
+    assert np.isnan(derived.columns["distance"]).all()
+    assert derived.warnings == [
+        "5 of 5 steps between points go back in time (a clock set back, or points out of order): they add no "
+        "distance, speed or area"
+    ]
+    assert "totalArea" not in standardize.totals(derived)
+    # One step back in an otherwise good log: said for that step alone; a good log says nothing
+    one_back = _table(6).columns["timestamp"].copy()
+    one_back[3] = one_back[1]
+    assert standardize.derive(_table(6, timestamp=one_back)).warnings[0].startswith("1 of 5 steps")
+    assert standardize.derive(_table(6)).warnings == []
