@@ -16,6 +16,7 @@ from fields.models import Field
 from platform_site.api.errors import DomainError
 from platform_site.api.parsers import no_body
 from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload, ZipDownload
+from platform_site.api.schema import NO_BODY_PROBLEMS
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404, owned_core_user_or_404
 
 from . import merging, outputs, services
@@ -246,8 +247,9 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
     parser_classes = [MultiPartParser]
     problem_responses = {
         "retry": {
+            **NO_BODY_PROBLEMS,
             409: "The batch is still being processed (`batchProcessing`), or only data sets of formats that cannot be "
-            "converted failed (`nothingToRetry`)."
+            "converted failed (`nothingToRetry`).",
         }
     }
     filterset_class = BatchFilterSet

@@ -61,6 +61,9 @@ class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSco
         "create": {409: EXTERNAL_ID_TAKEN},
         # The id travels in the body, so the schema hook's rule (404 for an id in the path) does not see it.
         "replace": {404: "No core user of the owner has the body's `id` (`notFound`).", 409: EXTERNAL_ID_TAKEN},
+        "destroy": {
+            409: "The user's data kept changing while it was being deleted (`conflict`; PostgreSQL): send it again."
+        },
     }
     sort_fields = {"id": "id", "name": "name", "email": "email", "externalId": "external_id"}
     default_sort = ("name",)

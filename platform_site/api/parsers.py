@@ -72,4 +72,7 @@ def no_body(request) -> None:
     if request.stream is None:
         return
     if request.data != {}:
-        raise exceptions.ValidationError({"body": ["This request takes no body (or the empty JSON document {})."]})
+        # (A body-level error, `field: ""`: "body" is no key the client sent.)
+        raise exceptions.ValidationError(
+            {"non_field_errors": ["This request takes no body (or the empty JSON document {})."]}
+        )

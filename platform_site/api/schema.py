@@ -77,6 +77,13 @@ PROBLEM_DESCRIPTIONS = {
     507: "The server has no room left to store the change (its disk or its database is full; "
     "`insufficientStorage`): nothing of it was kept. Send it again after `Retry-After` seconds.",
 }
+# What an operation that takes no body answers one (`parsers.no_body`), besides `problem_statuses` (which documents
+# these only where there is a body): its view lists them in its `problem_responses`.
+NO_BODY_PROBLEMS = {
+    400: "A body other than none or the empty JSON document `{}` (`validation`), or one that cannot be read "
+    "(`malformedRequest`).",
+    **{status: PROBLEM_DESCRIPTIONS[status] for status in (408, 411, 413, 415)},
+}
 # Methods that write: a full disk or database answers them 507.
 WRITE_METHODS = ("post", "put", "patch", "delete")
 DOWNLOAD_NOT_ACCEPTABLE = "The `Accept` header takes neither {media_types} nor JSON (`notAcceptable`)."

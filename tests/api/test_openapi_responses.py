@@ -133,6 +133,11 @@ def test_every_operation_documents_its_problem_answers(schema):
     assert "409" in operation(schema, "post", f"{FIELDS}/users/{{coreUserId}}/fields")["responses"]
     weather = f"{FIELDS}/users/{{coreUserId}}/fields/{{fieldId}}/weather"
     assert "503" in operation(schema, "get", weather)["responses"]
+    # An operation that takes no body refuses one (it documented none of these), and a deletion that kept meeting
+    # concurrent writes is a 409
+    retry = operation(schema, "put", f"{OPERATIONS}/batch/{{id}}/retry")
+    assert "requestBody" not in retry and {"400", "408", "411", "413", "415", "409"} <= set(retry["responses"])
+    assert "409" in operation(schema, "delete", f"{USERS}/{{id}}")["responses"]
 
 
 def test_real_error_answers_are_documented_problems(schema, api_client, core_user, client):

@@ -419,7 +419,10 @@ def test_a_retry_takes_no_body_or_an_empty_document(api_client, core_user, sampl
     url = f"{BATCH_URL}/{_upload_ok(api_client, core_user, card)['id']}/retry"
     assert_problem(api_client.put(url, b"{", content_type="application/json"), 400, "malformedRequest")
     assert_problem(api_client.put(url, b"<a/>", content_type="application/xml"), 415, "unsupportedMediaType")
-    assert_problem(api_client.put(url, {"force": True}, format="json"), 400, "validation")
+    refused = assert_problem(api_client.put(url, {"force": True}, format="json"), 400, "validation")
+    assert refused["fieldErrors"] == [
+        {"field": "", "message": "This request takes no body (or the empty JSON document {})."}
+    ]  # (it said "body": no key the client sent)
     # (past the body's check: the card cannot be converted, and the retry says so)
     assert_problem(api_client.put(url, {}, format="json"), 409, "nothingToRetry")
     assert_problem(api_client.put(url), 409, "nothingToRetry")
