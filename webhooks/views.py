@@ -1,13 +1,25 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from platform_site.api.errors import DomainError
 from platform_site.api.viewsets import OwnerScopedViewSet
 
 from . import services
 from .filtersets import FailedCallFilterSet
 from .models import DeliveryAttempt, Webhook
 from .serializers import FailedCallSerializer, WebhookCreateSerializer, WebhookSerializer
+
+
+def _events_as_sent(exc: ValidationError | DomainError) -> None:
+    """`events` sent as one name (taken as a list of one): its errors name `events`, as sent, not `events[0]`."""
+    if isinstance(exc, DomainError):
+        for error in exc.field_errors or []:
+            if error.get("field") == "events[0]":
+                error["field"] = "events"
+    elif isinstance(exc.detail, dict) and isinstance(exc.detail.get("events"), dict):
+        exc.detail["events"] = exc.detail["events"].get(0, exc.detail["events"])
 
 
 class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
@@ -24,9 +36,14 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScop
 
     @extend_schema(request=WebhookCreateSerializer, responses={201: WebhookSerializer})
     def create(self, request):
-        data = WebhookCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        webhook = services.webhook_register(owner=self.owner, **data.validated_data)
+        try:
+            data = WebhookCreateSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            webhook = services.webhook_register(owner=self.owner, **data.validated_data)
+        except (ValidationError, DomainError) as exc:
+            if isinstance(request.data, dict) and isinstance(request.data.get("events"), str):
+                _events_as_sent(exc)
+            raise
         return Response(WebhookSerializer(webhook).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request, pk=None):

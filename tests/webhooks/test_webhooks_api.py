@@ -39,6 +39,11 @@ def test_a_single_event_name_is_a_list_of_one(api_client):
     response = register(api_client, events="fieldCreated")
     assert response.status_code == 201, response.content
     assert response.json()["events"] == ["fieldCreated"]
+    # Refused, it is named as sent: `events`, not `events[0]` (no list was sent)
+    taken = assert_problem(register(api_client, events="fieldCreated"), 400, "eventRegisteredTwice")
+    assert [e["field"] for e in taken["fieldErrors"]] == ["events"]
+    unknown = assert_problem(register(api_client, events="nope"), 400, "validation")
+    assert [e["field"] for e in unknown["fieldErrors"]] == ["events"]
 
 
 def test_the_list_is_oldest_first(api_client):
