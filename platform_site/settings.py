@@ -168,6 +168,7 @@ REST_FRAMEWORK = {
     # No `?format=`: the media type is negotiated from `Accept` alone. The override did nothing on a download but
     # answer its file anyway, and a value without a renderer (`?format=xml`) was a 404 `notFound` on any endpoint.
     "URL_FORMAT_OVERRIDE": None,
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "platform_site.api.renderers.WeightedNegotiation",
     "DEFAULT_METADATA_CLASS": "platform_site.api.metadata.ApiMetadata",
     "EXCEPTION_HANDLER": "platform_site.api.errors.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "platform_site.api.schema.RequestRulesAutoSchema",

@@ -54,6 +54,26 @@ def test_each_download_answers_its_own_media_type_and_any(api_client, file):
             assert b"".join(response.streaming_content).startswith(head)
 
 
+def test_a_weight_of_0_refuses_a_media_type(api_client, file):
+    """RFC 9110 section 12.4.2: a weight of 0 is "not acceptable". DRF read `q` as another parameter: it answered a
+    PNG to `Accept: image/png;q=0`, JSON to `application/json;q=0`."""
+    for url, media_type, _head in _downloads(file):
+        for accept in (f"{media_type};q=0", f"*/*, {media_type};q=0", "*/*;q=0", f"{media_type.split('/')[0]}/*;q=0"):
+            assert_problem(api_client.get(url, HTTP_ACCEPT=accept), 406, "notAcceptable")
+        # A weight of 0 on something else refuses only that
+        response = api_client.get(url, HTTP_ACCEPT=f"{media_type}, text/html;q=0")
+        assert response.status_code == 200 and response["Content-Type"] == media_type
+        # A more specific range above a refused wider one takes it
+        response = api_client.get(url, HTTP_ACCEPT=f"*/*;q=0, {media_type};q=0.5")
+        assert response.status_code == 200 and response["Content-Type"] == media_type
+    users = "/services/usermanagement/api/users"
+    for accept in ("application/json;q=0", "*/*;q=0", "*/*, application/json;q=0", "application/*;q=0"):
+        assert_problem(api_client.get(users, HTTP_ACCEPT=accept), 406, "notAcceptable")
+    for accept in ("application/json;q=0.1", "*/*;q=0, application/json", "text/html;q=0, */*"):
+        response = api_client.get(users, HTTP_ACCEPT=accept)
+        assert response.status_code == 200 and response["Content-Type"] == "application/json", accept
+
+
 def test_a_missing_download_is_a_problem_whatever_the_client_accepts(api_client, file):
     for url, media_type in (
         (f"{FILES_URL}/{file.pk}/images/nothing.png", "image/png"),
