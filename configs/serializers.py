@@ -113,10 +113,11 @@ class ColorRampField(serializers.Field):
 
 
 class ConfigurationEntriesSerializer(ApiSerializer):
-    """The writable entries. `apiOwnerUsername` and `coreUserId` may be echoed back and are ignored."""
+    """The writable entries. `apiOwnerUsername` and `coreUserId` may be echoed back and are ignored; as every key,
+    they are of their type (texts, as a GET answers them: a number was turned into text, `true` refused)."""
 
-    apiOwnerUsername = serializers.CharField(required=False, write_only=True)
-    coreUserId = serializers.CharField(required=False, write_only=True, allow_blank=True)
+    apiOwnerUsername = StrictCharField(required=False, write_only=True, allow_blank=True, trim_whitespace=False)
+    coreUserId = StrictCharField(required=False, write_only=True, allow_blank=True, trim_whitespace=False)
     operationsImageCreation = StrictBooleanField(required=False)
     geoimagesResolution = StrictFloatField(required=False, min_value=1e-9, max_value=1)
     geoimagesShape = serializers.ChoiceField(choices=["SQUARE", "HEXAGON"], required=False)

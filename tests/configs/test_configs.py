@@ -120,6 +120,10 @@ def test_echoed_identity_keys_are_accepted(api_client, core_user):
     ("body", "field"),
     [
         ({"operationsImageCreation": "true"}, "operationsImageCreation"),
+        # The echoed identity keys are ignored, but are texts as every GET answers them (a number was taken)
+        ({"coreUserId": 12345}, "coreUserId"),
+        ({"apiOwnerUsername": True}, "apiOwnerUsername"),
+        ({"apiOwnerUsername": None}, "apiOwnerUsername"),
         ({"fieldsAutoMerge": 1}, "fieldsAutoMerge"),
         ({"fieldsMergeIntersection": 0}, "fieldsMergeIntersection"),
         ({"fieldsMergeIntersection": True}, "fieldsMergeIntersection"),
