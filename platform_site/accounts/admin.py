@@ -210,7 +210,7 @@ class ProviderApplicationForm(AdminForm):
         if self.instance.pk and not cleaned.get("client_secret"):
             token_url = cleaned.get("token_url")
             if token_url and oauth.token_server(token_url) != oauth.token_server(self.instance.token_url):
-                self.add_error("client_secret", services.TOKEN_SERVER_MOVED_SECRET.replace("tokenUrl", "the token URL"))
+                self.add_error("client_secret", services.TOKEN_SERVER_MOVED_SECRET.format(url="the token URL"))
             else:
                 cleaned["client_secret"] = self.instance.client_secret
         return cleaned

@@ -227,8 +227,9 @@ def provider_application_create(*, owner, provider: str, **values) -> ProviderAp
         ) from None
 
 
+# (`url`: the token URL as the body or the admin's form names it)
 TOKEN_SERVER_MOVED_SECRET = (
-    "Required when tokenUrl names another server: the stored secret goes only where it was given for."
+    "Required when {url} names another server: the stored secret goes only where it was given for."
 )
 
 
@@ -245,7 +246,7 @@ def provider_application_update(*, application: ProviderApplication, **values) -
         ):
             raise DomainError(
                 "A token URL on another server needs the client secret again.",
-                field_errors=[{"field": "clientSecret", "message": TOKEN_SERVER_MOVED_SECRET}],
+                field_errors=[{"field": "clientSecret", "message": TOKEN_SERVER_MOVED_SECRET.format(url="tokenUrl")}],
             )
     for name, value in values.items():
         setattr(application, name, value)
