@@ -134,10 +134,9 @@ def _read_dbf(
     for (name, ftype, _size, _dec), key in zip(fields, names, strict=True):
         col = table[key][keep]
         if ftype in ("N", "F"):
-            numbers = _to_float(col)
             stripped = np.char.strip(col)
-            there = (stripped != b"") & (np.char.find(stripped, b"*") < 0)
-            if count := int(np.count_nonzero(there & np.isnan(numbers))):
+            numbers = _bytes_to_float(stripped)
+            if count := int(np.count_nonzero(~_none_written(stripped) & np.isnan(numbers))):
                 unreadable.append((name.encode("latin-1"), count))
             read.append((name.encode("latin-1"), numbers))
         elif ftype == "L":
@@ -181,8 +180,19 @@ def _to_float(col: np.ndarray) -> np.ndarray:
             if number is not None:
                 out[i] = number
         return out
-    stripped = np.char.strip(col)
-    bad = (stripped == b"") | (np.char.find(stripped, b"*") >= 0) | (np.char.find(stripped, b"_") >= 0)
+    return _bytes_to_float(np.char.strip(col))
+
+
+def _none_written(stripped: np.ndarray) -> np.ndarray:
+    """Per value of a numeric DBF column (stripped bytes), whether it is written as none: blank, or `****` (a number
+    too wide for its field)."""
+    return (stripped == b"") | (np.char.find(stripped, b"*") >= 0)
+
+
+def _bytes_to_float(stripped: np.ndarray) -> np.ndarray:
+    """A numeric DBF column's stripped bytes as numbers, NaN where none is written (`_none_written`) and where the
+    value is no plain number (`1_000`, a damaged `54.98;9`)."""
+    bad = _none_written(stripped) | (np.char.find(stripped, b"_") >= 0)
     if bad.any():
         stripped = np.where(bad, b"nan", stripped)
     try:
