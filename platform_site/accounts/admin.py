@@ -24,7 +24,7 @@ from platform_site.validators import (
     validate_scopes,
 )
 
-from . import oauth, services
+from . import services
 from .models import CoreUser, ProviderApplication, ProviderCredential
 
 # Secrets are the typist's bytes, whatever they are (as through the API).
@@ -209,7 +209,7 @@ class ProviderApplicationForm(AdminForm):
         cleaned = super().clean()
         if self.instance.pk and not cleaned.get("client_secret"):
             token_url = cleaned.get("token_url")
-            if token_url and oauth.token_server(token_url) != oauth.token_server(self.instance.token_url):
+            if token_url and services.provider_secret_needed(self.instance, token_url):
                 self.add_error("client_secret", services.TOKEN_SERVER_MOVED_SECRET.format(url="the token URL"))
             else:
                 cleaned["client_secret"] = self.instance.client_secret

@@ -233,6 +233,12 @@ TOKEN_SERVER_MOVED_SECRET = (
 )
 
 
+def provider_secret_needed(application: ProviderApplication, token_url: str) -> bool:
+    """Whether `application` changed to `token_url` needs its client secret given again: the URL names another
+    server (`oauth.token_server`) than the one the stored secret was given for (the API's PUT, the admin's form)."""
+    return oauth.token_server(token_url) != oauth.token_server(application.token_url)
+
+
 @transaction.atomic
 def provider_application_update(*, application: ProviderApplication, **values) -> ProviderApplication:
     """Change the application; a `client_secret` of None keeps the stored one (it is never shown), unless the token
@@ -241,9 +247,7 @@ def provider_application_update(*, application: ProviderApplication, **values) -
     the new one (`magiclinks.services.credential_refresh`)."""
     if values.get("client_secret") is None:
         values.pop("client_secret", None)
-        if "token_url" in values and oauth.token_server(values["token_url"]) != oauth.token_server(
-            application.token_url
-        ):
+        if "token_url" in values and provider_secret_needed(application, values["token_url"]):
             raise DomainError(
                 "A token URL on another server needs the client secret again.",
                 field_errors=[{"field": "clientSecret", "message": TOKEN_SERVER_MOVED_SECRET.format(url="tokenUrl")}],
