@@ -63,6 +63,7 @@ class ProductSearchViewSet(CoreUserScopedViewSet):
     filterset_class = ProductSearchFilterSet
     filter_backends = [DjangoFilterBackend]
     pagination_class = None
+    list_query_serializer_class = ProductSearchQuerySerializer  # checked with the filters (api.viewsets)
 
     def get_queryset(self):
         return Product.objects.filter(core_user=self.core_user).prefetch_related(
@@ -123,13 +124,14 @@ class _OwnerSummaryViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 
     model: type[Product] | type[Variety]
     filter_backends = [DjangoFilterBackend]
+    sort_fields = SUMMARY_SORT_FIELDS  # applied by `summaries` (the sort is of the summaries, not of the rows)
 
     def get_queryset(self):
         return self.model.objects.filter(core_user__owner=self.owner)
 
     def summaries(self):
         names = self.filter_queryset(self.get_queryset()).values("normalized_name")
-        ordering = parse_sort(self.request.query_params.getlist("sort"), SUMMARY_SORT_FIELDS)
+        ordering = parse_sort(self.request.query_params.getlist("sort"), self.sort_fields)
         return (
             self.model.objects.filter(core_user__owner=self.owner, normalized_name__in=Subquery(names))
             .values("normalized_name")

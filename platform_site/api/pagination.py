@@ -47,11 +47,23 @@ def page_rows(queryset, start: int, size: int) -> list:
 class PagePagination(BasePagination):
     """Zero-based pages. Views may set `page_size_default` / `page_size_max`."""
 
-    def paginate_queryset(self, queryset, request, view=None):
-        default = getattr(view, "page_size_default", settings.PAGE_SIZE_DEFAULT)
+    def page_and_size(self, request, view) -> tuple[int, int]:
+        """The page asked for and its size (clamped to the view's maximum); a 400 naming both when both are wrong."""
+        size_default = getattr(view, "page_size_default", settings.PAGE_SIZE_DEFAULT)
         maximum = getattr(view, "page_size_max", settings.PAGE_SIZE_MAX)
-        self.page = parse_int_param(request, "page", default=0, minimum=0)
-        self.size = min(parse_int_param(request, "size", default=default, minimum=1), maximum)
+        errors, values = {}, []
+        for name, default, minimum in (("page", 0, 0), ("size", size_default, 1)):
+            try:
+                values.append(parse_int_param(request, name, default=default, minimum=minimum))
+            except ValidationError as exc:
+                errors.update(exc.detail)
+        if errors:
+            raise ValidationError(errors)
+        page, size = values
+        return page, min(size, maximum)
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self.page, self.size = self.page_and_size(request, view)
         self.request = request
         self.count = len(queryset) if isinstance(queryset, list) else queryset.count()
         start = self.page * self.size

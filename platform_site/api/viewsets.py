@@ -8,12 +8,15 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import IntegerField, QuerySet, UUIDField
 from django.utils.functional import cached_property
 from rest_framework import mixins, viewsets
+from django_filters.utils import translate_validation
 from rest_framework.exceptions import NotFound, ValidationError
 
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import NOT_FOUND
 from platform_site.api.lookups import row_get
+from platform_site.api.pagination import PagePagination
 from platform_site.api.schema import ApiAutoSchema
+from platform_site.api.sorting import parse_sort
 
 
 def get_or_404(queryset: QuerySet, **lookup):
@@ -68,6 +71,39 @@ def query_parameters_check(request) -> None:
         raise ValidationError({name: ["Given more than once: give it once."] for name in repeated})
 
 
+def list_query_check(view, request) -> None:
+    """Every error of a list's query in one 400: its filters, `sort`, `page` and `size`. Each is checked again where
+    it is applied; checked only there, the first group at fault was answered alone, and a client with a wrong filter
+    and a wrong page learned of the page only once it had fixed the filter."""
+    checks = []
+    filterset_class = getattr(view, "filterset_class", None)
+    if filterset_class is not None:
+
+        def filters():
+            filterset = filterset_class(request.query_params, queryset=filterset_class._meta.model.objects.none())
+            if not filterset.is_valid():
+                raise translate_validation(filterset.errors)
+
+        checks.append(filters)
+    query_serializer_class = getattr(view, "list_query_serializer_class", None)
+    if query_serializer_class is not None:
+        checks.append(lambda: query_serializer_class(data=request.query_params).is_valid(raise_exception=True))
+    sort_fields = getattr(view, "sort_fields", None)
+    if sort_fields is not None:
+        checks.append(lambda: parse_sort(request.query_params.getlist("sort"), sort_fields))
+    paginator = view.paginator
+    if isinstance(paginator, PagePagination):
+        checks.append(lambda: paginator.page_and_size(request, view))
+    errors = {}
+    for check in checks:
+        try:
+            check()
+        except ValidationError as exc:
+            errors.update(exc.detail)
+    if errors:
+        raise ValidationError(errors)
+
+
 def owned_core_user_or_404(owner, core_user_id) -> CoreUser:
     """The core user `core_user_id` of `owner`, or 404 (every `/users/{coreUserId}/...` request asks this)."""
     if not _canonical_id(CoreUser, "id", core_user_id):
@@ -96,6 +132,14 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
         # names nothing, so it is a 404 before any query.
         if any("\x00" in value for value in self.kwargs.values() if isinstance(value, str)):
             raise NotFound(NOT_FOUND)
+        if getattr(self, "swagger_fake_view", False) or self.action is None:
+            return
+        self.scope_check()
+        if self.action == "list":
+            list_query_check(self, request)
+
+    def scope_check(self) -> None:
+        """Raise 404 when the URL names a scope (a core user) that is not the owner's: before the query is read."""
 
     def get_object(self):
         obj = get_or_404(self.get_queryset(), **{self.lookup_field: self.kwargs[self.lookup_url_kwarg]})
@@ -121,12 +165,9 @@ class CoreUserScopedViewSet(OwnerScopedViewSet):
             return looked_up[1]
         return owned_core_user_or_404(self.owner, core_user_id)
 
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
+    def scope_check(self) -> None:
         # Resolve the core user before anything else, so a foreign one is a 404 on every method the route has (one
         # it has not is a 405, whatever the id).
-        if getattr(self, "swagger_fake_view", False) or self.action is None:
-            return
         self.core_user  # noqa: B018
 
 

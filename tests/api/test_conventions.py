@@ -154,6 +154,22 @@ def test_equal_sort_keys_are_ordered_by_id_so_pages_neither_repeat_nor_skip(api_
         assert answered == [str(i) for i in sorted(ids)]
 
 
+def test_every_error_of_a_list_query_is_answered_at_once(api_client, core_user, users, other_owner):
+    """Filters, `sort`, `page` and `size` were checked where each is applied, and the first group at fault was
+    answered alone: a client learned of its wrong page only once it had fixed its filter."""
+    fields = "/services/fields/api/fields"
+    query = {"type": "ROUND", "farmId": "x", "sort": "area", "page": "-1", "size": "0"}
+    body = assert_problem(api_client.get(fields, query), 400, "validation")
+    assert sorted(e["field"] for e in body["fieldErrors"]) == ["farmId", "page", "size", "sort", "type"], body
+    paging = assert_problem(api_client.get(URL, {"sort": "password", "page": "x", "size": "y"}), 400, "validation")
+    assert sorted(e["field"] for e in paging["fieldErrors"]) == ["page", "size", "sort"]
+    # Another owner's core user is still a 404 before its query is read.
+    machines = MACHINES.format(CoreUserFactory(owner=other_owner).id)
+    assert_problem(api_client.get(machines, {"createdTime": "yesterday", "page": "-1"}), 404, "notFound")
+    mine = assert_problem(api_client.get(MACHINES.format(core_user.id), {"createdTime": "today", "page": "-1"}), 400)
+    assert sorted(e["field"] for e in mine["fieldErrors"]) == ["createdTime", "page"]
+
+
 def test_unknown_sort_property_is_400(api_client):
     body = assert_problem(api_client.get(URL, {"sort": "password,desc"}), 400, "validation")
     assert "password" in body["detail"]

@@ -191,6 +191,16 @@ class TestProductEndpoints:
         problem = assert_problem(api_client.get(products_url(core_user, "search"), params), 400, "validation")
         assert problem["fieldErrors"][0]["field"] == "maxResults"
 
+    def test_every_error_of_a_query_is_answered_at_once(self, api_client, core_user, catalog):
+        search = assert_problem(
+            api_client.get(products_url(core_user, "search"), {"coreFileId": "x", "maxResults": "0"}), 400
+        )
+        assert sorted(e["field"] for e in search["fieldErrors"]) == ["coreFileId", "maxResults"]
+        summary = assert_problem(
+            api_client.get(f"{BASE}/users/products", {"coreFileId": "f1", "sort": "name", "page": "-1"}), 400
+        )
+        assert sorted(e["field"] for e in summary["fieldErrors"]) == ["coreFileId", "page", "sort"]
+
     def test_search_bad_file_and_alias_without_user(self, api_client, core_user, catalog):
         assert_problem(api_client.get(products_url(core_user, "search"), {"coreFileId": "x"}), 400, "validation")
         assert_problem(api_client.get(f"{BASE}/products/search"), 400, "validation")
