@@ -13,6 +13,9 @@ from platform_site.api.serializers import ApiSerializer, StrictBooleanField, Str
 
 from .defaults import DEFAULT_COLOR_RAMP, DEFAULTS
 
+# One stop per whole percent at most. Each image's listing carries its ramp and a legend range per stop: a ramp of
+# 50,000 stops made every listing of an owner's images megabytes long.
+MAX_COLOR_RAMP_STOPS = 101
 PERCENT_KEY = re.compile(r"^(100(\.0+)?|[1-9]?[0-9](\.[0-9]+)?)%$")
 
 
@@ -79,6 +82,7 @@ COLOR_RAMP_SCHEMA = {
     },
     "required": ["0%", "100%", "nv"],
     "additionalProperties": RGB_SCHEMA,
+    "maxProperties": MAX_COLOR_RAMP_STOPS + 1,
     "example": DEFAULT_COLOR_RAMP,
 }
 
@@ -91,6 +95,8 @@ class ColorRampField(serializers.Field):
     def to_internal_value(self, data):
         if not isinstance(data, dict):
             raise serializers.ValidationError("Must be an object of percentage stops and 'nv'.")
+        if len(data) - ("nv" in data) > MAX_COLOR_RAMP_STOPS:
+            raise serializers.ValidationError(f"At most {MAX_COLOR_RAMP_STOPS} percentage stops.")
         ramp = {}
         for key, value in data.items():
             if key == "nv":
@@ -101,7 +107,12 @@ class ColorRampField(serializers.Field):
                 raise serializers.ValidationError({key: ["Unknown key: use percentage stops such as '35%' and 'nv'."]})
         missing = [key for key in ("0%", "100%", "nv") if key not in ramp]
         if missing:
-            raise serializers.ValidationError(f"Missing keys: {', '.join(missing)}.")
+            # The ends are keyed as the schema requires them (an answer holds the keys sent, and a client checking
+            # it against the schema looks for '0%'); '0.0%' is refused for '0%' with a word on why.
+            written = {float(key[:-1]): key for key in ramp if key != "nv"}
+            otherwise = [f"'{written[float(key[:-1])]}'" for key in missing if key != "nv" and float(key[:-1]) in written]
+            hint = f" (the ends are written '0%' and '100%', not {' or '.join(otherwise)})" if otherwise else ""
+            raise serializers.ValidationError(f"Missing keys: {', '.join(missing)}{hint}.")
         try:
             ColorRamp.from_config(ramp)  # what image creation will read: e.g. '50%' and '50.0%' are one stop
         except ValueError as exc:

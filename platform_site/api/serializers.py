@@ -109,18 +109,24 @@ class RejectUnknownFieldsMixin:
     characters (but tab and line breaks) in any key but a secret."""
 
     def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
-            controls = sorted(
-                key
-                for key, value in data.items()
-                if key not in CONTROL_CHARACTERS_ALLOWED and holds_control_characters(value)
-            )
-            if controls:
-                raise serializers.ValidationError({key: [CONTROL_CHARACTERS_MESSAGE] for key in controls})
-        return super().to_internal_value(data)
+        if not isinstance(data, dict):
+            return super().to_internal_value(data)
+        errors = {key: ["Unknown field."] for key in sorted(set(data) - set(self.fields))}
+        for key, value in data.items():
+            if key not in errors and key not in CONTROL_CHARACTERS_ALLOWED and holds_control_characters(value):
+                errors[key] = [CONTROL_CHARACTERS_MESSAGE]
+        if not errors:
+            return super().to_internal_value(data)
+        # The other keys are checked too, so one answer names every error of the body (an unknown key hid them).
+        known = data.copy()
+        for key in errors:
+            known.pop(key)
+        try:
+            super().to_internal_value(known)
+        except serializers.ValidationError as exc:
+            if isinstance(exc.detail, dict):
+                errors = {**{key: detail for key, detail in exc.detail.items() if key not in errors}, **errors}
+        raise serializers.ValidationError(errors)
 
 
 def _same_json(sent, answered) -> bool:

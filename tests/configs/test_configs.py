@@ -175,6 +175,33 @@ def test_every_entry_is_strictly_validated(api_client, core_user, body, field):
     assert entries(api_client.get(f"{URL}/{core_user.id}").json()) == DEFAULTS
 
 
+def test_an_unknown_key_is_answered_with_the_bodys_other_errors(api_client, core_user):
+    """The unknown key was answered alone; the client learned of the bad shape once it had removed it."""
+    for method, url in (("patch", URL), ("post", f"{URL}/{core_user.id}")):
+        body = {"geoimagesShape": "X", "zzz": 1, "fieldsAutoMerge": "yes"}
+        problem = assert_problem(getattr(api_client, method)(url, body, format="json"), 400, "validation")
+        assert sorted(e["field"] for e in problem["fieldErrors"]) == ["fieldsAutoMerge", "geoimagesShape", "zzz"]
+    assert entries(api_client.get(f"{URL}/{core_user.id}").json()) == DEFAULTS
+
+
+def test_a_ramp_has_at_most_one_stop_per_whole_percent(api_client):
+    """50,000 stops were taken, and every listing of an image carried them all (10.9 MB for one file's images)."""
+    every_percent = {f"{p}%": [p, p, p] for p in range(101)} | {"nv": [0, 0, 0, 0]}
+    assert api_client.patch(URL, {"geoimagesColorRamp": every_percent}, format="json").status_code == 200
+    one_more = every_percent | {"50.5%": [1, 1, 1]}
+    problem = assert_problem(api_client.patch(URL, {"geoimagesColorRamp": one_more}, format="json"), 400)
+    assert problem["fieldErrors"] == [{"field": "geoimagesColorRamp", "message": "At most 101 percentage stops."}]
+    assert api_client.get(URL).json()["geoimagesColorRamp"] == every_percent
+
+
+def test_a_ramp_end_written_otherwise_is_named_in_the_refusal(api_client):
+    ramp = {"0.0%": [0, 0, 0], "100%": [9, 9, 9], "nv": [0, 0, 0, 0]}
+    problem = assert_problem(api_client.patch(URL, {"geoimagesColorRamp": ramp}, format="json"), 400)
+    assert problem["fieldErrors"][0]["message"] == (
+        "Missing keys: 0% (the ends are written '0%' and '100%', not '0.0%')."
+    )
+
+
 def test_valid_custom_ramp_and_projection_are_kept(api_client):
     ramp = {"0%": [0, 0, 255], "50%": [0, 255, 0], "100%": [255, 0, 0], "nv": [10, 10, 10, 128]}
     body = api_client.patch(URL, {"geoimagesColorRamp": ramp, "geoimagesProjection": "EPSG:32632"}, format="json")
