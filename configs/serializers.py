@@ -110,7 +110,9 @@ class ColorRampField(serializers.Field):
             # The ends are keyed as the schema requires them (an answer holds the keys sent, and a client checking
             # it against the schema looks for '0%'); '0.0%' is refused for '0%' with a word on why.
             written = {float(key[:-1]): key for key in ramp if key != "nv"}
-            otherwise = [f"'{written[float(key[:-1])]}'" for key in missing if key != "nv" and float(key[:-1]) in written]
+            otherwise = [
+                f"'{written[float(key[:-1])]}'" for key in missing if key != "nv" and float(key[:-1]) in written
+            ]
             hint = f" (the ends are written '0%' and '100%', not {' or '.join(otherwise)})" if otherwise else ""
             raise serializers.ValidationError(f"Missing keys: {', '.join(missing)}{hint}.")
         try:
