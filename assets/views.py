@@ -6,7 +6,7 @@ from rest_framework import mixins, status
 from rest_framework.response import Response
 
 from platform_site.api.sorting import SortFilter
-from platform_site.api.viewsets import CoreUserScopedViewSet, get_or_404
+from platform_site.api.viewsets import CoreUserScopedViewSet, deleted_response, get_or_404
 
 from . import services
 from .filtersets import ImplementFilterSet, MachineFileFilterSet, MachineFilterSet
@@ -93,8 +93,7 @@ class MachineViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserS
         return Response(MachineChangedSerializer(machine).data)
 
     def destroy(self, request, *args, **kwargs):
-        services.machine_delete(machine=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return deleted_response(services.machine_delete(machine=self.get_object()))
 
 
 class MachineFileViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):

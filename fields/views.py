@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from platform_site.api.parsers import replacement_document
 from platform_site.api.serializers import echo_validated
-from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404
+from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, deleted_response, get_or_404
 
 from . import services, weather
 from .filtersets import FarmFilterSet, FieldFilterSet, GrowerFilterSet
@@ -122,8 +122,7 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         return Response(FieldSerializer(field).data)
 
     def destroy(self, request, coreUserId=None, pk=None):
-        services.field_delete(field=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return deleted_response(services.field_delete(field=self.get_object()))
 
     @extend_schema(request=IntersectsSerializer, responses=FieldSerializer(many=True))
     @action(detail=False, methods=["post"])

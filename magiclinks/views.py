@@ -11,7 +11,7 @@ from platform_site.accounts import services as accounts_services
 from platform_site.accounts.models import ProviderApplication
 from platform_site.api.errors import DomainError
 from platform_site.api.urlsafety import UnsafeUrl
-from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404, owned_core_user_or_404
+from platform_site.api.viewsets import OwnerScopedViewSet, deleted_response, get_or_404, owned_core_user_or_404
 
 from . import serializers as s
 from . import services
@@ -73,8 +73,7 @@ class MagicLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
         return self._created(link, token)
 
     def destroy(self, request, pk=None):
-        services.magic_link_delete(link=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return deleted_response(services.magic_link_delete(link=self.get_object()))
 
 
 def link_creation_schema(create_serializer, with_user_serializer):
@@ -166,5 +165,4 @@ class ProviderApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixi
         return Response(s.ProviderApplicationSerializer(application).data)
 
     def destroy(self, request, pk=None):
-        accounts_services.provider_application_delete(application=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return deleted_response(accounts_services.provider_application_delete(application=self.get_object()))

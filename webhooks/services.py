@@ -98,12 +98,14 @@ def webhook_events(webhook: Webhook) -> list[str]:
 
 
 @transaction.atomic
-def webhook_delete(*, webhook: Webhook) -> None:
+def webhook_delete(*, webhook: Webhook) -> bool:
     """Delete a webhook; its pending deliveries go with it, so nothing more is sent. Locked first: an event being
     emitted to it (`event_emit` keeps the webhooks it writes deliveries for) commits before its deliveries are
-    collected, and one emitted later finds it gone."""
-    if row_locked(Webhook, webhook.pk):
-        webhook.delete()
+    collected, and one emitted later finds it gone. False: a concurrent deletion deleted it first."""
+    if not row_locked(Webhook, webhook.pk):
+        return False
+    webhook.delete()
+    return True
 
 
 def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any] | None = None) -> int:

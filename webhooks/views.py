@@ -4,7 +4,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from platform_site.api.errors import DomainError
-from platform_site.api.viewsets import OwnerScopedViewSet
+from platform_site.api.viewsets import OwnerScopedViewSet, deleted_response
 
 from . import services
 from .filtersets import FailedCallFilterSet
@@ -47,8 +47,7 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScop
         return Response(WebhookSerializer(webhook).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request, pk=None):
-        services.webhook_delete(webhook=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return deleted_response(services.webhook_delete(webhook=self.get_object()))
 
 
 class FailedCallViewSet(mixins.ListModelMixin, OwnerScopedViewSet):

@@ -92,14 +92,16 @@ def machine_update(*, machine: Machine, **changes) -> Machine:
 
 
 @transaction.atomic
-def machine_delete(*, machine: Machine) -> None:
-    """Delete a USER_CREATED machine and its machine files. Emits machineDeleted."""
+def machine_delete(*, machine: Machine) -> bool:
+    """Delete a USER_CREATED machine and its machine files. Emits machineDeleted. False: a concurrent deletion
+    deleted it first (and announced it)."""
     machine_check_writable(machine)
     machine_id, core_user = str(machine.id), machine.core_user
     if not row_locked(Machine, machine.pk):
-        return  # deleted meanwhile, and announced by that deletion
+        return False
     machine.delete()
     event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})
+    return True
 
 
 def machines_existing(ids) -> set[str]:

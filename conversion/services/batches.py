@@ -142,8 +142,8 @@ def batch_open(batch_id: str) -> None:
         _batch_fail(batch, NO_VALID_FILES, reason + ".")
         return
     with transaction.atomic():
-        batch = Batch.objects.select_for_update().get(pk=batch.pk)
-        if batch.datasets.exists():
+        batch = Batch.objects.select_for_update().filter(pk=batch.pk).first()
+        if batch is None or batch.datasets.exists():  # (None: deleted with its core user while it was extracted)
             return
         position = 0
         for ds in found.datasets:
@@ -185,8 +185,8 @@ def batch_open(batch_id: str) -> None:
 
 def _batch_finish_if_done(batch_id) -> None:
     """Inside a transaction: finish the batch when none of its data sets is still pending or processing."""
-    batch = Batch.objects.select_for_update().get(pk=batch_id)
-    if batch.status != BatchStatus.RECEIVED:
+    batch = Batch.objects.select_for_update().filter(pk=batch_id).first()
+    if batch is None or batch.status != BatchStatus.RECEIVED:  # (None: deleted with its core user meanwhile)
         return
     if batch.datasets.filter(status__in=[DatasetStatus.PENDING, DatasetStatus.PROCESSING]).exists():
         return
@@ -226,8 +226,8 @@ def _batch_fail(batch: Batch, details: str, reason: str) -> None:
     (it may quote the upload)."""
     reason = storable(reason)
     with transaction.atomic():
-        batch = Batch.objects.select_for_update().select_related("core_user").get(pk=batch.pk)
-        if batch.status != BatchStatus.RECEIVED:
+        batch = Batch.objects.select_for_update().select_related("core_user").filter(pk=batch.pk).first()
+        if batch is None or batch.status != BatchStatus.RECEIVED:  # (None: deleted with its core user meanwhile)
             return
         batch.status, batch.status_details, batch.failure_reason = BatchStatus.FAILED, details, reason
         _batch_end(batch)

@@ -135,6 +135,9 @@ def field_update(*, field: Field, changes: dict) -> Field:
     changed."""
     field_check_writable(field)
     field_lock(field, merge_may_follow="geometry" in changes)
+    # Compared with the field as it is now that it is locked: the copy the view read may predate a concurrent change
+    # (two PATCHes of one name announced it twice, and of 'C' and 'B' sent at once, 'B' was dropped as unchanged).
+    field.refresh_from_db(fields=["name", "farm"])
     update_fields = []
     if "name" in changes and field.name != (changes["name"] or ""):
         field.name = changes["name"] or ""
@@ -197,10 +200,10 @@ def _boundary_set(*, field: Field, geometry: MultiPolygon) -> bool:
 
 
 @transaction.atomic
-def field_delete(*, field: Field) -> None:
+def field_delete(*, field: Field) -> bool:
     """Delete a field created through the service (403 `providerResourceReadOnly` for provider fields).
     Deleting a MERGED field frees its sources; deleting a source shrinks its merged field, which is
-    deleted too when fewer than two sources remain."""
+    deleted too when fewer than two sources remain. False: a concurrent deletion deleted it first."""
     field_check_writable(field)
     # Locked first, so the boundaries a concurrent change is adding are committed and deleted with the field
     # (otherwise they would reference a field being deleted: a foreign-key violation). Gone already: done.
@@ -213,7 +216,7 @@ def field_delete(*, field: Field) -> None:
     if field.type == Field.Type.MERGED:
         list(Field.objects.select_for_update(no_key=True).filter(merged_field=field).order_by("pk").values_list("pk"))
     if not field_lock(field, missing_ok=True):
-        return
+        return False
     field.refresh_from_db(fields=["merged_field"])
     merged = field.merged_field
     if field.type == Field.Type.MERGED:
@@ -222,13 +225,14 @@ def field_delete(*, field: Field) -> None:
     if merged is not None:
         # Counted once the merged field is locked: a concurrent deletion of another source is then visible.
         if not field_lock(merged, missing_ok=True):
-            return  # a concurrent deletion of another source removed it
+            return True  # a concurrent deletion of another source removed it
         remaining = list(merged.sources.all())
         if len(remaining) < 2:
             _sources_free(merged)
             merged.delete()
         else:
             merged_refresh(merged=merged, sources_changed=True)
+    return True
 
 
 def _sources_free(merged: Field) -> None:

@@ -124,9 +124,9 @@ def magic_link_create_with_user(
 
 
 @transaction.atomic
-def magic_link_delete(*, link: MagicLink) -> None:
-    """Revoke the link at once; its page answers 410 from now on."""
-    MagicLink.objects.filter(pk=link.pk, deleted_at__isnull=True).update(deleted_at=timezone.now())
+def magic_link_delete(*, link: MagicLink) -> bool:
+    """Revoke the link at once; its page answers 410 from now on. False: a concurrent deletion revoked it first."""
+    return MagicLink.objects.filter(pk=link.pk, deleted_at__isnull=True).update(deleted_at=timezone.now()) > 0
 
 
 # --- Pages -------------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ them and would count their points twice.
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -34,7 +33,7 @@ from fields.geometry import from_geos, overlaps
 from fields.models import Boundary, Field, FieldFile
 from platform_site.accounts.services import core_user_lock
 from platform_site.celery import send_on_commit
-from platform_site.db import session_lock
+from platform_site.db import session_lock, uuid_lock_key
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
@@ -192,8 +191,7 @@ def _build_lock(operation_id: str):
     stored points, GeoJSON and images (the record kept the newer summary). A session lock, waited for up to
     BUILD_LOCK_WAIT_SECONDS (then the task is sent again, `DatabaseRetryTask`); it goes with a dead worker's
     connection. SQLite serialises writers and runs tasks one at a time: nothing to hold."""
-    key = int.from_bytes(uuid.UUID(str(operation_id)).bytes[:4], "big", signed=True)
-    return session_lock(BUILD_LOCK_CLASS, key, wait_seconds=BUILD_LOCK_WAIT_SECONDS)
+    return session_lock(BUILD_LOCK_CLASS, uuid_lock_key(operation_id), wait_seconds=BUILD_LOCK_WAIT_SECONDS)
 
 
 def operation_build(operation_id: str, version: int | None = None) -> Operation | None:

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from platform_site.api.authentication import OwnerDeactivated, token_issue
 from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError
-from platform_site.db import DEADLOCK, row_locked, rows_kept, sqlstate
+from platform_site.db import DEADLOCK, row_locked, rows_kept, sqlstate, transaction_lock, uuid_lock_key
 
 from . import oauth
 from .models import EXTERNAL_ID_IN_USE, CoreUser, ProviderApplication, ProviderCredential
@@ -130,25 +130,35 @@ def core_user_replace(*, core_user: CoreUser, **values) -> CoreUser:
 
 
 DELETION_ATTEMPTS = 3
+CORE_USER_DELETION_LOCK_CLASS = 0x0DE1  # the key space of core user deletion locks (two-int advisory locks)
 
 
 @transaction.atomic
-def core_user_delete(*, core_user: CoreUser) -> None:
-    """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first).
+def core_user_delete(*, core_user: CoreUser) -> bool:
+    """Delete a core user and, by cascade, everything of theirs (`signals.core_user_deleting` first). False: a
+    concurrent deletion deleted it first.
 
     A write under way under the user keeps it (`core_user_keep`): the user's row is deleted last, once that write
     committed, but the rows it added were not among those the cascade had collected; the deletion is made again
     (`_deleted_whole`). A write that comes after the user's row is deleted waits, then finds it gone. The user is
-    not locked first: writes that lock one of the user's rows before the user would deadlock with it."""
+    not locked first: writes that lock one of the user's rows before the user would deadlock with it. Deletions of
+    one user take turns (an advisory lock no write takes): two at once deleted the same rows in different orders,
+    a deadlock each time PostgreSQL broke it for the last of its attempts (503)."""
     pk = core_user.pk
+    deleted = False
 
     def delete_once() -> None:
+        nonlocal deleted
+        deleted = False  # (an attempt rolled back deleted nothing)
+        transaction_lock(CORE_USER_DELETION_LOCK_CLASS, uuid_lock_key(pk))
         current = CoreUser.objects.filter(pk=pk).first()
         if current is not None:  # (else deleted meanwhile)
             core_user_deleting.send(sender=CoreUser, core_user=current)
             current.delete()
+            deleted = True
 
     _deleted_whole(delete_once, "The user's data kept changing while it was being deleted; try again.")
+    return deleted
 
 
 def owner_delete(*, owner) -> None:
@@ -259,9 +269,11 @@ def provider_application_update(*, application: ProviderApplication, **values) -
 
 
 @transaction.atomic
-def provider_application_delete(*, application: ProviderApplication) -> None:
-    """Delete the application. Stored credentials stay; new connections need an application again."""
-    application.delete()
+def provider_application_delete(*, application: ProviderApplication) -> bool:
+    """Delete the application. Stored credentials stay; new connections need an application again. False: a
+    concurrent deletion deleted it first."""
+    deleted, _ = application.delete()
+    return deleted > 0
 
 
 def provider_application_find(*, owner_id, provider: str) -> ProviderApplication | None:

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from platform_site.api.errors import NOT_FOUND
-from platform_site.api.viewsets import OwnerScopedViewSet, get_or_404
+from platform_site.api.viewsets import OwnerScopedViewSet, deleted_response, get_or_404
 
 from . import services
 from .filtersets import CoreUserFilterSet
@@ -106,5 +106,4 @@ class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSco
             return None
 
     def destroy(self, request, pk=None):
-        services.core_user_delete(core_user=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return deleted_response(services.core_user_delete(core_user=self.get_object()))

@@ -7,9 +7,10 @@ from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import IntegerField, QuerySet, UUIDField
 from django.utils.functional import cached_property
-from rest_framework import mixins, viewsets
 from django_filters.utils import translate_validation
+from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
 
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import NOT_FOUND
@@ -102,6 +103,15 @@ def list_query_check(view, request) -> None:
             errors.update(exc.detail)
     if errors:
         raise ValidationError(errors)
+
+
+def deleted_response(deleted: bool) -> Response:
+    """A DELETE's answer: 204 for the request that deleted the resource; 404, as for a resource that is gone, for
+    one that found it and then lost the race to a concurrent deletion (twenty at once answered twenty 204s, where
+    one after the other the second is a 404)."""
+    if not deleted:
+        raise NotFound(NOT_FOUND)
+    return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 def owned_core_user_or_404(owner, core_user_id) -> CoreUser:

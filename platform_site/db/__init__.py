@@ -1,5 +1,6 @@
 """Database helpers every app may use."""
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
@@ -63,6 +64,21 @@ def session_lock(*key: int, wait_seconds: float | None = None) -> Iterator[bool]
         if held:
             with suppress(Error), connection.cursor() as cursor:  # a broken connection took the lock with it
                 cursor.execute(f"SELECT pg_advisory_unlock({placeholders})", list(key))
+
+
+def transaction_lock(*key: int) -> None:
+    """A PostgreSQL transaction-level advisory lock on `key` (one bigint, or two int4: separate key spaces), waited
+    for and held until the transaction ends. Only code that takes it waits for it: no row is locked. Other databases
+    (SQLite serialises writers): nothing."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_advisory_xact_lock({', '.join(['%s'] * len(key))})", list(key))
+
+
+def uuid_lock_key(value) -> int:
+    """An int4 advisory lock key for a UUID (its first four bytes): two ids sharing one only wait for each other."""
+    return int.from_bytes(uuid.UUID(str(value)).bytes[:4], "big", signed=True)
 
 
 def row_locked(model, pk, *, no_key: bool = False, skip_locked: bool = False) -> bool:

@@ -474,3 +474,33 @@ def test_a_boundary_change_with_auto_merge_on_goes_ahead_of_changes_that_only_ke
         put = run_meanwhile(request_later(make_client, owner, "put", url, {"geometry": square(11, 50)}))
         assert Field.objects.get().boundaries.count() == 2  # done before the rename ends
     assert put().status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("first", "then", "name", "announced"),
+    [("B", "B", "B", 1), ("C", "A", "A", 2)],
+    ids=["the same rename twice", "a rename back to the name the second request read"],
+)
+def test_a_rename_is_judged_against_the_field_as_it_is_once_locked(
+    owner, core_user, make_client, webhook_receiver, subscribe, first, then, name, announced
+):
+    """The rename compared the copy the view had read before the lock: the same rename twice at once was announced
+    twice, and a rename back to the name that copy held ('A', after 'C' committed) was dropped as no change."""
+    from django.db import transaction
+
+    from tests.concurrency import run_meanwhile
+
+    needs_postgresql()
+    client = make_client(owner)
+    field = client.post(f"{BASE}/users/{core_user.id}/fields", {"name": "A", "geometry": A}, format="json").json()
+    subscribe(owner, webhook_receiver, ["fieldUpdated"])
+    url = field_url(core_user, field["id"])
+    with transaction.atomic():
+        assert client.patch(url, {"name": first}, format="json").status_code == 200
+        second = run_meanwhile(request_later(make_client, owner, "patch", url, {"name": then}))
+    answer = second()
+    assert answer.status_code == 200 and answer.json()["name"] == name
+    assert Field.objects.get(public_id=field["id"]).name == name
+    webhook_receiver.wait_for(announced + 1, timeout=2)  # (one more than expected: any extra arrives meanwhile)
+    assert [e["type"] for e in webhook_receiver.events()] == ["fieldUpdated"] * announced

@@ -220,3 +220,25 @@ def test_a_batch_whose_opening_never_arrives_fails_with_a_reason(
     # The owner may retry it: a fresh send, opened as soon as a worker takes it
     assert api_client.put(f"{BATCH_URL}/{batch_id}/retry").status_code == 200
     assert api_client.get(f"{BATCH_URL}/{batch_id}").json()["status"] == "PROCESSED"
+
+
+@pytest.mark.parametrize("found", [True, False], ids=["data sets found", "nothing found"])
+def test_a_batch_deleted_with_its_core_user_while_it_was_opened_ends_its_task_quietly(
+    api_client, core_user, valid_timelogs, monkeypatch, found
+):
+    """Its task read the batch again to write the data sets (or the failure) it had found, with `get`: it raised
+    DoesNotExist, an error in the worker's log for a deletion the API had answered 204."""
+    from conversion.services import batches
+    from platform_site.accounts.services import core_user_delete
+
+    batch_id = upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    detect = batches.archive.detect
+
+    def detect_then_delete(root, **kwargs):
+        detected = detect(root, **kwargs)
+        core_user_delete(core_user=core_user)
+        return detected if found else type(detected)()
+
+    monkeypatch.setattr(batches.archive, "detect", detect_then_delete)
+    batch_open(batch_id)
+    assert not Batch.objects.exists() and not BatchDataset.objects.exists() and not File.objects.exists()
