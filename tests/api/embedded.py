@@ -33,6 +33,16 @@ def embedded_env(var_dir: Path, **settings: str) -> dict[str, str]:
     return env
 
 
+# The process id of each server `embedded_serve` runs, by its base URL
+SERVER_PIDS: dict[str, int] = {}
+
+
+def peak_memory_kib(base: str) -> int:
+    """The most memory (resident, KiB: VmHWM) the server at `base` has held since it started."""
+    status = Path(f"/proc/{SERVER_PIDS[base]}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+
+
 @contextmanager
 def embedded_serve(env: dict[str, str], log_path: Path) -> Iterator[str]:
     """`manage.py serve` with `env`, its output in `log_path`: its base URL once it takes connections; stopped after."""
@@ -51,6 +61,7 @@ def embedded_serve(env: dict[str, str], log_path: Path) -> Iterator[str]:
                     if server.poll() is not None or time.monotonic() > deadline:
                         pytest.fail("the embedded server did not start: " + log_path.read_text()[-2000:])
                     time.sleep(0.2)
+            SERVER_PIDS[f"http://127.0.0.1:{port}"] = server.pid
             yield f"http://127.0.0.1:{port}"
         finally:
             server.terminate()

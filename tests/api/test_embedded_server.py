@@ -1,6 +1,7 @@
 """The embedded default as `make run` starts it (`manage.py serve` on a SpatiaLite file, tasks in-process), under
 concurrent writes: every request waits its turn for the database instead of failing with "database is locked"."""
 
+import http.client
 import io
 import json
 import socket
@@ -12,6 +13,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -324,3 +326,57 @@ def test_a_request_line_the_embedded_server_refuses_is_a_problem_with_a_status_l
     code, content_type, problem = send_raw(embedded_server.base, request.encode("latin-1"))
     assert (code, content_type) == (status, "application/problem+json"), problem
     assert (problem["status"], problem["errorKey"]) == (status, error_key)
+
+
+def _refused_then_sent(base: str, declared: int, sent: int) -> tuple[bytes, bytes]:
+    """A JSON body of `declared` bytes to the authentication (413: over 10 MiB), of which `sent` bytes are sent
+    after the headers; then the answer, and whatever else the connection gives before it is closed."""
+    address = urlsplit(base)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+        head = f"POST /api/authenticate HTTP/1.1\r\nHost: {address.netloc}\r\nContent-Type: application/json\r\n"
+        sock.sendall(f"{head}Content-Length: {declared}\r\n\r\n".encode())
+        chunk = b"a" * (1 << 16)
+        try:
+            for _ in range(sent // len(chunk)):
+                sock.sendall(chunk)
+        except OSError:  # (the server closed the connection, having read enough)
+            pass
+        received = b""
+        try:
+            while data := sock.recv(1 << 16):
+                received += data
+        except OSError:
+            pass
+    answer, _, rest = received.partition(b"\r\n\r\n")
+    return answer, rest
+
+
+def test_the_rest_of_a_refused_body_is_thrown_away_not_held_in_memory(embedded_server):
+    """The development server read what was left of a body the application had not read in one read: 300 MB sent
+    after a 413 took 300 MB of the server's memory, and a `Content-Length` of 10**14 was a MemoryError."""
+    from tests.api.embedded import peak_memory_kib
+
+    before = peak_memory_kib(embedded_server.base)
+    answer, _ = _refused_then_sent(embedded_server.base, declared=500_000_000, sent=300_000_000)
+    assert answer.startswith(b"HTTP/1.1 413 ") and b"Connection: close" in answer, answer
+    assert peak_memory_kib(embedded_server.base) - before < 64 * 1024
+    # Declared past any memory, a small body: the answer, then the connection closes (the two bytes sent are no
+    # second request)
+    answer, rest = _refused_then_sent(embedded_server.base, declared=10**14, sent=0)
+    assert answer.startswith(b"HTTP/1.1 413 ") and rest.count(b"HTTP/1.1") == 0, rest
+
+
+def test_a_small_rest_of_a_refused_body_is_read_and_the_connection_serves_on(embedded_server):
+    """Under DRAIN_BYTES, what is left of a body refused unread is thrown away and the connection is kept."""
+    address = urlsplit(embedded_server.base)
+    body = b"x" * 700_000  # refused for its media type (415) before it is read
+    head = f"Host: {address.netloc}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n"
+    then = f"GET /services/usermanagement/api/users HTTP/1.1\r\nHost: {address.netloc}\r\n\r\n"
+    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+        sock.sendall(f"POST /api/authenticate HTTP/1.1\r\n{head}".encode() + body + then.encode())
+        first = http.client.HTTPResponse(sock)
+        first.begin()
+        first.read()
+        second = http.client.HTTPResponse(sock)
+        second.begin()
+    assert (first.status, first.getheader("Connection"), second.status) == (415, None, 401)

@@ -13,9 +13,12 @@ the only process on its database: two embedded servers on one database would eac
 """
 
 import json
+import socket
 import threading
+import time
 from datetime import datetime
 from urllib.parse import urlsplit
+from wsgiref import simple_server
 
 from django.conf import settings
 from django.contrib.staticfiles.handlers import StaticFilesHandler
@@ -23,7 +26,7 @@ from django.contrib.staticfiles.management.commands.runserver import Command as 
 from django.core.exceptions import SuspiciousFileOperation
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer
+from django.core.servers.basehttp import ServerHandler, WSGIRequestHandler, WSGIServer
 from django.http import Http404
 from django.utils import timezone
 
@@ -66,6 +69,57 @@ class ReadTimeoutWSGIServer(WSGIServer):
         super().finish_request(request, client_address)
 
 
+# What is left unread of a request's body (one answered without reading it all: refused, too large) is read and
+# thrown away in chunks up to this much, and the connection serves the next request; more, and the answer says
+# `Connection: close` and the connection is closed after a lingering read (`_linger`).
+DRAIN_BYTES = 1 << 20
+DRAIN_CHUNK = 1 << 16
+LINGER_SECONDS = 5.0  # the longest the rest of a body is read for after its answer, before the connection is closed
+LINGER_READ_SECONDS = 1.0  # ...and the longest one read of it waits
+
+
+class BoundedDrainServerHandler(ServerHandler):
+    """Django's development server read whatever the client still sent of a body the application had not read, in
+    one read, after the answer: a refused upload or an over-long JSON body was held in memory whole (a 1 GB body
+    sent after its 413 took 1 GB), and a `Content-Length` of 10**14 raised MemoryError. Here what is left is thrown
+    away in chunks, at most DRAIN_BYTES of it; a larger rest closes the connection (as gunicorn and nginx do)."""
+
+    def _unread(self) -> int:
+        stdin = self.get_stdin()
+        return max(0, stdin.limit - stdin._pos)
+
+    def cleanup_headers(self):
+        super().cleanup_headers()
+        if self._unread() > DRAIN_BYTES:
+            self.headers["Connection"] = "close"
+            self.request_handler.close_connection = True
+
+    def close(self):
+        try:
+            if self._unread() > DRAIN_BYTES:
+                self.request_handler.close_connection = True
+                _linger(self.request_handler.connection)
+            else:
+                stdin = self.get_stdin()
+                while stdin.read(DRAIN_CHUNK):
+                    pass
+        except OSError:  # (the client went away, or stopped sending: the connection ends here)
+            self.request_handler.close_connection = True
+        finally:
+            simple_server.ServerHandler.close(self)  # (not Django's: it reads the rest in one read)
+
+
+def _linger(connection: socket.socket) -> None:
+    """Close the sending side (the answer is out) and read what the client still sends for a while, so that the
+    connection is not reset under an answer it has not read yet; then the server closes it. A client that stops
+    sending or goes on past LINGER_SECONDS is cut off."""
+    connection.shutdown(socket.SHUT_WR)
+    connection.settimeout(LINGER_READ_SECONDS)
+    deadline = time.monotonic() + LINGER_SECONDS
+    while time.monotonic() < deadline and connection.recv(DRAIN_CHUNK):
+        pass
+
+
 class ReadTimeoutRequestHandler(WSGIRequestHandler):
     """Reads the request through `_AbortOnTimeout`: a read past the timeout is the connection given up, as a client
     that hung up is, so neither the server nor wsgiref logs a traceback for it (Django logs "Broken pipe"). The
@@ -74,6 +128,19 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
     def setup(self):
         super().setup()
         self.rfile = _AbortOnTimeout(self.rfile)
+
+    def handle_one_request(self):
+        """Django's, with the handler that throws an unread body away in chunks (`BoundedDrainServerHandler`)."""
+        self.raw_requestline = self.rfile.readline(65537)
+        if len(self.raw_requestline) > 65536:
+            self.requestline = self.request_version = self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():
+            return
+        handler = BoundedDrainServerHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ())
+        handler.request_handler = self
+        handler.run(self.server.get_app())
 
     def send_error(self, code, message=None, explain=None):
         """A refusal of `http.server`'s (a request line over 65536 bytes, a header line over 65536 bytes or more than
