@@ -7,6 +7,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import IntegerField, QuerySet, UUIDField
 from django.utils.functional import cached_property
+from django_filters.rest_framework import DjangoFilterBackend
 from django_filters.utils import translate_validation
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import NotFound, ValidationError
@@ -78,7 +79,7 @@ def list_query_check(view, request) -> None:
     and a wrong page learned of the page only once it had fixed the filter."""
     checks = []
     filterset_class = getattr(view, "filterset_class", None)
-    if filterset_class is not None:
+    if filterset_class is not None and DjangoFilterBackend in view.filter_backends:
 
         def filters():
             filterset = filterset_class(request.query_params, queryset=filterset_class._meta.model.objects.none())
