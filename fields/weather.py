@@ -90,7 +90,9 @@ class OpenMeteoArchiveSource:
             # The timeout bounds each read; the session's deadline, the whole call (a source sending its answer a
             # byte at a time held the request as long as it liked).
             with deadline_session(call_deadline(self.timeout)) as session:
-                response = session.get(self.base_url, params=params, timeout=self.timeout, stream=True)
+                response = session.get(
+                    self.base_url, params=params, timeout=self.timeout, stream=True, allow_redirects=False
+                )
                 raw = read_at_most(response, ANSWER_MAX_BYTES)
         except requests.RequestException as exc:
             logger.warning("weather source unreachable: %s", exc)

@@ -5,7 +5,7 @@ only: call it outside transactions."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
+from urllib.parse import quote_plus, urlsplit
 
 import requests
 from django.conf import settings
@@ -58,6 +58,15 @@ def call_deadline() -> float:
     return outbound.call_deadline(_timeout())
 
 
+def basic_credentials(client_id: str, client_secret: str) -> tuple[str, str]:
+    """The user name and password of the client's HTTP Basic authentication: its id and secret each encoded as a
+    form value first (RFC 6749 section 2.3.1, Appendix B: UTF-8, percent-encoded, a space as '+'), as the
+    authorization server decodes them. Sent as they were, an id holding ':' could not be told from its secret, a
+    '+' or '%' of a secret was read otherwise, and a character beyond Latin-1 failed the request (a 500 at the
+    OAuth callback)."""
+    return quote_plus(client_id), quote_plus(client_secret)
+
+
 def token_request(
     application: ProviderApplication, form: dict[str, str], *, session: requests.Session | None = None
 ) -> TokenSet:
@@ -68,7 +77,7 @@ def token_request(
         response = (session or requests).post(
             application.token_url,
             data=form,
-            auth=(application.client_id, application.client_secret),
+            auth=basic_credentials(application.client_id, application.client_secret),
             headers={"Accept": "application/json", "User-Agent": "agdata-platform-oauth/1"},
             timeout=(_timeout(), _timeout()),
             allow_redirects=False,

@@ -68,6 +68,8 @@ def url_host(url: str) -> tuple[str, int | None]:
     # An international name is IDNA-encoded by urllib3 only; the host we check is urllib3's either way.
     if (host != split_host and split_host.isascii()) or parsed.port != split_port:
         raise UnsafeUrl("The URL's host is ambiguous.")
+    if parsed.port == 0:  # (requests leaves `:0` out, and connects to the scheme's port instead of the one checked)
+        raise UnsafeUrl("The URL's port must be from 1 to 65535.")
     return host, parsed.port
 
 

@@ -31,6 +31,7 @@ class FakeOpenMeteo:
         self.answer: bytes | None = None  # sent instead of the document, as is
         self.byte_every: float | None = None  # seconds between the bytes of the answer (a server sending slowly)
         self.bytes_sent = 0
+        self.redirect_to: str | None = None  # answered with a 302 there instead
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,6 +39,12 @@ class FakeOpenMeteo:
                 url = urlparse(self.path)
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 outer.requests.append({"path": url.path, **query})
+                if outer.redirect_to is not None:
+                    self.send_response(302)
+                    self.send_header("Location", outer.redirect_to + "?" + url.query)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if outer.status != 200:
                     body = {"error": True, "reason": "Parameter 'start_date' is out of allowed range"}
                 else:
@@ -208,6 +215,24 @@ def test_an_error_of_the_source_is_503(api_client, core_user, open_meteo, status
     open_meteo.status = status
     response = api_client.get(weather_url(core_user, field["id"]), {"startTime": "2024-01-01", "endTime": "2024-01-02"})
     assert_problem(response, 503, "weatherSourceUnavailable")
+
+
+def test_a_source_answering_with_a_redirect_is_503_and_the_redirect_is_not_followed(api_client, core_user, open_meteo):
+    """The weather source was the one outbound call that followed redirects, wherever they led (loopback, a cloud's
+    metadata address): a source answers with the days asked for or it is unavailable."""
+    elsewhere = FakeOpenMeteo()
+    try:
+        open_meteo.redirect_to = elsewhere.url
+        field = create_field(api_client, core_user, FIELD)
+        query = {"startTime": "2024-01-01", "endTime": "2024-01-02"}
+        body = assert_problem(
+            api_client.get(weather_url(core_user, field["id"]), query), 503, "weatherSourceUnavailable"
+        )
+        assert body["detail"] == "The weather source answered with status 302."
+        assert len(open_meteo.requests) == 1 and elsewhere.requests == []
+    finally:
+        elsewhere.server.shutdown()
+        elsewhere.server.server_close()
 
 
 def test_days_the_source_refuses_are_400_with_its_reason(api_client, core_user, open_meteo):

@@ -11,7 +11,7 @@ import json
 import secrets
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote_plus, urlencode, urlsplit
 
 from tests.receiver import serve_on_loopback
 
@@ -47,8 +47,7 @@ class OAuthServer:
 
     def token_answer(self, form: dict[str, str], authorization: str) -> tuple[int, dict]:
         self.token_requests.append(form)
-        expected = "Basic " + base64.b64encode(f"{self.client_id}:{self.client_secret}".encode()).decode()
-        if authorization != expected:
+        if _basic_credentials(authorization) != (self.client_id, self.client_secret):
             return 401, {"error": "invalid_client"}
         if self.fail_token:
             return 400, {"error": "invalid_grant", "error_description": self.fail_description}
@@ -124,3 +123,14 @@ def start_oauth_server(server_state: OAuthServer) -> ThreadingHTTPServer:
 
     server, server_state.base_url = serve_on_loopback(Handler)
     return server
+
+
+def _basic_credentials(authorization: str) -> tuple[str, str] | None:
+    """The client id and secret of an HTTP Basic `Authorization`, each decoded as a form value (RFC 6749 section
+    2.3.1, as an authorization server reads them); None for anything else."""
+    scheme, _, encoded = authorization.partition(" ")
+    try:
+        user, colon, password = base64.b64decode(encoded, validate=True).decode("ascii").partition(":")
+    except ValueError:
+        return None
+    return (unquote_plus(user), unquote_plus(password)) if scheme == "Basic" and colon else None

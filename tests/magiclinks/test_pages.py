@@ -374,6 +374,35 @@ def test_refresh_renews_tokens_or_emits_credentials_unauthenticated(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_client_id_and_secret_of_any_characters_authenticate_as_rfc_6749_encodes_them(
+    client, owner, core_user, oauth_server, settings
+):
+    """They were sent raw in HTTP Basic: an id holding ':' or a secret holding '+' or '%' was read otherwise by an
+    authorization server decoding them (RFC 6749 2.3.1), and one beyond Latin-1 was a 500 at the callback (the debug
+    page of `make run` showed the secret) and an error in every refresh."""
+    from magiclinks.tasks import magiclinks_credential_refresh
+
+    settings.PUBLIC_BASE_URL = "http://testserver"
+    oauth_server.client_id, oauth_server.client_secret = "client:ü 1", "s+e%c r€客:"
+    provider_app(
+        owner,
+        "ProviderA",
+        client_id=oauth_server.client_id,
+        client_secret=oauth_server.client_secret,
+        authorize_url=oauth_server.authorize_url,
+        token_url=oauth_server.token_url,
+    )
+    _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
+    response, _ = connect(client, url)
+    assert response.status_code == 200, response.content[:300]
+    first = ProviderCredential.objects.get(core_user=core_user)
+    assert first.status == "AUTHENTICATED"
+    magiclinks_credential_refresh.delay(str(first.pk))
+    renewed = ProviderCredential.objects.get(pk=first.pk)
+    assert renewed.status == "AUTHENTICATED" and renewed.access_token != first.access_token
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_provider_that_grants_less_than_asked_emits_credentials_limited_permission(
     client, owner, core_user, oauth_server, oauth_app, settings, webhook_receiver, subscribe
 ):

@@ -64,6 +64,25 @@ def test_urls_that_hide_a_private_host_are_refused(api_client, dns, url):
     assert not Webhook.objects.exists()
 
 
+def test_port_0_is_refused_where_requests_would_connect_to_another_port(api_client, dns):
+    """`:0` passed the check and requests dropped it, so the call went to port 80 (or 443), not the port checked."""
+    body = assert_problem(register(api_client, "http://example.com:0/hook"), 400, "webhookUrlNotAllowed")
+    assert body["fieldErrors"] == [{"field": "url", "message": "The URL's port must be from 1 to 65535."}]
+    application = {
+        "provider": "ProviderA",
+        "clientId": "cid",
+        "clientSecret": "secret",
+        "authorizeUrl": "https://example.com/authorize",
+        "tokenUrl": "https://example.com:0/token",
+        "scopes": ["files"],
+    }
+    problem = assert_problem(
+        api_client.post("/services/widgets/api/provider-applications", application, format="json"), 400
+    )
+    assert [e["field"] for e in problem["fieldErrors"]] == ["tokenUrl"]
+    assert register(api_client, "http://example.com:8080/hook").status_code == 201
+
+
 @pytest.mark.parametrize(
     "url", ["http://127.0.0.1:8113\\@example.com/ssrf", "http://127.0.0.1:8113@example.com/ssrf", "http://[::1]/x"]
 )
