@@ -31,6 +31,14 @@ def products_url(core_user, *parts) -> str:
         ("Prowl\tH2O", "prowl h2o"),
         ("Éclair 2,4-D", "eclair 2 4 d"),
         (" --- ", ""),
+        ("SÄURE", "saure"),
+        ("Άλφα", "αλφα"),
+        # Other scripts' marks make another letter or syllable: kept, composed again (NFC)
+        ("ガス", "ガス"),
+        ("ｶﾞｽ", "ガス"),
+        ("कीट", "कीट"),
+        ("Йод", "йод"),
+        ("한국", "한국"),
     ],
 )
 def test_normalize_name(raw, normalized):
@@ -59,6 +67,24 @@ class TestRecords:
             product_record(core_user=core_user, name=" ** ")
         with pytest.raises(CatalogNameEmpty):
             variety_record(core_user=core_user, name="")
+
+    def test_latin_accents_and_case_fold_other_scripts_marks_do_not(self, api_client, core_user):
+        """NFKD with every combining mark dropped made "ガス" and "カス" one product (`カス`), "किट" and "कीट" another
+        (`क ट`: a vowel sign is no `\\w`), and a search found each under the other's name."""
+        for name in ("ガス", "カス", "किट", "कीट", "Säure", "SAURE", "saure"):
+            product_record(core_user=core_user, name=name, core_file_id=uuid.uuid4())
+        # (compared unordered: PostgreSQL sorts other scripts by its collation)
+        assert sorted(names(api_client.get(products_url(core_user)))) == ["Säure", "किट", "कीट", "カス", "ガス"]
+        summary = api_client.get(f"{BASE}/users/products").json()
+        assert sorted(summary, key=lambda row: row["normalizedName"]) == [
+            {"normalizedName": "saure", "fileCount": 3},
+            {"normalizedName": "किट", "fileCount": 1},
+            {"normalizedName": "कीट", "fileCount": 1},
+            {"normalizedName": "カス", "fileCount": 1},
+            {"normalizedName": "ガス", "fileCount": 1},
+        ]
+        for term in ("ガス", "カス", "किट", "कीट"):
+            assert names(api_client.get(products_url(core_user, "search"), {"search": term})) == [term]
 
     def test_varieties_collect_their_crops(self, core_user):
         variety = variety_record(core_user=core_user, name="P1197AM", crop="Corn", core_file_id=F1)
