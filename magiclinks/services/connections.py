@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from platform_site.accounts import oauth
+from platform_site.accounts.crypto import secret_unreadable
 from platform_site.accounts.models import CoreUser, ProviderApplication, ProviderCredential
 from platform_site.accounts.services import (
     provider_application_find,
@@ -297,6 +298,11 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
     try:
         if application is None:
             raise oauth.TokenRequestFailed(f"No application is set up for {credential.provider}.")
+        if secret_unreadable(credential.refresh_token):
+            raise oauth.TokenRequestFailed(
+                f"The {credential.provider} tokens stored here cannot be read (they were encrypted with a key this"
+                " server no longer has): connect again."
+            )
         if not credential.refresh_token:
             raise oauth.TokenRequestFailed(f"{credential.provider} gave no refresh token.")
         if credential.token_server and credential.token_server != oauth.token_server(application.token_url):
@@ -318,13 +324,14 @@ def credential_refresh(*, credential: ProviderCredential) -> ProviderCredential 
 
 def credential_refresh_due(credential: ProviderCredential, now=None) -> bool:
     """Whether the tokens expire within CREDENTIAL_REFRESH_AHEAD_SECONDS and can be refreshed (no known expiry or
-    no refresh token: never due)."""
+    no refresh token: never due). One whose refresh token cannot be read is due then too: its refresh tells the API
+    owner to have the user connect again."""
     ahead = timedelta(seconds=settings.CREDENTIAL_REFRESH_AHEAD_SECONDS)
     return (
         credential.status == ProviderCredential.Status.AUTHENTICATED
         and credential.expires_at is not None
         and credential.expires_at <= (now or timezone.now()) + ahead
-        and bool(credential.refresh_token)
+        and (bool(credential.refresh_token) or secret_unreadable(credential.refresh_token))
     )
 
 

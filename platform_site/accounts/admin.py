@@ -209,8 +209,9 @@ class ProviderApplicationForm(AdminForm):
         cleaned = super().clean()
         if self.instance.pk and not cleaned.get("client_secret"):
             token_url = cleaned.get("token_url")
-            if token_url and services.provider_secret_needed(self.instance, token_url):
-                self.add_error("client_secret", services.TOKEN_SERVER_MOVED_SECRET.format(url="the token URL"))
+            reason = token_url and services.provider_secret_needed(self.instance, token_url, url_name="the token URL")
+            if reason:
+                self.add_error("client_secret", reason)
             else:
                 cleaned["client_secret"] = self.instance.client_secret
         return cleaned

@@ -7,21 +7,61 @@ own random one when none is set: `platform_site.secret_key`), which ties the sto
 
 import base64
 import hashlib
+import logging
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 
+# The fixed SECRET_KEY of the embedded default until 2026-11-27 (no key is written in the code since: each
+# installation makes its own, `platform_site.secret_key`). An installation that ran on it stored its provider secrets
+# under a key derived from it: they are still read with it (never written), and migration accounts.0010 wrote them
+# again under the installation's own key. Reading them exposes nothing new: anyone who had the database and the code
+# could read them already.
+LEGACY_DEFAULT_SECRET_KEY = "insecure-embedded-default-change-me"
 
-def _fernet() -> MultiFernet:
+log = logging.getLogger(__name__)
+
+
+def _derived_key(secret_key: str) -> bytes:
+    return base64.urlsafe_b64encode(hashlib.sha256(b"provider-secrets:" + secret_key.encode()).digest())
+
+
+def _keys() -> list:
     keys = getattr(settings, "PROVIDER_SECRETS_KEYS", None) or []
     if isinstance(keys, str):
         keys = [k for k in keys.split(",") if k.strip()]
-    if not keys:
-        digest = hashlib.sha256(b"provider-secrets:" + settings.SECRET_KEY.encode()).digest()
-        keys = [base64.urlsafe_b64encode(digest)]
-    return MultiFernet([Fernet(k.strip() if isinstance(k, str) else k) for k in keys])
+    return [k.strip() if isinstance(k, str) else k for k in keys] or [_derived_key(settings.SECRET_KEY)]
+
+
+def _fernet() -> MultiFernet:
+    return MultiFernet([Fernet(k) for k in _keys()])
+
+
+def _reader() -> MultiFernet:
+    """Every key that decrypts: the configured ones, then (keys derived from SECRET_KEY only) the legacy default's."""
+    keys = _keys()
+    if not getattr(settings, "PROVIDER_SECRETS_KEYS", None):
+        keys = [*keys, _derived_key(LEGACY_DEFAULT_SECRET_KEY)]
+    return MultiFernet([Fernet(k) for k in keys])
+
+
+class UnreadableSecret(str):
+    """A stored secret no key of this installation decrypts (PROVIDER_SECRETS_KEYS or SECRET_KEY changed): empty
+    text, so its row is still read (every answer about the row was a 500, its PUT and DELETE too), carrying the
+    stored ciphertext, which is written back as it was (the right key, restored, reads it again). Whoever needs the
+    secret says it must be given again (`secret_unreadable`)."""
+
+    ciphertext: str
+
+    def __new__(cls, ciphertext: str):
+        secret = super().__new__(cls, "")
+        secret.ciphertext = ciphertext
+        return secret
+
+
+def secret_unreadable(value) -> bool:
+    return isinstance(value, UnreadableSecret)
 
 
 def secret_encrypt(value: str) -> str:
@@ -29,12 +69,12 @@ def secret_encrypt(value: str) -> str:
 
 
 def secret_decrypt(token: str) -> str:
+    """The secret `token` holds, or an `UnreadableSecret` when no key decrypts it."""
     try:
-        return _fernet().decrypt(token.encode()).decode()
+        return _reader().decrypt(token.encode()).decode()
     except InvalidToken:
-        raise ImproperlyConfigured(
-            "A stored provider secret cannot be decrypted: PROVIDER_SECRETS_KEYS (or SECRET_KEY) changed."
-        ) from None
+        log.warning("a stored provider secret cannot be decrypted: PROVIDER_SECRETS_KEYS (or SECRET_KEY) changed")
+        return UnreadableSecret(token)
 
 
 class EncryptedTextField(models.TextField):
@@ -46,6 +86,8 @@ class EncryptedTextField(models.TextField):
         return secret_decrypt(value)
 
     def get_prep_value(self, value):
+        if isinstance(value, UnreadableSecret):
+            return value.ciphertext
         value = super().get_prep_value(value)
         if value is None or value == "":
             return value

@@ -14,6 +14,7 @@ from django.utils import timezone
 from platform_site import outbound
 from platform_site.text import storable
 
+from .crypto import secret_unreadable
 from .models import ProviderApplication
 
 EXPIRES_IN_MAX = timedelta(days=3650)
@@ -73,6 +74,11 @@ def token_request(
     """POST `form` to the token URL with the client authenticated by HTTP Basic (RFC 6749 section 2.3.1)
     and read the token answer; anything but a 2xx JSON with an access_token is `TokenRequestFailed`.
     `session`: the requests session to post with (callers pass one that connects only to checked addresses)."""
+    if secret_unreadable(application.client_secret):
+        raise TokenRequestFailed(
+            f"The client secret of the {application.provider} application cannot be read here (it was encrypted with a"
+            " key this server no longer has): the API owner must send it again."
+        )
     try:
         response = (session or requests).post(
             application.token_url,

@@ -13,6 +13,7 @@ from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotF
 from platform_site.db import DEADLOCK, row_locked, rows_kept, sqlstate, transaction_lock, uuid_lock_key
 
 from . import oauth
+from .crypto import secret_unreadable
 from .models import EXTERNAL_ID_IN_USE, CoreUser, ProviderApplication, ProviderCredential
 from .signals import core_user_deleting
 
@@ -243,10 +244,20 @@ TOKEN_SERVER_MOVED_SECRET = (
 )
 
 
-def provider_secret_needed(application: ProviderApplication, token_url: str) -> bool:
-    """Whether `application` changed to `token_url` needs its client secret given again: the URL names another
-    server (`oauth.token_server`) than the one the stored secret was given for (the API's PUT, the admin's form)."""
-    return oauth.token_server(token_url) != oauth.token_server(application.token_url)
+SECRET_UNREADABLE = (
+    "Required: the stored secret cannot be read (it was encrypted with a key this server no longer has); send it again."
+)
+
+
+def provider_secret_needed(application: ProviderApplication, token_url: str, *, url_name: str) -> str | None:
+    """Why `application` changed to `token_url` needs its client secret given again, or None: the URL names another
+    server (`oauth.token_server`) than the one the stored secret was given for, or the stored secret cannot be read
+    (the API's PUT, the admin's form; `url_name`: what the message calls the token URL)."""
+    if secret_unreadable(application.client_secret):
+        return SECRET_UNREADABLE
+    if oauth.token_server(token_url) != oauth.token_server(application.token_url):
+        return TOKEN_SERVER_MOVED_SECRET.format(url=url_name)
+    return None
 
 
 @transaction.atomic
@@ -257,10 +268,10 @@ def provider_application_update(*, application: ProviderApplication, **values) -
     the new one (`magiclinks.services.credential_refresh`)."""
     if values.get("client_secret") is None:
         values.pop("client_secret", None)
-        if "token_url" in values and provider_secret_needed(application, values["token_url"]):
+        token_url = values.get("token_url", application.token_url)
+        if reason := provider_secret_needed(application, token_url, url_name="tokenUrl"):
             raise DomainError(
-                "A token URL on another server needs the client secret again.",
-                field_errors=[{"field": "clientSecret", "message": TOKEN_SERVER_MOVED_SECRET.format(url="tokenUrl")}],
+                "The client secret is needed again.", field_errors=[{"field": "clientSecret", "message": reason}]
             )
     for name, value in values.items():
         setattr(application, name, value)

@@ -75,3 +75,39 @@ def test_credentials_take_their_applications_token_server():
         "http://127.0.0.1:8080",
         "",
     ]
+
+
+def test_provider_secrets_stored_under_the_old_embedded_default_key_are_written_again_under_the_key_in_use(settings):
+    """The fixed SECRET_KEY of the embedded default until 2026-11-27 derived the key of stored provider secrets; an
+    installation that upgraded made its own SECRET_KEY, which could not read them (every answer about a provider
+    application was a 500)."""
+    from cryptography.fernet import Fernet
+    from django.db import connection
+
+    from platform_site.accounts.crypto import LEGACY_DEFAULT_SECRET_KEY, _derived_key
+
+    owner = OwnerFactory()
+    apps = migrate(TOKEN_SERVER)
+    ProviderApplication = apps.get_model("accounts", "ProviderApplication")
+    CoreUser, ProviderCredential = (
+        apps.get_model("accounts", "CoreUser"),
+        apps.get_model("accounts", "ProviderCredential"),
+    )
+    settings.PROVIDER_SECRETS_KEYS, settings.SECRET_KEY = "", LEGACY_DEFAULT_SECRET_KEY
+    ProviderApplication.objects.create(
+        owner_id=owner.pk, provider="ProviderA", client_id="c", client_secret="the-secret",
+        authorize_url="https://p.example/a", token_url="https://p.example/t", scopes=[],
+    )  # fmt: skip
+    ProviderCredential.objects.create(
+        core_user=CoreUser.objects.create(owner_id=owner.pk, name="u"), provider="ProviderA", access_token="a-token"
+    )
+    settings.SECRET_KEY = "the-installations-own-key"
+
+    migrate(("accounts", "0010_provider_secrets_under_the_installations_key"))
+    own = Fernet(_derived_key("the-installations-own-key"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT client_secret FROM accounts_providerapplication WHERE client_id = 'c'")
+        assert own.decrypt(cursor.fetchone()[0].encode()) == b"the-secret"
+        cursor.execute("SELECT access_token, refresh_token FROM accounts_providercredential")  # (the one)
+        access, refresh = cursor.fetchone()
+    assert own.decrypt(access.encode()) == b"a-token" and refresh == ""

@@ -95,6 +95,36 @@ def test_a_token_url_on_the_same_server_keeps_the_secret(api_client):
     assert ProviderApplication.objects.get(pk=created["id"]).client_secret == "top-secret-value"
 
 
+def test_an_application_whose_secret_cannot_be_read_answers_and_takes_the_secret_again(api_client, settings):
+    """Its secret encrypted under a key the installation no longer has (SECRET_KEY or PROVIDER_SECRETS_KEYS
+    changed): every answer about it was a 500, its PUT and DELETE too, and a new POST a 409."""
+    from cryptography.fernet import Fernet
+
+    from platform_site.accounts import oauth
+
+    first_key = settings.PROVIDER_SECRETS_KEYS = Fernet.generate_key().decode()
+    created = api_client.post(URL, BODY, format="json").json()
+    settings.PROVIDER_SECRETS_KEYS = Fernet.generate_key().decode()
+    assert api_client.get(URL).json() == [created] and api_client.get(f"{URL}/{created['id']}").json() == created
+    with pytest.raises(oauth.TokenRequestFailed, match="cannot be read here .* must send it again"):
+        oauth.token_request(ProviderApplication.objects.get(pk=created["id"]), {"grant_type": "refresh_token"})
+    # Saved meanwhile (an admin's change of its name), the secret is written back as it was stored
+    ProviderApplication.objects.get(pk=created["id"]).save()
+    settings.PROVIDER_SECRETS_KEYS = f"{settings.PROVIDER_SECRETS_KEYS},{first_key}"
+    assert ProviderApplication.objects.get(pk=created["id"]).client_secret == BODY["clientSecret"]
+    settings.PROVIDER_SECRETS_KEYS = settings.PROVIDER_SECRETS_KEYS.split(",")[0]
+    change = {k: v for k, v in BODY.items() if k not in ("provider", "clientSecret")}
+    refused = assert_problem(api_client.put(f"{URL}/{created['id']}", change, format="json"), 400, "validation")
+    assert [e["field"] for e in refused["fieldErrors"]] == ["clientSecret"]
+    assert "cannot be read" in refused["fieldErrors"][0]["message"]
+    # The ciphertext is kept as it was meanwhile (the right key, restored, reads it)
+    again = api_client.put(f"{URL}/{created['id']}", change | {"clientSecret": "sent-again"}, format="json")
+    assert again.status_code == 200
+    assert ProviderApplication.objects.get(pk=created["id"]).client_secret == "sent-again"
+    settings.PROVIDER_SECRETS_KEYS = Fernet.generate_key().decode()
+    assert api_client.delete(f"{URL}/{created['id']}").status_code == 204
+
+
 def test_the_secret_is_encrypted_at_rest(api_client):
     created = api_client.post(URL, BODY, format="json").json()
     with connection.cursor() as cursor:
