@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import stat
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ CHUNK = 1024 * 1024
 RATIO_MIN_BYTES = 1024 * 1024
 JUNK_DIRS = frozenset({"__macosx"})
 JUNK_FILES = frozenset({".ds_store", "thumbs.db", "desktop.ini"})
+# Bit 11 of an entry's flags: its name is UTF-8 (APPNOTE 4.4.4, appendix D); without it, IBM code page 437.
+UTF8_NAME_FLAG = 0x800
+# Info-ZIP's Unicode Path extra field: version 1, the CRC32 of the header's name, the name in UTF-8.
+UNICODE_PATH_FIELD = 0x7075
 
 
 class ArchiveError(Exception):
@@ -137,6 +142,7 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
         planned: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
         declared = 0
         for info in infos:
+            info.filename = _entry_name(info)  # (zipfile finds the entry's data by its header, not by this name)
             budget.add_entry(info.filename)
             rel = _safe_relative(info, label)
             if rel is None:
@@ -192,6 +198,42 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
         _extract(inner, folder, budget, result, depth + 1, label=f"{label}/{inner.name}")
         result.nested.append(str(inner.relative_to(dest)))
         inner.unlink()
+
+
+def _entry_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name as its writer meant it: Info-ZIP's Unicode Path extra field when its CRC is that of the
+    header's name (Python 3.12's zipfile honours it too); else a name flagged UTF-8 as zipfile read it; else, unflagged,
+    as UTF-8 when all of it is UTF-8 and it is not ASCII (many tools write UTF-8 without the flag, and zipfile's CP437
+    made "Maïs" "Ma├»s"; CP437 text of letters beyond ASCII is almost never valid UTF-8: the rule of DBF text), else
+    as CP437. Cut at a NUL, as zipfile cuts it."""
+    flagged = info.flag_bits & UTF8_NAME_FLAG
+    raw = info.orig_filename.encode("utf-8" if flagged else "cp437")  # the header's bytes (CP437 maps all 256)
+    name = _unicode_path(info.extra, raw)
+    if name is None:
+        name = info.orig_filename
+        if not flagged and not raw.isascii():
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+    return name.split("\x00", 1)[0]
+
+
+def _unicode_path(extra: bytes, raw: bytes) -> str | None:
+    """The name in the entry's Unicode Path extra field, when it has one of version 1 made for the header's name
+    `raw` (a tool that renamed the entry left a field whose CRC no longer matches: not taken) and it is UTF-8."""
+    while len(extra) >= 4:
+        kind, size = struct.unpack_from("<HH", extra)
+        data, extra = extra[4 : 4 + size], extra[4 + size :]
+        if kind != UNICODE_PATH_FIELD or len(data) < 5 or data[0] != 1:
+            continue
+        if struct.unpack_from("<L", data, 1)[0] != zlib.crc32(raw):
+            continue
+        try:
+            return data[5:].decode("utf-8") or None
+        except UnicodeDecodeError:
+            return None
+    return None
 
 
 def _safe_relative(info: zipfile.ZipInfo, label: str) -> PurePosixPath | None:

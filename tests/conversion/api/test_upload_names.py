@@ -1,0 +1,100 @@
+"""Names of zip entries and of uploads, as a user sees them: a file's `fileName`, its `originalFile` download's name,
+a batch's failure reason. Zips are written here byte by byte where zipfile would not write them so (a UTF-8 name
+without the UTF-8 flag, a flagged name that is not UTF-8), as other tools do."""
+
+import io
+import json
+import struct
+import zipfile
+import zlib
+from urllib.parse import quote
+
+import pytest
+
+from .conftest import BATCH_URL, FILES_URL, upload, zip_entries
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+POINTS = json.dumps(
+    {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "geometry": {"type": "Point", "coordinates": [10.0 + i * 1e-4, 54.0]},
+                "properties": {"timestamp": f"2024-05-01T10:00:{i:02d}Z", "appliedRate": 100.0},
+            }
+            for i in range(5)
+        ],
+    }
+).encode()
+
+
+def _raw_zip(entries: dict[bytes, bytes], *, flags: int = 0, extra: bytes = b"") -> bytes:
+    """A zip whose entries are named with exactly the bytes given, with the general purpose `flags` (bit 11: the
+    name is UTF-8) and the `extra` field, whatever zipfile would have written."""
+    buffer = io.BytesIO()
+    placeholders = {}
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, (name, data) in enumerate(entries.items()):
+            placeholder = (f"{n}~" * len(name))[: len(name)].encode()
+            placeholders[placeholder] = name
+            info = zipfile.ZipInfo(placeholder.decode(), date_time=(2024, 5, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.extra = extra
+            zf.writestr(info, data)
+    data = bytearray(buffer.getvalue())
+    for placeholder, name in placeholders.items():
+        data = bytearray(data.replace(placeholder, name))
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = 0
+        while (start := data.find(signature, start)) >= 0:
+            struct.pack_into("<H", data, start + flags_at, struct.unpack_from("<H", data, start + flags_at)[0] | flags)
+            start += 4
+    return bytes(data)
+
+
+def _unicode_path(header_name: bytes, name: str) -> bytes:
+    """Info-ZIP's Unicode Path extra field (0x7075): version 1, the CRC32 of `header_name`, `name` in UTF-8."""
+    data = struct.pack("<BL", 1, zlib.crc32(header_name)) + name.encode()
+    return struct.pack("<HH", 0x7075, len(data)) + data
+
+
+def _batch(client, core_user, data: bytes, name="upload.zip") -> dict:
+    response = upload(client, core_user.pk, data, name=name)
+    assert response.status_code == 201, response.content
+    response = client.get(f"{BATCH_URL}/{response.json()['id']}")
+    assert response.status_code == 200
+    return response.json()
+
+
+def _file(client, file_id) -> dict:
+    response = client.get(f"{FILES_URL}/{file_id}")
+    assert response.status_code == 200
+    return response.json()
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (_raw_zip({"Maïs Ähre 🌽.geojson".encode(): POINTS}), "Maïs Ähre 🌽"),  # UTF-8 without the flag
+        (zip_entries({"Maïs Ähre 🌽.geojson": POINTS}), "Maïs Ähre 🌽"),  # UTF-8 with the flag (zipfile's)
+        (_raw_zip({"Maïs Ähre.geojson".encode("cp437"): POINTS}), "Maïs Ähre"),  # CP437: no UTF-8
+        (_raw_zip({b"Ma?s.geojson": POINTS}, extra=_unicode_path(b"Ma?s.geojson", "Maïs.geojson")), "Maïs"),
+        (_raw_zip({b"Ma?s.geojson": POINTS}, extra=_unicode_path(b"Renamed.geojson", "Maïs.geojson")), "Ma?s"),
+    ],
+    ids=["utf8-unflagged", "utf8-flagged", "cp437", "unicode-path-field", "unicode-path-field-of-another-name"],
+)
+def test_an_entry_is_named_as_its_writer_meant_it(api_client, core_user, data, expected):
+    """A UTF-8 name without the UTF-8 flag was read as CP437 ("Maïs Ähre 🌽" showed as "Ma├»s ├ähre ≡ƒî╜"); the
+    Unicode Path extra field was not read ("Ma?s" stayed), and is not when its CRC is of another name."""
+    batch = _batch(api_client, core_user, data)
+    assert batch["status"] == "PROCESSED", batch
+    file = _file(api_client, batch["files"][0])
+    assert file["fileName"] == expected
+    response = api_client.get(f"{FILES_URL}/{file['id']}/originalFile")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] in (
+        f'attachment; filename="{expected}.zip"',
+        f"attachment; filename*=utf-8''{quote(expected + '.zip')}",
+    )
