@@ -127,6 +127,14 @@ def _open_zip(path: Path, label: str) -> zipfile.ZipFile:
         raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
     except zipfile.BadZipFile as exc:
         raise ArchiveError(f"{label} is not a zip archive or is truncated ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        # zipfile reads a name flagged UTF-8 strictly while it reads the directory, and gives up on the whole archive;
+        # it has no way to read names as bytes.
+        shown = exc.object.decode("utf-8", "backslashreplace") if isinstance(exc.object, bytes) else "?"
+        raise ArchiveError(
+            f"{label} cannot be read: the name of its entry '{shown}' is marked as UTF-8 but is not UTF-8 (a fault "
+            "of the tool that made the zip); zip the files again with another tool"
+        ) from exc
     except (ValueError, EOFError) as exc:
         raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
 

@@ -11,10 +11,13 @@ from urllib.parse import quote
 
 import pytest
 
+from conversion.models import UNABLE_TO_READ
+
 from .conftest import BATCH_URL, FILES_URL, upload, zip_entries
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
+UTF8_FLAG = 0x800
 POINTS = json.dumps(
     {
         "type": "FeatureCollection",
@@ -97,4 +100,16 @@ def test_an_entry_is_named_as_its_writer_meant_it(api_client, core_user, data, e
     assert response["Content-Disposition"] in (
         f'attachment; filename="{expected}.zip"',
         f"attachment; filename*=utf-8''{quote(expected + '.zip')}",
+    )
+
+
+def test_a_name_flagged_utf8_that_is_not_fails_the_upload_naming_it(api_client, core_user):
+    """zipfile gives up on the whole archive at such a name (even a junk one); the reason was its codec error,
+    "upload.zip cannot be opened as a zip archive ('utf-8' codec can't decode byte 0xff ...)"."""
+    data = _raw_zip({b"__MACOSX/\xff\xfe.txt": b"x", b"spray.geojson": POINTS}, flags=UTF8_FLAG)
+    batch = _batch(api_client, core_user, data)
+    assert (batch["status"], batch["statusDetails"]) == ("FAILED", UNABLE_TO_READ)
+    assert batch["failureReason"] == (
+        "upload.zip cannot be read: the name of its entry '__MACOSX/\\xff\\xfe.txt' is marked as UTF-8 but is not "
+        "UTF-8 (a fault of the tool that made the zip); zip the files again with another tool"
     )
