@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from conversion.readers.base import Dataset
+from platform_site.text import storable
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ _OTHER_GEOM_RE = re.compile(rb'"type"\s*:\s*"(Multi)?(Polygon|LineString)"')
 def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
     """Find data sets anywhere under `root` (case-insensitive names; symlinks are not followed). A task data set at
     the top of `root` is named after the archive `name` (the uploaded file's name without `.zip`; TASKDATA when
-    that leaves nothing), or after the `root` folder when no `name` is given."""
+    that leaves nothing), or after the `root` folder when no `name` is given. Names taken from the archive are
+    cleaned like any text from outside (`storable`: a control character in an entry's name is no part of a name)."""
     root_path = Path(root)
     top_name = root_path.name if name is None else (_archive_stem(name) or "TASKDATA")
     found = Detection()
@@ -78,7 +80,7 @@ def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
             suffix = Path(name.lower()).suffix
             file_format = _file_dataset_format(path, lower_files)
             if file_format is not None:
-                found.datasets.append(Dataset(file_format, path, here, Path(name).stem))
+                found.datasets.append(Dataset(file_format, path, here, storable(Path(name).stem) or storable(name)))
             elif suffix == ".shp":
                 found.incomplete.append(
                     f"{path.relative_to(root_path).as_posix()}: no {Path(name).stem}.dbf beside it (a shapefile's "
@@ -133,12 +135,14 @@ def _display_name(folder: Path, root: Path, top_name: str) -> str:
         rel = folder.relative_to(root)
     except ValueError:
         return folder.name
-    return str(rel) if str(rel) != "." else top_name
+    if str(rel) == ".":
+        return top_name
+    return "/".join(part for part in map(storable, rel.parts) if part) or top_name
 
 
 def _archive_stem(name: str | None) -> str:
     base = PurePosixPath((name or "").replace("\\", "/")).name
-    return base[:-4] if base.lower().endswith(".zip") else base
+    return storable(base[:-4] if base.lower().endswith(".zip") else base)
 
 
 def dataset_files(dataset: Dataset) -> list[Path]:

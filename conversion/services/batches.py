@@ -160,7 +160,7 @@ def batch_open(batch_id: str) -> None:
             position += 1
         for unsupported in found.unsupported:
             relative = unsupported.path.relative_to(root).as_posix()
-            name = Path(relative).name or batch.file_name
+            name = storable(Path(relative).name) or batch.file_name
             dataset = BatchDataset.objects.create(
                 batch=batch,
                 position=position,

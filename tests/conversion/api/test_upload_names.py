@@ -113,3 +113,21 @@ def test_a_name_flagged_utf8_that_is_not_fails_the_upload_naming_it(api_client, 
         "upload.zip cannot be read: the name of its entry '__MACOSX/\\xff\\xfe.txt' is marked as UTF-8 but is not "
         "UTF-8 (a fault of the tool that made the zip); zip the files again with another tool"
     )
+
+
+@pytest.fixture
+def single_task(load_from_stream) -> dict[str, bytes]:
+    with zipfile.ZipFile(load_from_stream / "SingleDPD.zip") as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def test_control_characters_are_no_part_of_an_entry_name(api_client, core_user, single_task):
+    """They were kept in `fileName` (and so on the magic link's status page) of a file, a task data set's folder and a
+    proprietary folder: NUL, the other C0 controls and lone surrogates go, as from any text from outside
+    (`platform_site.text.storable`)."""
+    entries = {b"Ma\x01\x1fs.geojson": POINTS, b"Farm\x07.cn1/index.vy1": b"CNH display data"}
+    entries |= {b"Feld\x07 1/" + name.encode(): data for name, data in single_task.items()}
+    batch = _batch(api_client, core_user, _raw_zip(entries))
+    assert batch["status"] == "PROCESSED", batch
+    names = sorted(_file(api_client, file_id)["fileName"] for file_id in batch["files"])
+    assert names == ["Farm.cn1", "Feld 1", "Mas"]
