@@ -141,8 +141,11 @@ def _display_name(folder: Path, root: Path, top_name: str) -> str:
 
 
 def _archive_stem(name: str | None) -> str:
+    """The uploaded file's name without `.zip`, cleaned; empty when only dots are left (`..zip` named its task data
+    "."): no name is left."""
     base = PurePosixPath((name or "").replace("\\", "/")).name
-    return storable(base[:-4] if base.lower().endswith(".zip") else base)
+    stem = storable(base[:-4] if base.lower().endswith(".zip") else base)
+    return stem if stem.strip(".") else ""
 
 
 def dataset_files(dataset: Dataset) -> list[Path]:

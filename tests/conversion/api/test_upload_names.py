@@ -131,3 +131,13 @@ def test_control_characters_are_no_part_of_an_entry_name(api_client, core_user, 
     assert batch["status"] == "PROCESSED", batch
     names = sorted(_file(api_client, file_id)["fileName"] for file_id in batch["files"])
     assert names == ["Farm.cn1", "Feld 1", "Mas"]
+
+
+@pytest.mark.parametrize("upload_name", ["..zip", "...ZIP"])
+def test_a_task_data_set_at_the_top_of_an_upload_named_only_dots_is_taskdata(
+    api_client, core_user, single_task, upload_name
+):
+    """`..zip` named it "." (the name without .zip); only dots leave no name, as an empty one does."""
+    batch = _batch(api_client, core_user, zip_entries(single_task), name=upload_name)
+    assert batch["status"] == "PROCESSED", batch
+    assert [_file(api_client, file_id)["fileName"] for file_id in batch["files"]] == ["TASKDATA"]
