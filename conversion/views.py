@@ -298,7 +298,8 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
         if upload is None:
             raise DomainError(
                 "Send the zip as the multipart form field `file`: the body holds no complete part of that name (a "
-                "body cut short, or without its closing boundary, has none).",
+                "body cut short, or without its closing boundary, has none; nor has a part whose headers are not "
+                "UTF-8, such as a file name in another encoding: it is not read at all).",
                 field_errors=[{"field": "file", "message": "This field is required."}],
             )
         if upload.size == 0:

@@ -336,7 +336,12 @@ def _link_upload_checked(request, link: MagicLink, token: str):
     if provider not in UPLOAD_PROVIDERS:
         return _upload_error(request, link, token, "Choose where the files come from.", 400, field="provider")
     if upload is None:
-        return _upload_error(request, link, token, "Choose a .zip file to upload.", 400, provider)
+        # Also what a client sees whose file name is not UTF-8: Django drops that part's headers, and so the part.
+        message = (
+            "Choose a .zip file to upload. If you chose one, it did not arrive whole, or its name is not UTF-8 text: "
+            "rename it and try again."
+        )
+        return _upload_error(request, link, token, message, 400, provider)
     try:
         batch = services.link_upload(link=link, provider=provider, upload=upload)
     except services.LinkUnavailable as exc:  # revoked, expired or its user deleted while the body streamed in

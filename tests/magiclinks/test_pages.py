@@ -749,6 +749,25 @@ def test_upload_errors_show_the_form_again(client, core_user):
 
 
 @pytest.mark.embedded
+def test_an_upload_whose_file_name_is_not_utf8_says_so(client, core_user):
+    """Django's parser drops the part whose headers are not UTF-8; the page asked only to choose a file."""
+    _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    body = (
+        b'--BB\r\nContent-Disposition: form-data; name="file"; filename="Ma\xefs.zip"\r\n\r\n'
+        + b"PK\x05\x06"
+        + bytes(18)
+        + b"\r\n--BB--\r\n"
+    )
+    response = client.generic("POST", f"{url}/upload", body, content_type="multipart/form-data; boundary=BB")
+    error = re.search(r'id="upload-error">([^<]*)<', response.content.decode()).group(1)
+    assert (response.status_code, error) == (
+        400,
+        "Choose a .zip file to upload. If you chose one, it did not arrive whole, or its name is not UTF-8 text: "
+        "rename it and try again.",
+    )
+
+
+@pytest.mark.embedded
 def test_too_large_uploads_are_413(client, core_user, settings):
     settings.CONVERSION_UPLOAD_MAX_BYTES = 10
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)

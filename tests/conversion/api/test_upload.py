@@ -177,6 +177,24 @@ def test_a_body_whose_file_part_never_ends_says_so_and_nothing_is_kept(api_clien
     assert _leftovers() == []
 
 
+def test_a_file_name_that_is_not_utf8_is_named_as_a_cause_of_the_missing_part(api_client, core_user):
+    """Django's parser drops the part whose headers are not UTF-8 (`curl -F "file=@Ma\xefs.zip"` in Latin-1), so
+    there is no `file`; the 400 blamed a body cut short only."""
+    body = (
+        b'--BB\r\nContent-Disposition: form-data; name="file"; filename="Ma\xefs.zip"\r\n'
+        b"Content-Type: application/zip\r\n\r\n" + SMALL_ZIP + b"\r\n--BB--\r\n"
+    )
+    response = api_client.generic(
+        "POST", f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", body,
+        content_type="multipart/form-data; boundary=BB",
+    )  # fmt: skip
+    problem = assert_problem(response, 400, "validation")
+    assert "a part whose headers are not UTF-8, such as a file name in another encoding" in problem["detail"]
+    assert problem["fieldErrors"] == [{"field": "file", "message": "This field is required."}]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
 def test_json_body_is_415(api_client, core_user):
     response = api_client.post(
         f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"file": "x"}, content_type="application/json"
