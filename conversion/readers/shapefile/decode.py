@@ -21,6 +21,7 @@ from shapely import geometry as shp_geometry
 from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
 from conversion.readers.crs import declared_crs_contradiction
+from conversion.readers.textcodecs import code_page
 from conversion.readers.values import number_from_text
 from fields.geodesy import geodesic_area_m2, pyproj_arrays
 
@@ -78,7 +79,8 @@ def _dbf_codec(dbf_path: Path) -> tuple[str | None, str, list[str]]:
 
 def _cpg_codec(declared: str) -> str | None:
     """The Python codec of the code page a .cpg names: Python's names ("UTF-8", "ISO-8859-1", "cp1252") and ESRI's
-    spellings ("88591", "ISO 88591", "1252", "ANSI 1252", "65001"); None for one that is no known text encoding."""
+    spellings ("88591", "ISO 88591", "1252", "ANSI 1252", "65001"); None for one that is no code page DBF text is
+    written in (`textcodecs.code_page`: UTF-8, single-byte and East Asian multibyte ones; not UTF-16 or punycode)."""
     name = declared
     if match := re.fullmatch(r"(?:ISO)?[ _-]?8859[ _-]?(\d{1,2})", declared, re.IGNORECASE):
         name = f"iso8859-{match.group(1)}"
@@ -90,11 +92,7 @@ def _cpg_codec(declared: str) -> str | None:
             name = f"iso8859-{number - 28590}"
         else:
             name = f"cp{number}"
-    try:
-        b"a".decode(name, errors="replace")  # LookupError for an unknown name and for bytes codecs (zlib, hex)
-    except (LookupError, ValueError):
-        return None
-    return codecs.lookup(name).name
+    return code_page(name)
 
 
 def _read_dbf(

@@ -111,6 +111,22 @@ def test_a_cpg_naming_no_known_code_page_is_passed_over_with_a_warning(applicati
     assert any(".cpg: code page 'KLINGON-42' not known" in w for w in table.warnings), table.warnings
 
 
+@pytest.mark.parametrize("cpg", [b"punycode", b"utf-16", b"UTF-7", b"unicode_escape", b"zlib", b"hz"])
+def test_a_cpg_naming_a_codec_that_is_no_dbf_code_page_is_passed_over_with_a_warning(application, tmp_path, cpg):
+    """Python decodes these, but no DBF text is written in them: punycode crashed the worker even with
+    errors="replace" ("Leaf internal error"), UTF-16 read every name as CJK characters."""
+    shp = _variant(application, tmp_path, PRODUCT.encode("cp1252"), cpg=cpg, driver=0x57)
+    table = _read(shp)
+    _assert_product_read(table, PRODUCT)
+    assert any(f".cpg: code page {cpg.decode()!r} not known" in w for w in table.warnings), table.warnings
+
+
+@pytest.mark.parametrize(("codec", "cpg"), [("shift_jis", b"Shift_JIS"), ("cp932", b"932"), ("gbk", b"GBK")])
+def test_a_cpg_naming_an_east_asian_multibyte_code_page_is_read(application, tmp_path, codec, cpg):
+    shp = _variant(application, tmp_path, "肥料散布".encode(codec), cpg=cpg, driver=NO_DRIVER)
+    _assert_product_read(_read(shp), "肥料散布")
+
+
 def test_a_column_name_in_the_code_page_is_read(application, tmp_path):
     # Given a column named in Latin-1 (the header's name bytes of "Elevation" rewritten as "Höhe")
     shp = _variant(application, tmp_path, PRODUCT.encode("latin-1"), cpg=b"ISO-8859-1", driver=NO_DRIVER)
