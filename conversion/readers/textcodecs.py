@@ -27,3 +27,12 @@ def code_page(name: str) -> str | None:
     if codec == "utf-8" or codec in _CJK_CODE_PAGES or _SINGLE_BYTE.fullmatch(codec):
         return codec
     return None
+
+
+def decodes(text: bytes, codec: str) -> bool:
+    """Whether `text` is valid in `codec`; a multibyte character cut at the end (by a DBF field's width) counts."""
+    try:
+        codecs.getincrementaldecoder(codec)().decode(text, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -7,7 +7,6 @@ are decoded with numpy because a per-record Python loop is 20 times slower on ex
 
 from __future__ import annotations
 
-import codecs
 import re
 import struct
 from pathlib import Path
@@ -21,7 +20,7 @@ from shapely import geometry as shp_geometry
 from conversion.readers.base import UnreadableDataset
 from conversion.readers.binary import values_at
 from conversion.readers.crs import declared_crs_contradiction
-from conversion.readers.textcodecs import code_page
+from conversion.readers.textcodecs import code_page, decodes
 from conversion.readers.values import number_from_text
 from fields.geodesy import geodesic_area_m2, pyproj_arrays
 
@@ -57,24 +56,23 @@ _UNDECLARED_CODEC = "cp1252"
 
 
 def _dbf_codec(dbf_path: Path) -> tuple[str | None, str, list[str]]:
-    """(the codec the data set's .cpg file names, or None; the codec for text that is not UTF-8 when there is no
-    .cpg; warnings). The fallback is the code page of the DBF header's language driver, else Windows-1252: writers
-    set that byte to their default whatever they write (John Deere's exports say Windows-1252), so text that is all
-    UTF-8 is read as UTF-8 first (`_read_dbf`); Windows-1252 text is almost never valid UTF-8."""
+    """(the codec the data set's .cpg file names, or None; the codec for text that is not UTF-8 when the .cpg does
+    not read it; warnings). The fallback is the code page of the DBF header's language driver, else Windows-1252:
+    writers set that byte to their default whatever they write (John Deere's exports say Windows-1252), so text
+    that is all UTF-8 is read as UTF-8 first (`_read_dbf`); Windows-1252 text is almost never valid UTF-8."""
     warnings: list[str] = []
+    codec = None
     cpg = _sibling(dbf_path, ".cpg")
     if cpg is not None:
         lines = cpg.read_bytes()[:100].decode("utf-8", errors="replace").strip("\ufeff \t\r\n\x00").splitlines()
         declared = lines[0].strip() if lines else ""
         codec = _cpg_codec(declared)
-        if codec is not None:
-            return codec, codec, warnings
-        if declared:
+        if codec is None and declared:
             warnings.append(f"{cpg.name}: code page {declared!r} not known; the text is read as the .dbf header says")
     with dbf_path.open("rb") as dbf:
         header = dbf.read(32)
     fallback = _LANGUAGE_DRIVERS.get(header[29]) if len(header) == 32 else None
-    return None, fallback or _UNDECLARED_CODEC, warnings
+    return codec, fallback or _UNDECLARED_CODEC, warnings
 
 
 def _cpg_codec(declared: str) -> str | None:
@@ -103,7 +101,9 @@ def _read_dbf(
     read as none. Said, as points left out are: cleaning dropped such a point as if its value were missing.
 
     `fields` are pyshp's, their names read as Latin-1 (the header's bytes one for one). Names and text are decoded
-    with `codec` (the .cpg's); without one, as UTF-8 when all of them are UTF-8, else with `fallback`.
+    with `codec` (the .cpg's) when all of them are valid in it; without one, or when some are not (the .cpg is not
+    the .dbf's: a tool rewrote one of them; said, with how many), as UTF-8 when all of them are UTF-8, else with
+    `fallback`.
     """
     data = dbf_path.read_bytes()
     if len(data) < 32:
@@ -143,9 +143,12 @@ def _read_dbf(
             read.append((name.encode("latin-1"), np.where(true, 1.0, np.where(false, 0.0, np.nan))))
         else:
             read.append((name.encode("latin-1"), np.unique(col, return_inverse=True)))
+    texts = [raw for raw, _ in read] + [u for _, v in read if isinstance(v, tuple) for u in v[0]]
+    misread = None  # the .cpg's codec when it does not read all of the text
+    if codec is not None and not all(decodes(text, codec) for text in texts):
+        misread, codec = codec, None
     if codec is None:
-        texts = [raw for raw, _ in read] + [u for _, v in read if isinstance(v, tuple) for u in v[0]]
-        codec = "utf-8" if all(_is_utf8(text) for text in texts) else fallback
+        codec = "utf-8" if all(decodes(text, "utf-8") for text in texts) else fallback
     columns: dict[str, np.ndarray] = {}
     for raw_name, values in read:
         name = raw_name.decode(codec, errors="replace")
@@ -155,16 +158,28 @@ def _read_dbf(
         "read as none"
         for raw_name, count in unreadable
     ]
+    if misread is not None:
+        cpg = _sibling(dbf_path, ".cpg")
+        invalid, total = _invalid_count(read, misread)
+        warnings.insert(
+            0,
+            f"{cpg.name if cpg else '.cpg'}: {invalid} of {total} text values and column names are not valid "
+            f"{misread}, the code page it names; the text is read as {codec}, as without a .cpg",
+        )
     return columns, keep, warnings
 
 
-def _is_utf8(text: bytes) -> bool:
-    """Whether `text` is UTF-8; a character cut at the end (by a field's width) still counts."""
-    try:
-        codecs.utf_8_decode(text, "strict", False)
-    except UnicodeDecodeError:
-        return False
-    return True
+def _invalid_count(read: list, codec: str) -> tuple[int, int]:
+    """How many of the column names and text values `_read_dbf` read are not valid in `codec`, and of how many."""
+    invalid = sum(not decodes(raw_name, codec) for raw_name, _ in read)
+    total = len(read)
+    for _, values in read:
+        if isinstance(values, tuple):
+            uniques, inverse = values
+            bad = np.fromiter((not decodes(u, codec) for u in uniques), dtype=bool, count=len(uniques))
+            invalid += int(np.count_nonzero(bad[inverse])) if len(uniques) else 0
+            total += len(inverse)
+    return invalid, total
 
 
 def _to_float(col: np.ndarray) -> np.ndarray:

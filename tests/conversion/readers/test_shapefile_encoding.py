@@ -67,6 +67,24 @@ def test_text_is_read_in_the_code_page_of_the_cpg(application, tmp_path, codec, 
     assert table.warnings == _read(copy_shapefile_set(application, SMALL_SET, tmp_path / "original")).warnings
 
 
+@pytest.mark.parametrize(("cpg", "driver", "read_as"), [(b"UTF-8", 0x57, "cp1252"), (b"UTF-8", 0x02, "cp850")])
+def test_text_not_valid_in_the_code_page_of_the_cpg_is_read_as_without_a_cpg_and_said(
+    application, tmp_path, cpg, driver, read_as
+):
+    """A .cpg saying UTF-8 beside Windows-1252 text (a tool rewrote one of them): the names were "D\ufffdngerstreuer",
+    unsaid, in the summary and the catalog."""
+    product = "Säure Plüs"
+    shp = _variant(application, tmp_path, product.encode(read_as), cpg=cpg, driver=driver)
+    table = _read(shp)
+    _assert_product_read(table, product)
+    rows = len(table.raw_columns["Product"])
+    texts = sum(1 for c in table.raw_columns.values() if c.dtype == object) * rows + len(table.raw_columns)
+    assert table.warnings[0] == (
+        f"{shp.stem}.cpg: {rows} of {texts} text values and column names are not valid utf-8, the code page it names; "
+        f"the text is read as {read_as}, as without a .cpg"
+    )
+
+
 @pytest.mark.parametrize(
     ("codec", "driver"),
     [("cp1252", 0x57), ("cp1252", 0x58), ("cp1252", 0x03), ("cp437", 0x01), ("cp850", 0x02), ("cp1250", 0xC8)],
