@@ -76,20 +76,45 @@ def _meta_unit(meta_units: dict[str, str | None], name: str) -> str | None:
 JD_METADATA_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _jd_metadata(shp_path: Path) -> dict | None:
-    """The JD `-Deere-Metadata.json` sidecar of the shapefile; None when there is none or it is not a JSON object
-    (no JSON, nested too deeply, or over JD_METADATA_MAX_BYTES). Its values are as the file wrote them: read names
-    with `_meta_units` and `_meta_products`."""
+def _jd_metadata(shp_path: Path) -> tuple[dict | None, list[str]]:
+    """The JD `-Deere-Metadata.json` sidecar of the shapefile (None when there is none or it cannot be read), and a
+    warning naming one that cannot be read: no JSON (in UTF-8, UTF-16 or UTF-32 by its BOM, else in Windows-1252 as
+    DBF text), nested too deeply, over JD_METADATA_MAX_BYTES, or not a JSON object; the units and products it names
+    are then unknown, and its columns are read as without it. Its values are as the file wrote them: read names with
+    `_meta_units` and `_meta_products`."""
     for candidate in shp_path.parent.iterdir():
         if candidate.name.lower() == f"{shp_path.stem}-deere-metadata.json".lower():
             try:
                 if candidate.stat().st_size > JD_METADATA_MAX_BYTES:
-                    return None
-                metadata = json.loads(candidate.read_text(encoding="utf-8-sig"))
-            except (OSError, ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
-                return None
-            return metadata if isinstance(metadata, dict) else None
-    return None
+                    return None, [_metadata_unread(candidate, f"over {JD_METADATA_MAX_BYTES // 2**20} MiB")]
+                metadata = json.loads(_metadata_text(candidate.read_bytes()))
+            except OSError as exc:
+                return None, [_metadata_unread(candidate, exc.strerror or type(exc).__name__)]
+            except ValueError as exc:
+                return None, [_metadata_unread(candidate, f"not JSON: {exc}")]
+            except RecursionError:
+                return None, [_metadata_unread(candidate, "not JSON: values nested too deeply")]
+            if not isinstance(metadata, dict):
+                return None, [_metadata_unread(candidate, "not a JSON object")]
+            return metadata, []
+    return None, []
+
+
+def _metadata_text(data: bytes) -> str:
+    """The text of a JSON file: UTF-8, UTF-16 or UTF-32 as `json.loads` tells them apart (by the BOM, else by the
+    zero bytes of the first characters), else Windows-1252, as DBF text that declares nothing (JD's exporters are
+    Windows programs; a sidecar holding "Säure Plüs" in Windows-1252 was thrown away with all its units)."""
+    encoding = json.detect_encoding(data)
+    try:
+        return data.decode(encoding, errors="surrogatepass")  # as `json.loads` decodes bytes
+    except UnicodeDecodeError:
+        if not encoding.startswith("utf-8"):
+            raise
+    return data.decode("cp1252", errors="replace")
+
+
+def _metadata_unread(path: Path, why: str) -> str:
+    return f"{path.name}: not read ({why}); the units and products it names are unknown"
 
 
 def _meta_dicts(value) -> list[dict]:

@@ -86,7 +86,7 @@ class ShapefileReader(Reader):
                 return [self._read(reader, shp_path, dbf_path)]
 
     def _read(self, reader: shapefile.Reader, shp_path: Path, dbf_path: Path) -> PointTable:
-        metadata = _jd_metadata(shp_path)
+        metadata, metadata_warnings = _jd_metadata(shp_path)
         fields = [f for f in reader.fields if f[0] != "DeletionFlag"]
         codec, fallback, codec_warnings = _dbf_codec(dbf_path)
         records, keep, dbf_warnings = _read_dbf(dbf_path, fields, codec, fallback)
@@ -96,7 +96,7 @@ class ShapefileReader(Reader):
         lon, lat, area, z = _read_geometry(reader, shp_path, len(keep), to_wgs84)
         lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
         lon, lat = _to_wgs84(shp_path, crs, to_wgs84, lon, lat)
-        warnings: list[str] = [*codec_warnings, *dbf_warnings]
+        warnings: list[str] = [*metadata_warnings, *codec_warnings, *dbf_warnings]
 
         meta_units = _meta_units(metadata)
         columns: dict[str, np.ndarray] = {"lon": lon, "lat": lat}

@@ -1,7 +1,9 @@
 """DBF text in the code page the data set's .cpg declares, else UTF-8 when it all is, else in the code page of the DBF
 header's language driver, else Windows-1252: on John Deere's application export with its product name rewritten as
-other exporters write it."""
+other exporters write it. Its JD metadata sidecar in UTF-8, UTF-16 or UTF-32, else Windows-1252."""
 
+import codecs
+import json
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +165,46 @@ def test_windows_numbers_of_the_iso_8859_code_pages_are_those_pages(application,
     product = "Nawóz płynny"
     shp = _variant(application, tmp_path, product.encode("iso8859-2"), cpg=cpg, driver=NO_DRIVER)
     _assert_product_read(_read(shp), product)
+
+
+def _metadata_rewritten(application: Path, tmp_path: Path, write) -> Path:
+    """The export with its JD metadata sidecar's first component renamed "Säure Plüs" and the sidecar written with
+    `write(text)` (bytes); its .shp."""
+    shp = copy_shapefile_set(application, SMALL_SET, tmp_path)
+    sidecar = shp.with_name(f"{SMALL_SET}-Deere-Metadata.json")
+    metadata = json.loads(sidecar.read_text(encoding="utf-8"))
+    metadata["Product"]["Components"][0]["Name"] = "Säure Plüs"
+    sidecar.write_bytes(write(json.dumps(metadata, ensure_ascii=False, indent=2)))
+    return shp
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda text: text.encode("utf-16"),  # with its BOM, as Windows' "Unicode"
+        lambda text: codecs.BOM_UTF16_BE + text.encode("utf-16-be"),
+        lambda text: text.encode("utf-32"),
+        lambda text: text.encode("cp1252"),
+        lambda text: codecs.BOM_UTF8 + text.encode("utf-8"),
+    ],
+    ids=["utf-16", "utf-16-be", "utf-32", "windows-1252", "utf-8-bom"],
+)
+def test_a_deere_metadata_sidecar_in_another_encoding_gives_its_units_and_products(application, tmp_path, write):
+    """A sidecar that was not UTF-8 was thrown away unsaid: appliedRate lost its gal/ac (an average of 17.4 instead of
+    162.6 L/ha) and the products their names, with only "no unit in the file" warnings."""
+    shp = _metadata_rewritten(application, tmp_path, write)
+    table = _read(shp)
+    assert table.products == ["SB 2 PowerMax only Use", "Säure Plüs", "FS MaxSupreme", "AMS"]
+    assert table.source_units["appliedRate"] == "gal/ac"
+    assert table.units["appliedRate"] == "L/ha"
+    assert table.warnings == []
+
+
+def test_a_deere_metadata_sidecar_that_cannot_be_read_is_named_in_a_warning(application, tmp_path):
+    # Given a sidecar cut short
+    shp = _metadata_rewritten(application, tmp_path, lambda text: text[:200].encode("utf-8"))
+    table = _read(shp)
+    # Then the shapefile is read as without it, and the warnings name it first
+    assert table.units["appliedRate"] == "unknown"
+    assert table.warnings[0].startswith(f"{SMALL_SET}-Deere-Metadata.json: not read (not JSON: "), table.warnings
+    assert table.warnings[0].endswith("; the units and products it names are unknown")
