@@ -3,6 +3,7 @@ proprietary formats we recognise but cannot read, and the files that make up eac
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -50,9 +51,9 @@ _FILE_FORMATS = {
 # A shapefile's parts and sidecars: the files next to the .shp whose names start with its stem.
 SHAPEFILE_SIDECARS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".xml", ".json")
 _SNIFF_BYTES = 1024 * 1024
-_FC_RE = re.compile(rb'"type"\s*:\s*"FeatureCollection"')
-_POINT_RE = re.compile(rb'"type"\s*:\s*"(Multi)?Point"')
-_OTHER_GEOM_RE = re.compile(rb'"type"\s*:\s*"(Multi)?(Polygon|LineString)"')
+_FC_RE = re.compile(r'"type"\s*:\s*"FeatureCollection"')
+_POINT_RE = re.compile(r'"type"\s*:\s*"(Multi)?Point"')
+_OTHER_GEOM_RE = re.compile(r'"type"\s*:\s*"(Multi)?(Polygon|LineString)"')
 
 
 def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
@@ -191,14 +192,18 @@ def _shapefile_parts(shp: Path, files: list[Path]) -> list[Path]:
 
 
 def _is_point_collection(path: Path) -> bool:
-    """Cheap check on the first MiB: a FeatureCollection whose first geometries are points. A file that short which
-    looks like one but is no JSON (cut short, nested too deeply, not UTF-8) is one: its reader fails it with the
-    reason, named after it; otherwise the upload was "No valid files found", or failed whole."""
+    """Cheap check on the first MiB, read as the reader reads it (UTF-8, UTF-16 or UTF-32 as `json.loads` tells them
+    apart: the byte patterns never matched UTF-16's interleaved NULs): a FeatureCollection whose first geometries are
+    points. A file that short which looks like one but is no JSON (cut short, nested too deeply, not UTF-8) is one:
+    its reader fails it with the reason, named after it; otherwise the upload was "No valid files found", or failed
+    whole."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
+            data = fh.read(_SNIFF_BYTES)
     except OSError:
         return False
+    # A character cut by the end of the MiB is left out; bytes that are not in the encoding do not hide the rest.
+    head = codecs.getincrementaldecoder(json.detect_encoding(data))(errors="replace").decode(data)
     if not _FC_RE.search(head):
         return False
     point = _POINT_RE.search(head)
@@ -207,9 +212,9 @@ def _is_point_collection(path: Path) -> bool:
         return False
     if other is not None and other.start() < point.start():
         return False
-    if len(head) < _SNIFF_BYTES:
+    if len(data) < _SNIFF_BYTES:
         try:
-            doc = json.loads(head.decode("utf-8-sig"))
+            doc = json.loads(data)
         except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
             return True
         return isinstance(doc, dict) and doc.get("type") == "FeatureCollection"

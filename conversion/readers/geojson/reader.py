@@ -25,7 +25,7 @@ from fields.geodesy import geojson_crs
 
 from .columns import _STRING_PROPS, STANDARD_UNITS, _exporter_columns, _guess_operation, _standard_column, _timestamps
 from .points import _ALL, _Points
-from .stream import _JsonStream, _NotJson, _read_collection
+from .stream import _JsonStream, _NotJson, _read_collection, json_text_file
 
 
 @register
@@ -38,7 +38,7 @@ class GeojsonReader(Reader):
         """One table for the collection; UnreadableDataset when it is not a FeatureCollection of points."""
         name = dataset.path.name
         try:
-            with open(dataset.path, encoding="utf-8-sig") as fh:
+            with json_text_file(dataset.path) as fh:
                 members = _read_collection(_JsonStream(fh), name)
         except _NotJson as exc:
             raise UnreadableDataset(f"{name}: not valid JSON ({exc})") from None

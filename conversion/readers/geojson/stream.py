@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import IO
 
 from conversion.readers.base import UnreadableDataset
@@ -16,6 +17,16 @@ from .points import _Points
 _READ_CHARS = 1 << 20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _VALUE_START = frozenset('{["-0123456789tfnNI')
+
+
+def json_text_file(path: Path) -> IO[str]:
+    """The JSON file at `path` opened as text in UTF-8, UTF-16 or UTF-32 as `json.loads` tells them apart (by the
+    BOM, else by the zero bytes of the first characters): RFC 8259 asks for UTF-8, but Windows programs save
+    "Unicode" (UTF-16 with a BOM), and the API takes UTF-16 and UTF-32 JSON bodies. Text that is not in the encoding
+    found fails the read (UnicodeDecodeError)."""
+    with open(path, "rb") as fh:
+        encoding = json.detect_encoding(fh.read(4))
+    return open(path, encoding=encoding)
 
 
 class _NotJson(Exception):

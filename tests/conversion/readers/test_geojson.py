@@ -1,5 +1,6 @@
 """GeoJSON reader and detection of GeoJSON data sets."""
 
+import codecs
 import json
 
 import numpy as np
@@ -67,6 +68,29 @@ def test_a_time_column_of_no_times_gives_way_to_one_that_has_them(tmp_path):
     assert table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist() == [
         f"2024-05-01T10:00:0{i}" for i in range(3)
     ]
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda text: text.encode("utf-16"),  # with its BOM: Windows' "Unicode"
+        lambda text: codecs.BOM_UTF16_BE + text.encode("utf-16-be"),
+        lambda text: text.encode("utf-32"),
+        lambda text: codecs.BOM_UTF8 + text.encode("utf-8"),
+    ],
+    ids=["utf-16", "utf-16-be", "utf-32", "utf-8-bom"],
+)
+def test_a_collection_in_utf16_or_utf32_is_found_and_read(tmp_path, encode):
+    """Detection matched bytes that UTF-16's NULs interleave: the batch failed "No ISOXML, shapefile or GeoJSON
+    point data set", or the file was dropped from a mixed upload unsaid."""
+    features = [_point(10.0 + i * 1e-4, 54.0, seedRate=80000.0 + i, variety="Säule") for i in range(3)]
+    (tmp_path / "planting.geojson").write_bytes(encode(json.dumps(_collection(features), ensure_ascii=False)))
+    [dataset] = detect(tmp_path).datasets
+    assert dataset.format == "GEOJSON"
+    [table] = get_reader("GEOJSON").read(dataset)
+    np.testing.assert_array_equal(table.columns["seedRate"], [80000.0, 80001.0, 80002.0])
+    np.testing.assert_array_equal(table.columns["lon"], [10.0, 10.0001, 10.0002])
+    assert table.varieties == ["Säule"]
 
 
 def test_non_point_collections_and_jd_sidecars_are_not_data_sets(tmp_path):
