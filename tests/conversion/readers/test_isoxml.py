@@ -1,5 +1,6 @@
 """ISOXML reader on real task controller exports: values checked against what the files themselves record."""
 
+import codecs
 import shutil
 import struct
 from pathlib import Path
@@ -269,6 +270,62 @@ def test_external_entities_are_not_resolved(tmp_path):
     with pytest.raises(UnreadableDataset, match="refused") as info:
         _read(tmp_path / "TASKDATA.XML")
     assert "TOP-SECRET" not in str(info.value)
+
+
+# Where SingleDPD's TASKDATA.XML in Windows-1252 first holds a byte that is no UTF-8: its DET designator "ÙààÓè".
+FIRST_NOT_UTF8 = "byte 0xD9 at line 1348, column 35"
+
+
+def _single_dpd_encoded(single_dpd: Path, task_name: str, declaration: str, encode) -> Path:
+    """SingleDPD's TASKDATA.XML with the logged task named `task_name`, its declaration `declaration` and the
+    document written with `encode(text)` (bytes)."""
+    taskdata = single_dpd / "TASKDATA.XML"
+    text = taskdata.read_text(encoding="utf-8").replace('B="73.67ac Field"', f'B="{task_name}"')
+    text = declaration + text[text.index("?>") + 2 :]
+    taskdata.write_bytes(encode(text))
+    return taskdata
+
+
+@pytest.mark.parametrize(
+    ("task_name", "declaration", "encode"),
+    [
+        (
+            "肥料散布",
+            '<?xml version="1.0" encoding="Shift_JIS"?>',
+            lambda text: text.encode("shift_jis", "xmlcharrefreplace"),  # the sample's "ÙààÓè" as &#217;...
+        ),
+        ("Säure Plüs", '<?xml version="1.0" encoding="UTF-16"?>', lambda text: text.encode("utf-16")),
+        (
+            "Säure Plüs",
+            '<?xml version="1.0" encoding="ISO-8859-1"?>',
+            lambda text: codecs.BOM_UTF8 + text.encode("utf-8"),
+        ),
+        ("Säure Plüs", '<?xml version="1.0" encoding="windows-1252"?>', lambda text: text.encode("cp1252")),
+    ],
+    ids=["shift-jis", "utf-16-bom", "utf-8-bom-declaring-latin-1", "windows-1252"],
+)
+def test_taskdata_is_read_in_its_bom_else_its_declared_encoding(single_dpd, task_name, declaration, encode):
+    """Shift_JIS failed "multi-byte encodings are not supported" (expat); a UTF-8 BOM before `ISO-8859-1` was read
+    as Latin-1, "SÃ¤ure" (XML 1.0 Appendix F: the BOM wins)."""
+    [table] = _read(_single_dpd_encoded(single_dpd, task_name, declaration, encode))
+    assert table.name == task_name
+
+
+@pytest.mark.parametrize(
+    ("declaration", "reason"),
+    [
+        ('<?xml version="1.0" encoding="UTF-8"?>', f"is not UTF-8 text as it declares: {FIRST_NOT_UTF8}"),
+        ("", f"is not UTF-8 text as XML without an encoding declaration must be: {FIRST_NOT_UTF8}"),
+        ('<?xml version="1.0" encoding="punycode"?>', "declares the encoding 'punycode', which is no code page"),
+    ],
+    ids=["declared-utf-8", "undeclared", "punycode"],
+)
+def test_taskdata_not_in_its_encoding_fails_saying_so_and_where(single_dpd, declaration, reason):
+    """It said "TASKDATA.XML is not valid XML: not well-formed (invalid token): line 1348, column 35"."""
+    taskdata = _single_dpd_encoded(single_dpd, "Säure Plüs", declaration, lambda text: text.encode("cp1252"))
+    with pytest.raises(UnreadableDataset) as info:
+        _read(taskdata)
+    assert str(info.value).startswith(f"TASKDATA.XML {reason}"), info.value
 
 
 def _copy_task(valid_timelogs: Path, dest: Path, stems: list[str]) -> Path:
