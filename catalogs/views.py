@@ -72,12 +72,13 @@ class ProductSearchViewSet(CoreUserScopedViewSet):
 
     @extend_schema(parameters=[ProductSearchQuerySerializer])  # `maxResults` with the bounds it is validated with
     def list(self, request, *args, **kwargs):
+        products = self.filter_queryset(self.get_queryset())  # (the whole query checked first, `maxResults` too)
         query = ProductSearchQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         prefix = normalize_name(request.query_params.get("search", ""))
         # Ranked and cut in the query: only the products answered are read, with their files.
         first = Case(When(normalized_name__startswith=prefix, then=Value(0)), default=Value(1))
-        products = self.filter_queryset(self.get_queryset()).order_by(first, "normalized_name", "id")
+        products = products.order_by(first, "normalized_name", "id")
         return Response(ProductSerializer(products[: query.validated_data["maxResults"]], many=True).data)
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
+from django.http.multipartparser import MultiPartParserError
+from rest_framework.exceptions import ParseError
 
 from platform_site.api.errors import DomainError, InsufficientStorage, storage_full
 from platform_site.text import binary_size, storable
@@ -182,10 +184,32 @@ def install_upload_handlers(request) -> ZipUploadHandler:
 def upload_parse(request):
     """`request.FILES`, its multipart body parsed now through `ZipUploadHandler`. When the parse fails, every
     temporary file it wrote is deleted: Django closes none on a malformed part after the file, and the whole zip
-    stayed on disk until a garbage collection (for ever if the process died first)."""
+    stayed on disk until a garbage collection (for ever if the process died first). A body Django's parser cannot
+    read is a 400 `malformedRequest` saying why (`MultipartUnreadable`)."""
     handler = install_upload_handlers(request)
     try:
         return request.FILES
+    except (MultiPartParserError, ParseError) as exc:
+        handler.close_all()
+        raise MultipartUnreadable(str(getattr(exc, "detail", exc))) from None
     except BaseException:
         handler.close_all()
         raise
+
+
+class MultipartUnreadable(DomainError):
+    """Django's multipart parser gave up. A part whose headers are not UTF-8 (a file name in another encoding) ends
+    so when the file is larger than a few KiB: Django drops the part's headers and reads its bytes as the next
+    part's ("Request max total header size exceeded"); the message says what to do about it."""
+
+    error_key = "malformedRequest"
+
+    def __init__(self, reason: str):
+        reason = storable(reason.removeprefix("Multipart form parse error - ")).rstrip(".")
+        hint = (
+            " A part's headers must be UTF-8 text: a file name in another encoding makes its part unreadable; rename"
+            " the file and send it again."
+            if "header" in reason.lower()
+            else ""
+        )
+        super().__init__(f"The multipart body cannot be read: {reason}.{hint}")

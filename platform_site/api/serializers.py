@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from django.db import models
 from rest_framework import serializers
 
+from platform_site.api.errors import DomainError
 from platform_site.api.filters import PLAIN_INTEGER
 from platform_site.validators import CONTROL_CHARACTERS_MESSAGE, holds_control_characters
 
@@ -126,6 +127,12 @@ class RejectUnknownFieldsMixin:
         except serializers.ValidationError as exc:
             if isinstance(exc.detail, dict):
                 errors = {**{key: detail for key, detail in exc.detail.items() if key not in errors}, **errors}
+        except DomainError as exc:  # a field's own problem (`invalidGeometry`): answered with the keys refused here
+            exc.field_errors = [
+                *(exc.field_errors or []),
+                *({"field": key, "message": str(message)} for key, messages in errors.items() for message in messages),
+            ]
+            raise
         raise serializers.ValidationError(errors)
 
 

@@ -146,11 +146,17 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False) or self.action is None:
             return
         self.scope_check()
-        if self.action == "list":
-            list_query_check(self, request)
 
     def scope_check(self) -> None:
         """Raise 404 when the URL names a scope (a core user) that is not the owner's: before the query is read."""
+
+    def filter_queryset(self, queryset):
+        # A list's whole query is checked as its rows are first filtered: after `get_queryset` has found what the URL
+        # names (a machine, a field: a 404 before any 400, as before the check), before any of it is applied.
+        if self.action == "list" and not getattr(self, "_list_query_checked", False):
+            self._list_query_checked = True
+            list_query_check(self, self.request)
+        return super().filter_queryset(queryset)
 
     def get_object(self):
         obj = get_or_404(self.get_queryset(), **{self.lookup_field: self.kwargs[self.lookup_url_kwarg]})

@@ -168,6 +168,14 @@ def test_every_error_of_a_list_query_is_answered_at_once(api_client, core_user, 
     assert_problem(api_client.get(machines, {"createdTime": "yesterday", "page": "-1"}), 404, "notFound")
     mine = assert_problem(api_client.get(MACHINES.format(core_user.id), {"createdTime": "today", "page": "-1"}), 400)
     assert sorted(e["field"] for e in mine["fieldErrors"]) == ["createdTime", "page"]
+    # So is a machine or a field the list is of that does not exist (it was a 400 about the query)
+    nothing = "00000000-0000-0000-0000-000000000000"
+    for url in (
+        f"{MACHINES.format(core_user.id)}/{nothing}/files",
+        f"/services/fields/api/users/{core_user.id}/fields/nope/operations",
+        f"/services/fields/api/users/{core_user.id}/fields/nope/operations/files",
+    ):
+        assert_problem(api_client.get(url, {"page": "x", "size": "0", "sort": "bogus"}), 404, "notFound")
 
 
 def test_unknown_sort_property_is_400(api_client):

@@ -305,6 +305,14 @@ def test_create_without_geometry_or_with_unknown_keys_is_400(api_client, core_us
         "validation",
     )
     assert body["fieldErrors"] == [{"field": "colour", "message": "Unknown field."}]
+    # With an invalid geometry as well, both are named (the geometry's problem alone was answered)
+    bad = {"type": "Polygon", "coordinates": [[[0, 0], [1, 1], [0, 0]]]}
+    body = assert_problem(
+        api_client.post(fields_url(core_user), {"geometry": bad, "colour": "red"}, format="json"),
+        400,
+        "invalidGeometry",
+    )
+    assert [e["field"] for e in body["fieldErrors"]] == ["geometry", "colour"]
     assert_problem(api_client.post(fields_url(core_user), [1, 2], format="json"), 400)
     assert_problem(
         api_client.post(fields_url(core_user), "{not json", content_type="application/json"), 400, "malformedRequest"

@@ -765,6 +765,11 @@ def test_an_upload_whose_file_name_is_not_utf8_says_so(client, core_user):
         "Choose a .zip file to upload. If you chose one, it did not arrive whole, or its name is not UTF-8 text: "
         "rename it and try again.",
     )
+    # A larger file: Django read the dropped part's bytes as headers, and the page was a bare JSON problem
+    larger = body.replace(b"\r\n--BB--", bytes(200_000) + b"\r\n--BB--")
+    response = client.generic("POST", f"{url}/upload", larger, content_type="multipart/form-data; boundary=BB")
+    error = re.search(r'id="upload-error">([^<]*)<', response.content.decode()).group(1)
+    assert response.status_code == 400 and "a file name in another encoding makes its part unreadable" in error
 
 
 @pytest.mark.embedded

@@ -195,6 +195,26 @@ def test_a_file_name_that_is_not_utf8_is_named_as_a_cause_of_the_missing_part(ap
     assert _leftovers() == []
 
 
+def test_a_larger_file_whose_name_is_not_utf8_is_a_400_saying_what_to_do(api_client, core_user):
+    """Past a few KiB Django read the dropped part's bytes as the next part's headers: a bare "Multipart form parse
+    error - Request max total header size exceeded.", no word on the file name."""
+    import os
+
+    body = (
+        b'--BB\r\nContent-Disposition: form-data; name="file"; filename="Ma\xefs.zip"\r\n'
+        b"Content-Type: application/zip\r\n\r\n" + SMALL_ZIP + os.urandom(200_000) + b"\r\n--BB--\r\n"
+    )
+    response = api_client.generic(
+        "POST", f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", body,
+        content_type="multipart/form-data; boundary=BB",
+    )  # fmt: skip
+    problem = assert_problem(response, 400, "malformedRequest")
+    assert problem["detail"].startswith("The multipart body cannot be read: Request max total header size exceeded.")
+    assert "a file name in another encoding makes its part unreadable" in problem["detail"]
+    assert Batch.objects.count() == 0
+    assert _leftovers() == []
+
+
 def test_json_body_is_415(api_client, core_user):
     response = api_client.post(
         f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"file": "x"}, content_type="application/json"
