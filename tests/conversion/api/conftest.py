@@ -37,6 +37,22 @@ def upload(client, core_user_id, data: bytes, *, provider="Other", name="upload.
     return client.post(BATCH_URL, {"file": file, "coreUserId": str(core_user_id), "provider": provider})
 
 
+def uploaded_batch(client, core_user, data: bytes, name: str = "upload.zip") -> dict:
+    """`data` uploaded for `core_user` as `name` (201), and its batch as `GET /batch/{id}` answers it."""
+    response = upload(client, core_user.pk, data, name=name)
+    assert response.status_code == 201, response.content
+    response = client.get(f"{BATCH_URL}/{response.json()['id']}")
+    assert response.status_code == 200
+    return response.json()
+
+
+def file_record(client, file_id) -> dict:
+    """The file `file_id` as `GET /files/{id}` answers it."""
+    response = client.get(f"{FILES_URL}/{file_id}")
+    assert response.status_code == 200
+    return response.json()
+
+
 def upload_lost(api_client, core_user, folder: Path, monkeypatch) -> str:
     """The id of an upload of `folder` (as TASKDATA/) whose opening task was lost (no message is sent anywhere)."""
     from conversion import tasks

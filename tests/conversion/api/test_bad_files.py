@@ -12,7 +12,7 @@ import shapefile
 
 from conversion.models import INTERNAL_ERROR, UNABLE_TO_READ, Batch
 
-from .conftest import BATCH_URL, FILES_URL, upload, zip_entries
+from .conftest import FILES_URL, file_record, uploaded_batch, zip_entries
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -20,20 +20,6 @@ WGS84_PRJ = (
     'GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],'
     'PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]'
 )
-
-
-def _batch(client, core_user, data: bytes, name="upload.zip") -> dict:
-    response = upload(client, core_user.pk, data, name=name)
-    assert response.status_code == 201, response.content
-    response = client.get(f"{BATCH_URL}/{response.json()['id']}")
-    assert response.status_code == 200
-    return response.json()
-
-
-def _file(client, file_id) -> dict:
-    response = client.get(f"{FILES_URL}/{file_id}")
-    assert response.status_code == 200
-    return response.json()
 
 
 def _standard_geojson(client, file_id) -> dict:
@@ -84,14 +70,14 @@ def _assert_user_failure(batch: dict, *reason_parts: str) -> None:
 
 def test_an_encrypted_entry_fails_the_batch_with_a_reason(api_client, core_user, caplog):
     data = _encrypted({"spray.geojson": _points(_good_coordinates(5))})
-    batch = _batch(api_client, core_user, data, name="locked.zip")
+    batch = uploaded_batch(api_client, core_user, data, name="locked.zip")
     _assert_user_failure(batch, "locked.zip: entry 'spray.geojson' is encrypted (password protected)")
     assert not [r for r in caplog.records if r.exc_info]  # no traceback logged for a user's file
 
 
 def test_a_name_too_long_for_the_disk_fails_the_batch_with_a_reason(api_client, core_user, caplog):
     data = zip_entries({"d" * 300 + "/spray.geojson": _points(_good_coordinates(5))})
-    batch = _batch(api_client, core_user, data)
+    batch = uploaded_batch(api_client, core_user, data)
     _assert_user_failure(batch, "upload.zip: entry 'ddd", "has a name or path too long to be extracted")
     assert not [r for r in caplog.records if r.exc_info]
 
@@ -101,9 +87,9 @@ def test_a_data_set_deep_in_folders_is_converted(api_client, core_user, caplog):
     any column would hold unless the stored path is the whole path."""
     deep = "/".join(f"{n}" + "d" * 199 for n in range(6))
     data = zip_entries({f"{deep}/spray.geojson": _points(_good_coordinates(5))})
-    batch = _batch(api_client, core_user, data)
+    batch = uploaded_batch(api_client, core_user, data)
     assert batch["status"] == "PROCESSED", batch
-    file = _file(api_client, batch["files"][0])
+    file = file_record(api_client, batch["files"][0])
     assert file["status"] == "processed" and len(file["fileName"]) <= 255
     assert api_client.get(f"{FILES_URL}/{file['id']}/originalFile").status_code == 200
     assert not [r for r in caplog.records if r.exc_info]
@@ -117,13 +103,13 @@ def test_a_data_set_deep_in_folders_is_converted(api_client, core_user, caplog):
     ],
 )
 def test_a_file_and_a_folder_of_one_name_fail_the_batch_with_a_reason(api_client, core_user, entries, reason):
-    batch = _batch(api_client, core_user, zip_entries({name: b"1" for name in entries}))
+    batch = uploaded_batch(api_client, core_user, zip_entries({name: b"1" for name in entries}))
     _assert_user_failure(batch, f"upload.zip: {reason}")
 
 
 def test_a_truncated_archive_is_named_as_uploaded(api_client, core_user):
     data = zip_entries({"spray.geojson": _points(_good_coordinates(300))})
-    batch = _batch(api_client, core_user, data[: len(data) // 2], name="harvest 2024.zip")
+    batch = uploaded_batch(api_client, core_user, data[: len(data) // 2], name="harvest 2024.zip")
     _assert_user_failure(batch, "harvest 2024.zip is not a zip archive or is truncated")
     assert batch["id"] not in batch["failureReason"]  # never the name we store it under
 
@@ -133,7 +119,7 @@ def test_a_truncated_archive_is_named_as_uploaded(api_client, core_user):
 
 def test_geojson_points_with_coordinates_that_are_not_numbers_are_dropped(api_client, core_user):
     coordinates = [["a", "b"], [True, 54.0], [10.0, None], [[10.0, 54.0], 1]] + _good_coordinates(5)
-    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": _points(coordinates)}))
+    batch = uploaded_batch(api_client, core_user, zip_entries({"spray.geojson": _points(coordinates)}))
     assert batch["status"] == "PROCESSED", batch
     assert len(_standard_geojson(api_client, batch["files"][0])["features"]) == 5
 
@@ -141,7 +127,7 @@ def test_geojson_points_with_coordinates_that_are_not_numbers_are_dropped(api_cl
 def test_geojson_points_off_the_globe_are_dropped(api_client, core_user):
     coordinates = [[500.0, 100.0], [10.0, 91.0], [-180.5, 54.0], [1e400, 54.0], [10**400, 54.0]] + _good_coordinates(5)
     data = zip_entries({"spray.geojson": _points(coordinates).replace(b"Infinity", b"1e400")})
-    batch = _batch(api_client, core_user, data)
+    batch = uploaded_batch(api_client, core_user, data)
     assert batch["status"] == "PROCESSED", batch
     file_id = batch["files"][0]
     summary = api_client.get(f"{FILES_URL}/{file_id}/summary").json()["properties"]
@@ -153,9 +139,9 @@ def test_geojson_points_off_the_globe_are_dropped(api_client, core_user):
 
 def test_geojson_without_a_usable_point_fails_its_file_with_a_reason(api_client, core_user):
     data = zip_entries({"spray.geojson": _points([[500.0, 100.0], ["a", "b"]])})
-    batch = _batch(api_client, core_user, data)
+    batch = uploaded_batch(api_client, core_user, data)
     _assert_user_failure(batch, "spray.geojson: no Point feature has usable coordinates")
-    file = _file(api_client, batch["files"][0])
+    file = file_record(api_client, batch["files"][0])
     assert file["status"] == "failed"
     assert file["statusDetails"].startswith(UNABLE_TO_READ)
     assert "usable coordinates" in file["statusDetails"]
@@ -163,7 +149,7 @@ def test_geojson_without_a_usable_point_fails_its_file_with_a_reason(api_client,
 
 def test_geojson_whose_features_are_not_a_list_fails_its_file_with_a_reason(api_client, core_user):
     data = zip_entries({"spray.geojson": b'{"type": "FeatureCollection", "features": 5, "x": {"type": "Point"}}'})
-    batch = _batch(api_client, core_user, data)
+    batch = uploaded_batch(api_client, core_user, data)
     _assert_user_failure(batch, "spray.geojson: the FeatureCollection's features are not a list")
 
 
@@ -185,7 +171,7 @@ def test_geojson_in_a_named_coordinate_system_is_reprojected(api_client, core_us
     utm = [list(to_utm.transform(lon, lat)) for lon, lat in wgs84]
     doc = json.loads(_points(utm))
     doc["crs"] = crs
-    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
+    batch = uploaded_batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
     assert batch["status"] == "PROCESSED", batch
     got = [f["geometry"]["coordinates"] for f in _standard_geojson(api_client, batch["files"][0])["features"]]
     assert got == [pytest.approx(xy, abs=1e-7) for xy in wgs84]
@@ -201,7 +187,7 @@ def test_geojson_in_a_named_coordinate_system_is_reprojected(api_client, core_us
 def test_geojson_in_an_unknown_coordinate_system_fails_with_a_reason(api_client, core_user, crs, reason):
     doc = json.loads(_points(_good_coordinates(5)))
     doc["crs"] = crs
-    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
+    batch = uploaded_batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
     _assert_user_failure(batch, reason)
 
 
@@ -231,7 +217,7 @@ def test_geojson_whose_coordinates_contradict_its_crs_fails_with_the_reason(
 ):
     doc = json.loads(_points(coordinates))
     doc["crs"] = {"type": "name", "properties": {"name": f"EPSG:{code}"}}
-    batch = _batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
+    batch = uploaded_batch(api_client, core_user, zip_entries({"spray.geojson": json.dumps(doc).encode()}))
     _assert_user_failure(batch, reason)
 
 
@@ -250,7 +236,7 @@ def _shapefile(coordinates: list[tuple[float, float]], *, prj: bool = True) -> d
 
 def test_shapefile_points_off_the_globe_are_dropped(api_client, core_user):
     coordinates = [(10.0 + i * 1e-4, 54.0) for i in range(5)] + [(10.0, 95.0), (200.0, 54.0)]
-    batch = _batch(api_client, core_user, zip_entries(_shapefile(coordinates)))
+    batch = uploaded_batch(api_client, core_user, zip_entries(_shapefile(coordinates)))
     assert batch["status"] == "PROCESSED", batch
     file_id = batch["files"][0]
     summary = api_client.get(f"{FILES_URL}/{file_id}/summary").json()["properties"]
@@ -284,7 +270,7 @@ def test_a_shapefile_whose_coordinates_contradict_its_prj_fails_with_the_reason(
     from pyproj import CRS
 
     parts = _shapefile(coordinates) | {"rate.prj": CRS.from_epsg(code).to_wkt("WKT1_ESRI").encode()}
-    batch = _batch(api_client, core_user, zip_entries(parts))
+    batch = uploaded_batch(api_client, core_user, zip_entries(parts))
     _assert_user_failure(batch, reason)
 
 
@@ -292,9 +278,9 @@ def test_the_original_file_is_named_after_its_data_set_dots_and_all(api_client, 
     """`Yield 2016.09.19 v1.2` was downloaded as `Yield 2016.09.19 v1.zip`: its name was cut at the last dot."""
     parts = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
     entries = {name.replace("rate", "Yield 2016.09.19 v1.2"): data for name, data in parts.items()}
-    batch = _batch(api_client, core_user, zip_entries(entries))
+    batch = uploaded_batch(api_client, core_user, zip_entries(entries))
     assert batch["status"] == "PROCESSED", batch
-    file = _file(api_client, batch["files"][0])
+    file = file_record(api_client, batch["files"][0])
     assert file["fileName"] == "Yield 2016.09.19 v1.2"
     response = api_client.get(f"{FILES_URL}/{file['id']}/originalFile")
     assert response.status_code == 200
@@ -305,9 +291,9 @@ def test_the_original_file_is_named_after_its_data_set_dots_and_all(api_client, 
 def test_an_empty_shapefile_part_fails_its_file_with_a_reason(api_client, core_user, empty, caplog):
     parts = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
     parts[f"rate{empty}"] = b""
-    batch = _batch(api_client, core_user, zip_entries(parts))
+    batch = uploaded_batch(api_client, core_user, zip_entries(parts))
     _assert_user_failure(batch, f"rate.shp: the rate{empty} file is empty or cut short")
-    file = _file(api_client, batch["files"][0])
+    file = file_record(api_client, batch["files"][0])
     assert file["status"] == "failed" and file["statusDetails"].startswith(UNABLE_TO_READ)
     assert INTERNAL_ERROR not in file["statusDetails"]
     assert not [r for r in caplog.records if r.exc_info]
@@ -326,9 +312,9 @@ def test_a_task_data_set_at_the_top_is_named_and_packed_on_its_own(api_client, c
     entries.update(_shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)]))
     entries.update({f"shapes/{n}": b for n, b in _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)]).items()})
     entries["spray.geojson"] = _points(_good_coordinates(5))
-    batch = _batch(api_client, core_user, zip_entries(entries), name="Harvest 2024.ZIP")
+    batch = uploaded_batch(api_client, core_user, zip_entries(entries), name="Harvest 2024.ZIP")
     assert batch["status"] == "PROCESSED", batch
-    files = [_file(api_client, file_id) for file_id in batch["files"]]
+    files = [file_record(api_client, file_id) for file_id in batch["files"]]
     assert sorted(f["fileFormat"] for f in files) == ["GEOJSON", "ISOXML", "SHAPEFILE", "SHAPEFILE"]
     file = next(f for f in files if f["fileFormat"] == "ISOXML")
     # Then the task data is named after the upload, not after our work folder
@@ -360,9 +346,9 @@ def test_a_small_geojson_that_is_no_json_fails_its_own_file_and_the_rest_convert
     # Given an upload of a good shapefile and, next to it, a small GeoJSON of points that json cannot read
     entries = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
     entries["notes.geojson"] = text.encode()
-    batch = _batch(api_client, core_user, zip_entries(entries))
+    batch = uploaded_batch(api_client, core_user, zip_entries(entries))
     # Then the shapefile converts, and the GeoJSON fails its own file with json's reason, named after it
-    files = {f["fileFormat"]: f for f in (_file(api_client, file_id) for file_id in batch["files"])}
+    files = {f["fileFormat"]: f for f in (file_record(api_client, file_id) for file_id in batch["files"])}
     assert files["SHAPEFILE"]["status"] == "processed", files
     assert files["GEOJSON"]["status"] == "failed"
     assert files["GEOJSON"]["statusDetails"].startswith(UNABLE_TO_READ)
@@ -374,7 +360,7 @@ def test_a_deere_metadata_sidecar_that_is_no_json_is_left_aside(api_client, core
     # Given a shapefile with a JD metadata sidecar that json cannot read (nested too deeply, cut short, no UTF-8)
     entries = _shapefile([(10.0 + i * 1e-4, 54.0) for i in range(5)])
     entries["rate-Deere-Metadata.json"] = metadata
-    batch = _batch(api_client, core_user, zip_entries(entries))
+    batch = uploaded_batch(api_client, core_user, zip_entries(entries))
     # Then the shapefile converts as one without the sidecar
     assert batch["status"] == "PROCESSED", batch
-    assert _file(api_client, batch["files"][0])["status"] == "processed"
+    assert file_record(api_client, batch["files"][0])["status"] == "processed"

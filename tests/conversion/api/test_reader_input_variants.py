@@ -13,19 +13,11 @@ import shapefile
 from conversion.models import INTERNAL_ERROR, UNABLE_TO_READ
 from tests.conversion.readers.sample_variants import copy_shapefile_set, fixed_start_time_log, set_dbf_text
 
-from .conftest import BATCH_URL, FILES_URL, upload, zip_entries
+from .conftest import FILES_URL, uploaded_batch, zip_entries
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 SMALL_SET = "Merriweather Farms-JT-01-SB 2 PowerMax only Use 1"
-
-
-def _batch(client, core_user, data: bytes) -> dict:
-    response = upload(client, core_user.pk, data)
-    assert response.status_code == 201, response.content
-    response = client.get(f"{BATCH_URL}/{response.json()['id']}")
-    assert response.status_code == 200
-    return response.json()
 
 
 def _get(client, url: str) -> dict:
@@ -61,7 +53,7 @@ def test_a_shapefile_without_its_index_converts_every_record(api_client, core_us
     shp = copy_shapefile_set(application, SMALL_SET, tmp_path / "bare", leave_out=(".shx",))
     with shapefile.Reader(str(shp.with_suffix(".dbf"))) as dbf:
         records = len(dbf)
-    batch = _batch(api_client, core_user, _zip_set(shp.parent))
+    batch = uploaded_batch(api_client, core_user, _zip_set(shp.parent))
     assert batch["status"] == "PROCESSED", batch
     [file_id] = batch["files"]
     assert _get(api_client, f"{FILES_URL}/{file_id}/summary")["properties"]["cleaning"]["pointsRead"] == records
@@ -71,7 +63,7 @@ def test_a_shapefile_index_cut_short_fails_with_the_reason(api_client, core_user
     shp = copy_shapefile_set(application, SMALL_SET, tmp_path / "cut")
     shx = shp.with_suffix(".shx")
     shx.write_bytes(shx.read_bytes()[:-3])
-    batch = _batch(api_client, core_user, _zip_set(shp.parent))
+    batch = uploaded_batch(api_client, core_user, _zip_set(shp.parent))
     _assert_user_failure(api_client, batch, f"{shp.name}: the {shx.name} index is cut short", caplog)
 
 
@@ -79,7 +71,7 @@ def test_latin1_text_of_a_shapefile_with_a_cpg_is_read_as_written(api_client, co
     shp = copy_shapefile_set(application, SMALL_SET, tmp_path / "latin1")
     set_dbf_text(shp.with_suffix(".dbf"), "Product", "Düngerstreuer".encode("latin-1"), language_driver=0)
     shp.with_suffix(".cpg").write_bytes(b"ISO-8859-1")
-    batch = _batch(api_client, core_user, _zip_set(shp.parent))
+    batch = uploaded_batch(api_client, core_user, _zip_set(shp.parent))
     assert batch["status"] == "PROCESSED", batch
     [file_id] = batch["files"]
     assert "Düngerstreuer" in _get(api_client, f"{FILES_URL}/{file_id}/summary")["properties"]["products"]
@@ -104,7 +96,7 @@ def single_dpd(load_from_stream, tmp_path):
 
 
 def test_a_time_log_start_with_a_utc_offset_is_that_utc_time(api_client, core_user, single_dpd):
-    batch = _batch(api_client, core_user, single_dpd("2022-10-19T16:03:35-05:00"))
+    batch = uploaded_batch(api_client, core_user, single_dpd("2022-10-19T16:03:35-05:00"))
     assert batch["status"] == "PROCESSED", batch
     [file_id] = batch["files"]
     file = _get(api_client, f"{FILES_URL}/{file_id}")
@@ -112,7 +104,7 @@ def test_a_time_log_start_with_a_utc_offset_is_that_utc_time(api_client, core_us
 
 
 def test_a_time_log_start_that_is_no_date_fails_with_the_reason(api_client, core_user, single_dpd, caplog):
-    batch = _batch(api_client, core_user, single_dpd("19.10.2022 16:03:35"))
+    batch = uploaded_batch(api_client, core_user, single_dpd("19.10.2022 16:03:35"))
     _assert_user_failure(
         api_client, batch, "TLG00001.XML: the fixed start time TIM A='19.10.2022 16:03:35' is not an ISO 8601", caplog
     )
@@ -133,7 +125,7 @@ def test_a_time_log_without_a_position_fails_saying_so_not_that_cleaning_dropped
         record["ptn"]["A"] = record["ptn"]["B"] = 0
 
     binary = rewritten_time_log(tmp_path / "TLG00001.XML", tmp_path / "TLG00001.BIN", no_fix)
-    batch = _batch(api_client, core_user, zip_entries(entries | {"TLG00001.BIN": binary}))
+    batch = uploaded_batch(api_client, core_user, zip_entries(entries | {"TLG00001.BIN": binary}))
     [file_id] = batch["files"]
     file = _get(api_client, f"{FILES_URL}/{file_id}")
     assert file["status"] == "failed"

@@ -13,7 +13,7 @@ import pytest
 
 from conversion.models import UNABLE_TO_READ
 
-from .conftest import BATCH_URL, FILES_URL, upload, zip_entries
+from .conftest import FILES_URL, file_record, uploaded_batch, zip_entries
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -63,20 +63,6 @@ def _unicode_path(header_name: bytes, name: str) -> bytes:
     return struct.pack("<HH", 0x7075, len(data)) + data
 
 
-def _batch(client, core_user, data: bytes, name="upload.zip") -> dict:
-    response = upload(client, core_user.pk, data, name=name)
-    assert response.status_code == 201, response.content
-    response = client.get(f"{BATCH_URL}/{response.json()['id']}")
-    assert response.status_code == 200
-    return response.json()
-
-
-def _file(client, file_id) -> dict:
-    response = client.get(f"{FILES_URL}/{file_id}")
-    assert response.status_code == 200
-    return response.json()
-
-
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
@@ -91,9 +77,9 @@ def _file(client, file_id) -> dict:
 def test_an_entry_is_named_as_its_writer_meant_it(api_client, core_user, data, expected):
     """A UTF-8 name without the UTF-8 flag was read as CP437 ("Maïs Ähre 🌽" showed as "Ma├»s ├ähre ≡ƒî╜"); the
     Unicode Path extra field was not read ("Ma?s" stayed), and is not when its CRC is of another name."""
-    batch = _batch(api_client, core_user, data)
+    batch = uploaded_batch(api_client, core_user, data)
     assert batch["status"] == "PROCESSED", batch
-    file = _file(api_client, batch["files"][0])
+    file = file_record(api_client, batch["files"][0])
     assert file["fileName"] == expected
     response = api_client.get(f"{FILES_URL}/{file['id']}/originalFile")
     assert response.status_code == 200
@@ -107,7 +93,7 @@ def test_a_name_flagged_utf8_that_is_not_fails_the_upload_naming_it(api_client, 
     """zipfile gives up on the whole archive at such a name (even a junk one); the reason was its codec error,
     "upload.zip cannot be opened as a zip archive ('utf-8' codec can't decode byte 0xff ...)"."""
     data = _raw_zip({b"__MACOSX/\xff\xfe.txt": b"x", b"spray.geojson": POINTS}, flags=UTF8_FLAG)
-    batch = _batch(api_client, core_user, data)
+    batch = uploaded_batch(api_client, core_user, data)
     assert (batch["status"], batch["statusDetails"]) == ("FAILED", UNABLE_TO_READ)
     assert batch["failureReason"] == (
         "upload.zip cannot be read: the name of its entry '__MACOSX/\\xff\\xfe.txt' is marked as UTF-8 but is not "
@@ -127,9 +113,9 @@ def test_control_characters_are_no_part_of_an_entry_name(api_client, core_user, 
     (`platform_site.text.storable`)."""
     entries = {b"Ma\x01\x1fs.geojson": POINTS, b"Farm\x07.cn1/index.vy1": b"CNH display data"}
     entries |= {b"Feld\x07 1/" + name.encode(): data for name, data in single_task.items()}
-    batch = _batch(api_client, core_user, _raw_zip(entries))
+    batch = uploaded_batch(api_client, core_user, _raw_zip(entries))
     assert batch["status"] == "PROCESSED", batch
-    names = sorted(_file(api_client, file_id)["fileName"] for file_id in batch["files"])
+    names = sorted(file_record(api_client, file_id)["fileName"] for file_id in batch["files"])
     assert names == ["Farm.cn1", "Feld 1", "Mas"]
 
 
@@ -138,6 +124,6 @@ def test_a_task_data_set_at_the_top_of_an_upload_named_only_dots_is_taskdata(
     api_client, core_user, single_task, upload_name
 ):
     """`..zip` named it "." (the name without .zip); only dots leave no name, as an empty one does."""
-    batch = _batch(api_client, core_user, zip_entries(single_task), name=upload_name)
+    batch = uploaded_batch(api_client, core_user, zip_entries(single_task), name=upload_name)
     assert batch["status"] == "PROCESSED", batch
-    assert [_file(api_client, file_id)["fileName"] for file_id in batch["files"]] == ["TASKDATA"]
+    assert [file_record(api_client, file_id)["fileName"] for file_id in batch["files"]] == ["TASKDATA"]
