@@ -1,6 +1,6 @@
 import pytest
 
-from .helpers import provider_app
+from .helpers import oauth_server_app
 from .oauth_server import OAuthServer, start_oauth_server
 
 
@@ -18,11 +18,4 @@ def oauth_server(settings):
 @pytest.fixture
 def oauth_app(owner, oauth_server):
     """The owner's ProviderA application, pointing at the loopback OAuth server."""
-    return provider_app(
-        owner,
-        "ProviderA",
-        client_id=oauth_server.client_id,
-        client_secret=oauth_server.client_secret,
-        authorize_url=oauth_server.authorize_url,
-        token_url=oauth_server.token_url,
-    )
+    return oauth_server_app(owner, oauth_server)

@@ -27,6 +27,18 @@ def provider_app(owner, provider="ProviderA", *, base_url="https://auth.example.
     return provider_application_create(owner=owner, provider=provider, **values)
 
 
+def oauth_server_app(owner, server):
+    """The owner's ProviderA application, pointing at the loopback OAuth `server` with its client id and secret."""
+    return provider_app(
+        owner,
+        "ProviderA",
+        client_id=server.client_id,
+        client_secret=server.client_secret,
+        authorize_url=server.authorize_url,
+        token_url=server.token_url,
+    )
+
+
 def body_for(kind: str, **overrides) -> dict:
     """A valid creation body for an existing user."""
     base = {"provider": {"allowedProviders": ["ProviderA"]}, "authentication": {"provider": "ProviderA"}}

@@ -22,7 +22,7 @@ from magiclinks.services import token_hash
 from platform_site.accounts.models import ProviderCredential
 from tests.tenancy import assert_problem
 
-from .helpers import contrast_ratio, provider_app, rgb
+from .helpers import contrast_ratio, oauth_server_app, provider_app, rgb
 from .oauth_server import OAuthServer, start_oauth_server
 
 pytestmark = [pytest.mark.django_db]
@@ -384,14 +384,7 @@ def test_a_client_id_and_secret_of_any_characters_authenticate_as_rfc_6749_encod
 
     settings.PUBLIC_BASE_URL = "http://testserver"
     oauth_server.client_id, oauth_server.client_secret = "client:ü 1", "s+e%c r€客:"
-    provider_app(
-        owner,
-        "ProviderA",
-        client_id=oauth_server.client_id,
-        client_secret=oauth_server.client_secret,
-        authorize_url=oauth_server.authorize_url,
-        token_url=oauth_server.token_url,
-    )
+    oauth_server_app(owner, oauth_server)
     _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
     response, _ = connect(client, url)
     assert response.status_code == 200, response.content[:300]
