@@ -182,18 +182,16 @@ def _invalid_count(read: list, codec: str) -> tuple[int, int]:
     return invalid, total
 
 
-def _to_float(col: np.ndarray) -> np.ndarray:
-    """A DBF column as numbers, NaN where a value is none: numeric columns (bytes; blanks and `****` are none) and
-    text columns holding numbers (`number_from_text`: plain decimals, not `1_000` or other scripts' digits, which
-    `float()` also reads)."""
-    if col.dtype.kind == "O":
-        out = np.full(len(col), np.nan)
-        for i, v in enumerate(col):
-            number = number_from_text(v) if isinstance(v, str) else None
-            if number is not None:
-                out[i] = number
-        return out
-    return _bytes_to_float(np.char.strip(col))
+def _text_to_float(col: np.ndarray) -> np.ndarray:
+    """A text column (as `_read_dbf` decodes it) holding numbers as numbers, NaN where a value is none or no number
+    (`number_from_text`: plain decimals, not `1_000` or other scripts' digits, which `float()` also reads). Numeric
+    columns are numbers already (`_bytes_to_float`)."""
+    out = np.full(len(col), np.nan)
+    for i, v in enumerate(col):
+        number = number_from_text(v) if isinstance(v, str) else None
+        if number is not None:
+            out[i] = number
+    return out
 
 
 def _none_written(stripped: np.ndarray) -> np.ndarray:

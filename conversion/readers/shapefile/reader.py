@@ -50,7 +50,7 @@ from .columns import (
     time_warnings,
     unit_from_suffix,
 )
-from .decode import _dbf_codec, _prj_crs, _read_dbf, _read_geometry, _sibling, _to_float, _to_wgs84
+from .decode import _dbf_codec, _prj_crs, _read_dbf, _read_geometry, _sibling, _text_to_float, _to_wgs84
 
 
 @register
@@ -108,7 +108,7 @@ class ShapefileReader(Reader):
         used: set[str] = set()
 
         def numeric(name: str) -> np.ndarray:
-            return records[name] if records[name].dtype.kind == "f" else _to_float(records[name])
+            return records[name] if records[name].dtype.kind == "f" else _text_to_float(records[name])
 
         def put(prop: str, name: str, src_unit: str | None) -> None:
             values = numeric(name)
