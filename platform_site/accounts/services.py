@@ -146,20 +146,17 @@ def core_user_delete(*, core_user: CoreUser) -> bool:
     one user take turns (an advisory lock no write takes): two at once deleted the same rows in different orders,
     a deadlock each time PostgreSQL broke it for the last of its attempts (503)."""
     pk = core_user.pk
-    deleted = False
 
-    def delete_once() -> None:
-        nonlocal deleted
-        deleted = False  # (an attempt rolled back deleted nothing)
+    def delete_once() -> bool:
         transaction_lock(CORE_USER_DELETION_LOCK_CLASS, uuid_lock_key(pk))
         current = CoreUser.objects.filter(pk=pk).first()
-        if current is not None:  # (else deleted meanwhile)
-            core_user_deleting.send(sender=CoreUser, core_user=current)
-            current.delete()
-            deleted = True
+        if current is None:  # deleted meanwhile
+            return False
+        core_user_deleting.send(sender=CoreUser, core_user=current)
+        current.delete()
+        return True
 
-    _deleted_whole(delete_once, "The user's data kept changing while it was being deleted; try again.")
-    return deleted
+    return _deleted_whole(delete_once, "The user's data kept changing while it was being deleted; try again.")
 
 
 def owner_delete(*, owner) -> None:
@@ -178,8 +175,9 @@ def owner_delete(*, owner) -> None:
     _deleted_whole(delete_once, "The API owner's data kept changing while it was being deleted; try again.")
 
 
-def _deleted_whole(delete_once, conflict: str) -> None:
-    """Run the cascade `delete_once` so that rows a concurrent write added meanwhile go too. The cascade collects
+def _deleted_whole(delete_once, conflict: str):
+    """Run the cascade `delete_once` so that rows a concurrent write added meanwhile go too (what its last attempt,
+    the one committed, returned). The cascade collects
     the rows first and deletes them after; a write's rows that commit between the two were not collected, and
     Django checks foreign keys only at commit, where the deletion failed (500). They are checked before the end
     and the deletion is made again from a savepoint, collecting them (at most `DELETION_ATTEMPTS` times, then
@@ -193,10 +191,10 @@ def _deleted_whole(delete_once, conflict: str) -> None:
     for attempt in range(1, DELETION_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                delete_once()
+                deleted = delete_once()
                 if connection.vendor == "postgresql":
                     connection.check_constraints()
-            return
+            return deleted
         except IntegrityError:
             if attempt == DELETION_ATTEMPTS:
                 raise ConflictError(conflict) from None
