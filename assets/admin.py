@@ -1,16 +1,17 @@
 """Admin views of the assets, for operators of the platform. The rows are the services' (`ServiceOwnedAdmin`):
 pooling derives their keys from names, serials and VINs, and their changes are events. A machine the API created
-(USER_CREATED) can be deleted here, through `services.machine_delete` (event machineDeleted)."""
+(USER_CREATED) can be deleted here, through `services.machine_delete` (event machineDeleted). A page shows the latest
+files of its machine, implement or operator and links to them all (`LatestRowsInline`)."""
 
 from django.contrib import admin
 
-from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
+from platform_site.accounts.admin import LatestRowsInline, ServiceOwnedAdmin, latest_rows_display
 
 from . import services
 from .models import Implement, ImplementFile, Machine, MachineFile, Operator, OperatorFile, OriginType
 
 
-class MachineFileInline(ServiceOwnedInline, admin.TabularInline):
+class MachineFileInline(LatestRowsInline, admin.TabularInline):
     model = MachineFile
     fields = ("core_file_id", "origin_type", "start_time", "end_time", "distance_value", "distance_unit")
     readonly_fields = fields
@@ -23,6 +24,8 @@ class MachineAdmin(ServiceOwnedAdmin):
     list_filter = ("origin_type", "provider")
     search_fields = ("id", "name", "serial_number", "vin", "provider_machine_id", "core_user__id")
     inlines = [MachineFileInline]
+    readonly_fields = ("all_files",)
+    all_files = latest_rows_display(MachineFileInline, "files")
 
     def deletable(self, obj) -> bool:
         return obj.origin_type == OriginType.USER_CREATED
@@ -38,7 +41,7 @@ class MachineFileAdmin(ServiceOwnedAdmin):
     search_fields = ("id", "core_file_id", "machine__id", "machine__name")
 
 
-class ImplementFileInline(ServiceOwnedInline, admin.TabularInline):
+class ImplementFileInline(LatestRowsInline, admin.TabularInline):
     model = ImplementFile
 
 
@@ -48,9 +51,11 @@ class ImplementAdmin(ServiceOwnedAdmin):
     list_filter = ("origin_type", "provider")
     search_fields = ("id", "name", "serial_number", "provider_implement_id", "core_user__id")
     inlines = [ImplementFileInline]
+    readonly_fields = ("all_files",)
+    all_files = latest_rows_display(ImplementFileInline, "files")
 
 
-class OperatorFileInline(ServiceOwnedInline, admin.TabularInline):
+class OperatorFileInline(LatestRowsInline, admin.TabularInline):
     model = OperatorFile
 
 
@@ -60,6 +65,8 @@ class OperatorAdmin(ServiceOwnedAdmin):
     list_filter = ("origin_type", "provider", "status")
     search_fields = ("id", "name", "license", "provider_operator_id", "core_user__id")
     inlines = [OperatorFileInline]
+    readonly_fields = ("all_files",)
+    all_files = latest_rows_display(OperatorFileInline, "files")
 
 
 @admin.register(ImplementFile)

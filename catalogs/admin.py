@@ -1,18 +1,19 @@
 """Admin views of the catalogs, for operators of the platform. The rows are the services' (`ServiceOwnedAdmin`):
-a product's or variety's normalized name is the key files are pooled by."""
+a product's or variety's normalized name is the key files are pooled by. A page shows the latest files that name it
+and links to them all (`LatestRowsInline`)."""
 
 from django.contrib import admin
 
-from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
+from platform_site.accounts.admin import LatestRowsInline, ServiceOwnedAdmin, latest_rows_display
 
 from .models import Product, ProductFile, Variety, VarietyFile
 
 
-class ProductFileInline(ServiceOwnedInline, admin.TabularInline):
+class ProductFileInline(LatestRowsInline, admin.TabularInline):
     model = ProductFile
 
 
-class VarietyFileInline(ServiceOwnedInline, admin.TabularInline):
+class VarietyFileInline(LatestRowsInline, admin.TabularInline):
     model = VarietyFile
 
 
@@ -21,6 +22,8 @@ class ProductAdmin(ServiceOwnedAdmin):
     list_display = ("id", "name", "normalized_name", "core_user", "updated_time")
     search_fields = ("id", "name", "normalized_name", "core_user__id")
     inlines = [ProductFileInline]
+    readonly_fields = ("all_files",)
+    all_files = latest_rows_display(ProductFileInline, "files")
 
 
 @admin.register(Variety)
@@ -28,6 +31,8 @@ class VarietyAdmin(ServiceOwnedAdmin):
     list_display = ("id", "name", "normalized_name", "core_user", "updated_time")
     search_fields = ("id", "name", "normalized_name", "core_user__id")
     inlines = [VarietyFileInline]
+    readonly_fields = ("all_files",)
+    all_files = latest_rows_display(VarietyFileInline, "files")
 
 
 @admin.register(ProductFile)

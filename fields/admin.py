@@ -5,17 +5,12 @@ A boundary's geometry is drawn on a Leaflet map with no drawing or editing tools
 `services.field_delete`, with their rules and events (a provider field is neither: its provider owns it); nothing
 else is added or changed here."""
 
-from urllib.parse import urlencode
-
 from django import forms
 from django.conf import settings
 from django.contrib import admin
-from django.forms.models import BaseInlineFormSet
 from django.template.loader import render_to_string
-from django.urls import reverse
-from django.utils.html import format_html
 
-from platform_site.accounts.admin import ServiceOwnedAdmin, ServiceOwnedInline
+from platform_site.accounts.admin import LatestRowsInline, ServiceOwnedAdmin, latest_rows_display
 
 from . import services
 from .geometry import from_geos, to_geojson
@@ -46,28 +41,17 @@ class ImmutableGeometryAdminMixin:
 BOUNDARY_READONLY_FIELDS = ["id", "field", "status", "provider_status", "provider_boundary_id", "area_ha", "created_at"]
 
 
-# A field's page maps its latest boundaries, not all: a field of 151 boundaries drew 151 maps in 159 queries. The others
-# are on the boundary list, filtered by the field (`FieldAdmin.all_boundaries` links to it).
-BOUNDARIES_SHOWN = 10
+class BoundaryInline(ImmutableGeometryAdminMixin, LatestRowsInline, admin.StackedInline):
+    """A field's latest boundaries, the newest (the active one) first: a field of 151 boundaries drew 151 maps in 159
+    queries. The others are on the boundary list, filtered by the field (`FieldAdmin.all_boundaries` links to it)."""
 
-
-class LatestBoundariesFormSet(BaseInlineFormSet):
-    """A field's latest `BOUNDARIES_SHOWN` boundaries, the newest (the active one) first."""
-
-    def get_queryset(self):
-        if not hasattr(self, "_queryset"):
-            latest = super().get_queryset().order_by("-created_at", "-id")
-            # (the field itself, not read again by each boundary's title)
-            self._queryset = latest.select_related("field")[:BOUNDARIES_SHOWN]
-        return self._queryset
-
-
-class BoundaryInline(ImmutableGeometryAdminMixin, ServiceOwnedInline, admin.StackedInline):
     model = Boundary
-    formset = LatestBoundariesFormSet
-    verbose_name_plural = f"boundaries (the latest {BOUNDARIES_SHOWN})"
+    latest_order = ("-created_at", "-id")
     fields = ["id", "status", "provider_status", "provider_boundary_id", "area_ha", "geometry_map", "created_at"]
     readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("field")  # (not read again by each boundary's title)
 
 
 # Everything a field shows but its name (a column added to the model is shown, not editable).
@@ -83,15 +67,7 @@ class FieldAdmin(ServiceOwnedAdmin):
     readonly_fields = [*FIELD_READONLY_FIELDS, "all_boundaries"]
     inlines = [BoundaryInline]
 
-    @admin.display(description="boundaries")
-    def all_boundaries(self, obj):
-        if obj is None or obj.pk is None:
-            return "-"
-        url = f"{reverse('admin:fields_boundary_changelist')}?{urlencode({'field': obj.pk})}"
-        count = Boundary.objects.filter(field=obj).count()
-        return format_html(
-            '<a href="{}">All {} of its boundaries</a> (the latest {} below)', url, count, min(count, BOUNDARIES_SHOWN)
-        )
+    all_boundaries = latest_rows_display(BoundaryInline, "boundaries")
 
     def has_change_permission(self, request, obj=None):
         # The name, through the service; a provider field is its provider's.

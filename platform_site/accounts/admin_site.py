@@ -1,12 +1,13 @@
 """The admin site: Django's, its login saying when it is refused for too many failures (`OwnerLoginForm`) and
-answering that refusal as the API does (`OwnerAdminSite`). Its own module: `PlatformAdminConfig` names the site
-before any app's admin module registers on it."""
+answering that refusal as the API does, and refusing a NUL in its URLs (`OwnerAdminSite`). Its own module:
+`PlatformAdminConfig` names the site before any app's admin module registers on it."""
 
 import math
+from functools import wraps
 
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.core.exceptions import ValidationError
+from django.core.exceptions import BadRequest, ValidationError
 from django.utils.translation import ngettext
 
 
@@ -34,6 +35,20 @@ class OwnerAdminSite(admin.AdminSite):
     page served as usual."""
 
     login_form = OwnerLoginForm
+
+    def admin_view(self, view, cacheable=False):
+        """Every view of the site (once the user may see it) refuses a URL whose path or query holds a NUL, a 400:
+        PostgreSQL refuses the character in any text it compares, so a list filter or a text id with one was a 500
+        there (and matched nothing on SQLite). The API refuses it as well (its path ids 404, its filters 400)."""
+
+        @wraps(view)
+        def refusing_nul(request, *args, **kwargs):
+            query = request.GET.lists()
+            if "\x00" in request.path or any("\x00" in key or any("\x00" in v for v in vs) for key, vs in query):
+                raise BadRequest("A URL of the admin cannot hold a NUL character.")
+            return view(request, *args, **kwargs)
+
+        return super().admin_view(refusing_nul, cacheable)
 
     def login(self, request, extra_context=None):
         response = super().login(request, extra_context)

@@ -11,7 +11,7 @@ from django.test import Client
 from shapely.geometry import shape
 
 from configs.services import config_owner_update
-from fields.admin import BOUNDARIES_SHOWN
+from fields.admin import BoundaryInline
 from fields.models import Boundary, Farm, Field, Grower
 from tests.adminforms import form_data, page_queries
 from tests.factories import CoreUserFactory
@@ -187,7 +187,7 @@ def test_a_fields_page_maps_its_latest_boundaries_in_as_many_queries_however_man
     # The page maps the latest ones, the active one first, and links to the list of them all
     page = admin_client_superuser.get(url)
     maps = re.findall(r'<div id="id_geometry_([0-9a-f]{32})" class="readonly-map"', page.content.decode())
-    assert len(maps) == BOUNDARIES_SHOWN and UUID(maps[0]) == field.boundary_id
+    assert len(maps) == BoundaryInline.shown and UUID(maps[0]) == field.boundary_id
     [link] = re.findall(r'<a href="([^"]+)">All 151 of its boundaries</a>', page.content.decode())
     listed = admin_client_superuser.get(link.replace("&amp;", "&"))
     assert listed.status_code == 200 and listed.context["cl"].result_count == 151
