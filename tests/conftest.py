@@ -66,6 +66,7 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
         "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
         "WEBHOOK_RETRY_SCHEDULE": "1,1",
         "WEBHOOK_TIMEOUT_SECONDS": "2",
+        "WEBHOOK_MAX_IN_FLIGHT_PER_OWNER": "2",  # (under its 4 threads: an owner's share is reached)
         "TASK_DATABASE_RETRY_SECONDS": "1",
     }
     app.control.purge()

@@ -3,6 +3,7 @@
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -18,7 +19,8 @@ class ReceivedRequest:
 class Receiver:
     """`statuses`: the status codes to answer, one per request (the last repeats); `hang`: seconds to
     sleep before answering (longer than the client timeout = a receiver that never answers); `answer`: the body
-    of every answer (default `answered <status>`); `headers`: more headers of every answer."""
+    of every answer (default `answered <status>`); `headers`: more headers of every answer; `on_request`: called with
+    each request as it arrives."""
 
     statuses: list[int] = field(default_factory=lambda: [200])
     hang: float = 0.0
@@ -26,6 +28,7 @@ class Receiver:
     headers: dict[str, str] = field(default_factory=dict)
     received: list[ReceivedRequest] = field(default_factory=list)
     url: str = ""
+    on_request: Callable[[ReceivedRequest], None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next_status(self) -> int:
@@ -58,7 +61,10 @@ def start_receiver(receiver: Receiver) -> ThreadingHTTPServer:
         def do_POST(self):  # noqa: N802 (http.server's naming)
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
-            receiver.received.append(ReceivedRequest(self.path, {k: v for k, v in self.headers.items()}, body))
+            request = ReceivedRequest(self.path, {k: v for k, v in self.headers.items()}, body)
+            if receiver.on_request is not None:
+                receiver.on_request(request)
+            receiver.received.append(request)
             if receiver.hang:
                 time.sleep(receiver.hang)
             status = receiver.next_status()

@@ -9,12 +9,13 @@ import logging
 import time
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import requests
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from platform_site.api.errors import DomainError, list_item_errors
@@ -172,10 +173,6 @@ def _call_deadline() -> float:
     return call_deadline(settings.WEBHOOK_TIMEOUT_SECONDS)
 
 
-# How often a delivery held back by its owner's limit asks again (seconds).
-OWNER_BUSY_RETRY_SECONDS = 2.0
-
-
 def _owner_busy(delivery: Delivery) -> bool:
     """Whether the delivery's owner already has `WEBHOOK_MAX_IN_FLIGHT_PER_OWNER` deliveries being posted that were
     claimed before this one (their lease running, ending before this one's: every lease is as long). Deliveries
@@ -193,49 +190,91 @@ def _owner_busy(delivery: Delivery) -> bool:
     return ahead.count() >= limit
 
 
-def _waiting_send(delivery: Delivery) -> None:
-    """A post of the delivery's owner has ended: its next delivery due and held by nobody (one held back by the
-    owner's limit, `_owner_busy`) is sent at once rather than when it asks again. An owner's deliveries went out in
-    bursts of the limit every `OWNER_BUSY_RETRY_SECONDS`, however quickly its receiver answered. (Tests run tasks
-    in the caller, and send each delivery themselves.)"""
-    from .tasks import webhooks_delivery_send
+# How many of an owner's waiting deliveries a post that ends tries to hand its place to (another post ending at the
+# same moment may take the first).
+HAND_OVER_TRIES = 5
 
+
+class HandedOver(NamedTuple):
+    """The delivery a post that ended handed its place to, claimed for it with `lease` (`_hand_over`)."""
+
+    delivery_id: str
+    lease: str
+
+
+def _hand_over(delivery: Delivery) -> HandedOver | None:
+    """A post of the delivery's owner has ended: its place goes to the owner's oldest delivery that is due and held
+    by nobody (one held back by the owner's limit, `_owner_busy`), claimed here, unless a delivery claimed meanwhile
+    took the place. Held-back deliveries asked again every 2 s: an owner's backlog behind a receiver that
+    hangs circled the delivery queue, over a hundred tasks a second, and every other owner's deliveries waited behind
+    them. (Tests run tasks in the caller, and send each delivery themselves.)"""
     if not settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER or app.conf.task_always_eager:
-        return
+        return None
     waiting = _due_and_free(timezone.now()).filter(owner_id=delivery.owner_id).exclude(pk=delivery.pk)
-    found = waiting.order_by("next_attempt_at", "pk").values_list("pk", flat=True).first()
-    if found is not None:
-        webhooks_delivery_send.delay(str(found))
+    for found in waiting.order_by("next_attempt_at", "pk").values_list("pk", flat=True)[:HAND_OVER_TRIES]:
+        lease = _claim(found)
+        if lease is None:
+            continue
+        # (a delivery claimed meanwhile may have taken the place: then this one waits again)
+        if _owner_busy(Delivery(pk=found, owner_id=delivery.owner_id, lease_until=lease)):
+            Delivery.objects.filter(pk=found).update(lease_until=None)
+            return None
+        return HandedOver(str(found), lease.isoformat())
+    return None
 
 
-def delivery_claim(delivery_id) -> Delivery | None:
-    """Take the delivery for one attempt if it is due and nobody holds it; None otherwise. The claim
-    is a lease in the row, so two workers never post the same attempt and a dead worker's claim expires."""
+def _claim(delivery_id) -> datetime | None:
+    """The lease of the delivery, taken if it is due and nobody holds it; None otherwise. The claim is a lease in the
+    row, so two workers never post the same attempt and a dead worker's claim expires."""
     now = timezone.now()
+    lease = now + max(LEASE, timedelta(seconds=_call_deadline() + 60))
     claimed = Delivery.objects.filter(
         Q(lease_until__isnull=True) | Q(lease_until__lt=now),
         pk=delivery_id,
         status=Delivery.Status.PENDING,
         next_attempt_at__lte=now,
-    ).update(lease_until=now + max(LEASE, timedelta(seconds=_call_deadline() + 60)))
-    if not claimed:
-        return None
+    ).update(lease_until=lease)
+    return lease if claimed else None
+
+
+def delivery_claim(delivery_id, lease: str | None = None) -> Delivery | None:
+    """The delivery, taken for one attempt (`_claim`), or already taken for it with `lease` (handed over by a post of
+    its owner that ended: `_hand_over`); None when it is not ours to post."""
+    if lease is None:
+        if _claim(delivery_id) is None:
+            return None
+        held = Delivery.objects.filter(pk=delivery_id)
+    else:
+        held = Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING, lease_until=lease)
     # None too when its webhook was deleted between the claim and this read (the deletion takes its deliveries).
-    return Delivery.objects.select_related("webhook").filter(pk=delivery_id).first()
+    return held.select_related("webhook").first()
 
 
-def delivery_attempt(delivery_id) -> float | None:
-    """Post a due delivery once and record the attempt. Returns the seconds until the next attempt
-    when it failed and will be retried (or when its owner already has `WEBHOOK_MAX_IN_FLIGHT_PER_OWNER` deliveries
-    being posted: then nothing is attempted), else None. Network I/O happens outside any transaction."""
-    delivery = delivery_claim(delivery_id)
+def delivery_attempt(delivery_id, lease: str | None = None) -> float | None:
+    """Post a due delivery once and record the attempt (`lease`: it was handed over, `_hand_over`), then send the
+    delivery its post hands its place to. Returns the seconds until the next attempt when it failed and will be
+    retried, else None."""
+    from .tasks import webhooks_delivery_send
+
+    delay, handed = delivery_post(delivery_id, lease)
+    if handed is not None:
+        webhooks_delivery_send.delay(*handed)
+    return delay
+
+
+def delivery_post(delivery_id, lease: str | None = None) -> tuple[float | None, HandedOver | None]:
+    """Post a due delivery once and record the attempt (`lease`: it was handed over, `_hand_over`). Returns the
+    seconds until the next attempt when it failed and will be retried (else None), and the owner's delivery its post
+    handed its place to, claimed, for the caller to post. Network I/O happens outside any transaction."""
+    delivery = delivery_claim(delivery_id, lease)
     if delivery is None:
-        return None
-    if _owner_busy(delivery):
+        return None, None
+    if lease is None and _owner_busy(delivery):
         # One owner's receivers that hang take at most its share of the delivery workers: the others stay free for
-        # every other owner. Held back, the delivery is let go and asks again shortly; no attempt is counted.
+        # every other owner. Held back, the delivery is let go, no attempt counted, and waits: the owner's next post
+        # to end hands it its place (or the sweep sends it again).
         Delivery.objects.filter(pk=delivery.pk).update(lease_until=None)
-        return OWNER_BUSY_RETRY_SECONDS
+        return None, None
     body = delivery.body.encode()
     webhook = delivery.webhook
     status_code, response_text, error = None, "", ""
@@ -273,8 +312,7 @@ def delivery_attempt(delivery_id) -> float | None:
     duration_ms = int((time.monotonic() - started) * 1000)
     succeeded = status_code is not None and 200 <= status_code < 300
     delay = _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded)
-    _waiting_send(delivery)
-    return delay
+    return delay, _hand_over(delivery)
 
 
 def _read_limited(response) -> str:
@@ -331,10 +369,14 @@ def deliveries_release() -> int:
 
 
 def deliveries_due(limit: int = 500) -> list[str]:
-    """Ids of pending deliveries that are due and held by nobody: lost messages, dead workers,
-    retries whose task never arrived."""
-    due = _due_and_free(timezone.now()).order_by("next_attempt_at")
-    return [str(pk) for pk in due.values_list("pk", flat=True)[:limit]]
+    """Ids of pending deliveries that are due and held by nobody: lost messages, dead workers, retries whose task
+    never arrived, deliveries waiting for their owner's turn; of each owner, the oldest
+    `WEBHOOK_MAX_IN_FLIGHT_PER_OWNER` (more would only be held back again: a backlog went round the queue)."""
+    due = _due_and_free(timezone.now())
+    if per_owner := settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER:
+        turn = Window(RowNumber(), partition_by=[F("owner_id")], order_by=[F("next_attempt_at"), F("pk")])
+        due = due.annotate(turn=turn).filter(turn__lte=per_owner)
+    return [str(pk) for pk in due.order_by("next_attempt_at", "pk").values_list("pk", flat=True)[:limit]]
 
 
 def _due_and_free(now):

@@ -20,7 +20,7 @@ from tests.factories import CoreUserFactory
 from tests.receiver import unused_port
 from tests.tenancy import assert_problem
 from webhooks.models import Delivery
-from webhooks.services import OWNER_BUSY_RETRY_SECONDS, deliveries_due, delivery_attempt, event_emit
+from webhooks.services import deliveries_due, delivery_attempt, event_emit
 from webhooks.tasks import webhooks_deliveries_sweep
 
 URL = "/services/alerts/api/alerts/webhooks"
@@ -542,7 +542,9 @@ def test_one_owner_takes_at_most_its_share_of_the_delivery_workers(
     emit(core_user, fieldId="waits")
     held = Delivery.objects.get(owner=owner, body__contains='"waits"')
     assert held.status == Delivery.Status.PENDING and held.attempts == 0 and held.lease_until is None
-    assert delivery_attempt(str(held.pk)) == OWNER_BUSY_RETRY_SECONDS
+    assert delivery_attempt(str(held.pk)) is None
+    held.refresh_from_db()
+    assert held.status == Delivery.Status.PENDING and held.attempts == 0 and held.lease_until is None
     # Another owner's event goes out meanwhile
     other_user = CoreUserFactory(owner=other_owner)
     subscribe(other_owner, webhook_receiver, ["fieldCreated"])
@@ -588,16 +590,92 @@ def test_deliveries_claimed_at_one_moment_go_up_to_the_owners_limit(
 def test_when_a_post_ends_the_owners_next_held_back_delivery_is_sent_at_once(
     owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
 ):
-    """Held back by the owner's limit, deliveries asked again every OWNER_BUSY_RETRY_SECONDS: an owner's events went
-    out in bursts of the limit every 2 s, however quickly its receiver answered."""
+    """Held back by the owner's limit, deliveries asked again every 2 s: an owner's events went out in bursts of the
+    limit every 2 s, however quickly its receiver answered. A post that ends hands its place to the oldest waiting."""
     from webhooks import tasks
 
     settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 1
     # "first" is due to be posted; "held" and "later" wait their turn (held back: pending, due, held by nobody)
     by_name = _delivered_by_name(owner, core_user, subscribe, webhook_receiver, ("first", "held", "later"))
     sent = []
-    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda delivery_id: sent.append(delivery_id))
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: sent.append(args))
     settings.CELERY_TASK_ALWAYS_EAGER = False  # as a worker runs it (Celery reads it from Django's settings)
     assert delivery_attempt(str(by_name["first"].pk)) is None
-    # The oldest one waiting is sent at once
-    assert sent == [str(by_name["held"].pk)]
+    # The oldest one waiting is sent at once, claimed for it
+    [(held_id, lease)] = sent
+    assert held_id == str(by_name["held"].pk)
+    assert Delivery.objects.get(pk=held_id).lease_until > timezone.now()
+    # It goes out with that claim, though the owner's one place looks taken (it was handed to it)
+    Delivery.objects.filter(pk=by_name["later"].pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    Delivery.objects.filter(pk=by_name["first"].pk).update(
+        status=Delivery.Status.PENDING, lease_until=timezone.now() + timedelta(seconds=30)
+    )
+    assert delivery_attempt(held_id) is None  # (no claim of its own: it is held)
+    assert webhook_receiver.wait_for(5, timeout=0.3)[4:] == []
+    assert delivery_attempt(held_id, lease) is None
+    assert json.loads(webhook_receiver.wait_for(5)[4].body)["fieldId"] == "held"
+    held = Delivery.objects.get(pk=held_id)
+    assert (held.status, held.attempts) == (Delivery.Status.SUCCEEDED, 1)
+    # A claim handed over once is not used twice (a task delivered again)
+    assert delivery_attempt(held_id, lease) is None
+    assert webhook_receiver.wait_for(6, timeout=0.3)[5:] == []
+
+
+@pytest.mark.embedded
+def test_a_post_that_ends_hands_its_place_past_a_delivery_another_took(
+    owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
+):
+    from webhooks import tasks
+
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 1
+    by_name = _delivered_by_name(owner, core_user, subscribe, webhook_receiver, ("first", "taken", "next"))
+    # Another post of the owner that ended at the same moment took "taken" (after "first" was claimed, below)
+    Delivery.objects.filter(pk=by_name["taken"].pk).update(lease_until=timezone.now() + timedelta(hours=1))
+    sent = []
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: sent.append(args))
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    assert delivery_attempt(str(by_name["first"].pk)) is None
+    assert [delivery_id for delivery_id, _lease in sent] == [str(by_name["next"].pk)]
+
+
+@pytest.mark.embedded
+def test_a_delivery_held_back_waits_without_asking_again(
+    owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
+):
+    """Held back, each delivery asked again every 2 s: 300 of one owner behind a receiver that hangs made over a
+    hundred tasks a second on the delivery queue, and other owners' deliveries waited seconds behind them."""
+    from webhooks import tasks
+
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 1
+    by_name = _delivered_by_name(owner, core_user, subscribe, webhook_receiver, ("posting", "waits"))
+    Delivery.objects.filter(pk=by_name["posting"].pk).update(lease_until=timezone.now() + timedelta(minutes=1))
+    scheduled = []
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "apply_async", lambda *a, **k: scheduled.append((a, k)))
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: scheduled.append(args))
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    tasks.webhooks_delivery_send.run(str(by_name["waits"].pk))
+    assert scheduled == []
+    waits = Delivery.objects.get(pk=by_name["waits"].pk)
+    assert (waits.status, waits.attempts, waits.lease_until) == (Delivery.Status.PENDING, 0, None)
+
+
+@pytest.mark.embedded
+def test_the_sweep_sends_of_each_owner_no_more_than_its_share(
+    owner, other_owner, core_user, subscribe, webhook_receiver, settings
+):
+    """A backlog waiting for its owner's turn went round the delivery queue whole at every sweep."""
+    from webhooks import tasks
+
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 2
+    other_user = CoreUserFactory(owner=other_owner)
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    subscribe(other_owner, webhook_receiver, ["fieldCreated"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: None)  # waiting, all of them
+        for n in range(5):
+            emit(core_user, fieldId=f"a{n}")
+        emit(other_user, fieldId="b0")
+    due = deliveries_due()
+    assert [json.loads(Delivery.objects.get(pk=pk).body)["fieldId"] for pk in due] == ["a0", "a1", "b0"]
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 0  # no share: all of them
+    assert len(deliveries_due()) == 6

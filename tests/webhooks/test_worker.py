@@ -1,5 +1,7 @@
-"""Delivery through a real Celery worker process on Redis (retry schedule 1 s, 1 s in the worker)."""
+"""Delivery through a real Celery worker process on Redis (retry schedule 1 s, 1 s in the worker; an owner's share
+2 of its 4 threads)."""
 
+import json
 import time
 
 import pytest
@@ -27,3 +29,22 @@ def test_the_worker_delivers_and_retries_with_backoff(celery_worker, owner, core
     first, second = delivery.attempt_log.order_by("number")
     # The retry waited for the backoff of the schedule (1 s), not a moment less.
     assert (second.attempted_at - first.attempted_at).total_seconds() >= 0.9
+
+
+def test_an_owners_deliveries_past_its_share_go_out_as_its_posts_end(
+    celery_worker, owner, core_user, subscribe, webhook_receiver
+):
+    """Past the owner's share (2 posts at once in the worker's 4 threads), deliveries wait without asking again; each
+    post that ends hands its place to the next (no beat runs here: nothing else would send them)."""
+    webhook_receiver.hang = 0.3
+    subscribe(owner, webhook_receiver, ["fieldCreated"], secret="k")
+    for n in range(12):
+        with transaction.atomic():
+            event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": f"f-{n}"})
+    requests = webhook_receiver.wait_for(12, timeout=60)
+    assert sorted(json.loads(r.body)["fieldId"] for r in requests) == sorted(f"f-{n}" for n in range(12))
+    assert len({r.headers["X-Core-Delivery"] for r in requests}) == 12
+    deadline = time.monotonic() + 10
+    while Delivery.objects.exclude(status=Delivery.Status.SUCCEEDED).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(Delivery.objects.values_list("status", "attempts").distinct()) == [(Delivery.Status.SUCCEEDED, 1)]
