@@ -1,3 +1,5 @@
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -8,6 +10,31 @@ from .models import EVENT_ALIASES, SECRET_MIN_LENGTH, DeliveryAttempt, EventType
 from .services import webhook_events
 
 EVENT_NAMES = sorted([*EventType.values, *EVENT_ALIASES])
+
+
+class EventsField(serializers.ListField):
+    """A list of event names, or one name alone, taken as a list of one (the spec writes `events` as an enum)."""
+
+    def to_internal_value(self, data):
+        return super().to_internal_value([data] if isinstance(data, str) else data)
+
+
+class EventsFieldSchema(OpenApiSerializerFieldExtension):
+    """OpenAPI: one event name or a list of them, as `EventsField` takes (the schema said a list only, so a client
+    generated from it could not send the name alone the spec shows)."""
+
+    target_class = EventsField
+
+    def map_serializer_field(self, auto_schema, direction):
+        names = ResolvedComponent(
+            name="WebhookEventNameEnum",
+            type=ResolvedComponent.SCHEMA,
+            object="WebhookEventNameEnum",
+            schema={"type": "string", "enum": EVENT_NAMES},
+        )
+        auto_schema.registry.register_on_missing(names)
+        listed = {"type": "array", "items": names.ref, "minItems": 1}
+        return {"oneOf": [listed, names.ref], "description": "The events to receive: a list of names, or one name."}
 
 
 class WebhookCreateSerializer(ApiSerializer):
@@ -22,7 +49,7 @@ class WebhookCreateSerializer(ApiSerializer):
         trim_whitespace=False,
         error_messages={"min_length": f"The secret must be at least {SECRET_MIN_LENGTH} characters long."},
     )
-    events = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_NAMES), allow_empty=False)
+    events = EventsField(child=serializers.ChoiceField(choices=EVENT_NAMES), allow_empty=False)
 
     def validate_url(self, value):
         if not value.lower().startswith(("http://", "https://")):
@@ -33,12 +60,6 @@ class WebhookCreateSerializer(ApiSerializer):
         if not value.strip():
             raise serializers.ValidationError("The secret must not be empty.")
         return value
-
-    def to_internal_value(self, data):
-        # A single event name is accepted as a list of one (the spec writes `events` as an enum).
-        if isinstance(data, dict) and isinstance(data.get("events"), str):
-            data = {**data, "events": [data["events"]]}
-        return super().to_internal_value(data)
 
 
 class WebhookSerializer(serializers.ModelSerializer):

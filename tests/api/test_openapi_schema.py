@@ -284,3 +284,17 @@ def test_every_schema_is_valid_json_schema_and_every_array_says_its_items(schema
         and "prefixItems" not in node
     ]
     assert unsaid == []
+
+
+@pytest.mark.parametrize(
+    ("events", "valid"),
+    [(["fieldCreated", "machineDeleted"], True), ("fieldCreated", True), ([], False), ("nope", False), (1, False)],
+)
+def test_a_webhooks_events_are_a_list_of_names_or_one_name_as_the_server_takes_them(schema, events, valid):
+    """The server took one name alone (the spec writes `events` as an enum) where the schema said a list only."""
+    import jsonschema
+
+    document, *_ = schema
+    request = {"$ref": "#/components/schemas/WebhookCreateRequest", "components": document["components"]}
+    body = {"name": "n", "url": "https://example.com/hook", "secret": "s" * 16, "events": events}
+    assert jsonschema.Draft202012Validator(request).is_valid(body) is valid
