@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from platform_site.accounts.models import ConnectableProvider, ProviderApplication
-from platform_site.api.schema import document_extra_properties
+from platform_site.api.schema import document_extra_properties, document_one_of
 from platform_site.api.serializers import (
     ApiSerializer,
     StrictBooleanField,
@@ -133,6 +133,9 @@ class ProviderLinkWithUserCreateSerializer(UserCreationMixin, LinkCreateSerializ
         if ("provider" in attrs) == ("allowedProviders" in attrs):
             raise serializers.ValidationError({"provider": ["Give either provider or allowedProviders."]})
         return attrs
+
+
+document_one_of(ProviderLinkWithUserCreateSerializer, ["provider", "allowedProviders"])
 
 
 class AuthenticationLinkCreateSerializer(LinkCreateSerializer):

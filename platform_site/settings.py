@@ -202,6 +202,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "platform_site.api.schema.postprocess_paging_headers",
+        "platform_site.api.schema.postprocess_download_headers",
         "platform_site.api.schema.postprocess_query_parameters",
         "platform_site.api.schema.postprocess_request_body_required",
         "platform_site.api.schema.postprocess_path_parameter_names",

@@ -98,6 +98,8 @@ UNAUTHORIZED_HEADERS = {
 RETRY_AFTER_HEADERS = {
     "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}},
 }
+# A file answered (a download or an image) names itself: downloads as attachments, images inline.
+DOWNLOAD_DISPOSITIONS = {"application/geo+json": "attachment", "application/zip": "attachment", "image/png": "inline"}
 ECHO_DESCRIPTION = (
     "Read-only, as the answer has it: may be sent back, but must equal the stored value (another value is a 400)."
 )
@@ -212,6 +214,23 @@ def document_extra_properties(
     ExtraProperties.__name__ = f"{serializer_class.__name__}ExtraProperties"
 
 
+def document_one_of(serializer_class, keys: Iterable[str]) -> None:
+    """Document that a request to the serializer sends exactly one of `keys` (its `validate` refuses none or two):
+    the schema's `oneOf` of each key required, which a generated client or a validator can check."""
+    alternatives = list(keys)
+
+    class OneOf(OpenApiSerializerExtension):
+        target_class = serializer_class
+
+        def map_serializer(self, auto_schema, direction):
+            schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+            if direction == "request":
+                schema["oneOf"] = [{"required": [key]} for key in alternatives]
+            return schema
+
+    OneOf.__name__ = f"{serializer_class.__name__}OneOf"
+
+
 def postprocess_paging_headers(result, generator, request, public):
     """Every paged list (it takes the `page` parameter) answers with `X-Total-Count` and `Link` headers."""
     for operations in result.get("paths", {}).values():
@@ -222,6 +241,25 @@ def postprocess_paging_headers(result, generator, request, public):
                 ok = operation.get("responses", {}).get("200")
                 if ok is not None:
                     ok.setdefault("headers", {}).update(PAGING_HEADERS)
+    return result
+
+
+def postprocess_download_headers(result, generator, request, public):
+    """Every file answered (`DOWNLOAD_DISPOSITIONS`' media types) comes with `Content-Disposition`, its file name."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            ok = operation.get("responses", {}).get("200") if isinstance(operation, dict) else None
+            kinds = {
+                DOWNLOAD_DISPOSITIONS[media]
+                for media in (ok or {}).get("content", {})
+                if media in DOWNLOAD_DISPOSITIONS
+            }
+            for kind in kinds:
+                description = f'`{kind}; filename="..."`: the file\'s name (`filename*` too where it is not ASCII).'
+                ok.setdefault("headers", {})["Content-Disposition"] = {
+                    "description": description,
+                    "schema": {"type": "string"},
+                }
     return result
 
 

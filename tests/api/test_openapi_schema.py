@@ -298,3 +298,35 @@ def test_a_webhooks_events_are_a_list_of_names_or_one_name_as_the_server_takes_t
     request = {"$ref": "#/components/schemas/WebhookCreateRequest", "components": document["components"]}
     body = {"name": "n", "url": "https://example.com/hook", "secret": "s" * 16, "events": events}
     assert jsonschema.Draft202012Validator(request).is_valid(body) is valid
+
+
+@pytest.mark.parametrize(
+    ("keys", "valid"),
+    [({"provider": "ProviderA"}, True), ({"allowedProviders": ["ProviderA"]}, True), ({}, False),
+     ({"provider": "ProviderA", "allowedProviders": ["ProviderB"]}, False)],
+)  # fmt: skip
+def test_a_provider_link_with_its_user_names_either_provider_or_allowed_providers_in_the_schema_too(
+    schema, keys, valid
+):
+    """The server refuses neither and both (400 "Give either provider or allowedProviders."); the schema took both."""
+    import jsonschema
+
+    document, *_ = schema
+    request = {"$ref": "#/components/schemas/ProviderLinkWithUserCreateRequest", "components": document["components"]}
+    assert jsonschema.Draft202012Validator(request).is_valid({"externalId": "x1", **keys}) is valid
+
+
+def test_every_file_answered_documents_its_content_disposition(schema):
+    """Downloads come as attachments and images inline, each with its name: the header was sent, not documented."""
+    document, *_ = schema
+    files = {
+        (method, path): ok
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if method in HTTP_METHODS
+        and (ok := operation["responses"].get("200"))
+        and set(ok.get("content", {})) & {"application/geo+json", "application/zip", "image/png"}
+    }
+    assert len(files) == 6
+    undocumented = [key for key, ok in files.items() if "Content-Disposition" not in ok.get("headers", {})]
+    assert undocumented == []
