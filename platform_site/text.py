@@ -26,15 +26,18 @@ def iso_time_text(text: str) -> str | None:
     return text
 
 
-# NUL and the other C0 controls but tab, LF and CR; the surrogate code points (in a Python str always lone: a valid
-# pair is one character).
-_UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+# NUL and the other C0 controls but tab, LF and CR, DEL and the C1 controls (a client may send none of them either:
+# `validators.CONTROL_CHARACTERS`); the surrogate code points (in a Python str always lone: a valid pair is one
+# character).
+_UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def storable(text: str) -> str:
     """`text` without what no database column should store: NUL (PostgreSQL refuses it in text and JSONB), the
-    other C0 controls but tab, LF and CR, and lone surrogates (no encoder writes them; JSON lets a remote server
-    send `\\ud800`). The one rule for text from outside: machine files, webhook receivers, OAuth providers."""
+    other C0 controls but tab, LF and CR, DEL and the C1 controls (the control characters a client may not send,
+    `validators.CONTROL_CHARACTERS`: a name from a file held what no client could have written), and lone
+    surrogates (no encoder writes them; JSON lets a remote server send `\\ud800`). The one rule for text from
+    outside: machine files, webhook receivers, OAuth providers."""
     return _UNSTORABLE.sub("", text) if _UNSTORABLE.search(text) else text
 
 

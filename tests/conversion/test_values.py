@@ -19,7 +19,9 @@ pytestmark = pytest.mark.embedded
     [
         ("P\x001", "P1"),
         ("P\x00\x00\x0012", "P12"),
-        ("a\x01b\x08c\x0bd\x0ce\x0ef\x1fg\x7f", "abcdefg\x7f"),
+        ("a\x01b\x08c\x0bd\x0ce\x0ef\x1fg\x7f", "abcdefg"),
+        ("C1\x80\x85\x9b[31m\x9f", "C1[31m"),  # (an 8-bit CSI among them)
+        ("\xa0Ünter €", "\xa0Ünter €"),
         ("tab\tline\ncarriage\r", "tab\tline\ncarriage\r"),
         ("\ud800x\udfff", "x"),
         ("Gülle 😀", "Gülle 😀"),
