@@ -223,31 +223,30 @@ def _hand_over(delivery: Delivery) -> HandedOver | None:
     return None
 
 
-def _claim(delivery_id) -> datetime | None:
-    """The lease of the delivery, taken if it is due and nobody holds it; None otherwise. The claim is a lease in the
-    row, so two workers never post the same attempt and a dead worker's claim expires."""
+def _claim(delivery_id, held_with: str | None = None) -> datetime | None:
+    """The lease of the delivery, taken if it is due and nobody holds it, or renewed if it is held with the running
+    lease `held_with` (handed over: `_hand_over`); None otherwise. The claim is a lease in the row, so two workers
+    never post the same attempt and a dead worker's claim expires. (A handed-over claim that ran out while its task
+    waited in the queue is no longer ours: the row was due and free to the sweep meanwhile.)"""
     now = timezone.now()
     lease = now + max(LEASE, timedelta(seconds=_call_deadline() + 60))
+    if held_with is None:
+        held = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    else:
+        held = Q(lease_until=held_with, lease_until__gte=now)
     claimed = Delivery.objects.filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now),
-        pk=delivery_id,
-        status=Delivery.Status.PENDING,
-        next_attempt_at__lte=now,
+        held, pk=delivery_id, status=Delivery.Status.PENDING, next_attempt_at__lte=now
     ).update(lease_until=lease)
     return lease if claimed else None
 
 
 def delivery_claim(delivery_id, lease: str | None = None) -> Delivery | None:
     """The delivery, taken for one attempt (`_claim`), or already taken for it with `lease` (handed over by a post of
-    its owner that ended: `_hand_over`); None when it is not ours to post."""
-    if lease is None:
-        if _claim(delivery_id) is None:
-            return None
-        held = Delivery.objects.filter(pk=delivery_id)
-    else:
-        held = Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING, lease_until=lease)
+    its owner that ended: `_hand_over`), the claim renewed; None when it is not ours to post."""
+    if _claim(delivery_id, lease) is None:
+        return None
     # None too when its webhook was deleted between the claim and this read (the deletion takes its deliveries).
-    return held.select_related("webhook").first()
+    return Delivery.objects.select_related("webhook").filter(pk=delivery_id).first()
 
 
 def delivery_attempt(delivery_id, lease: str | None = None) -> float | None:

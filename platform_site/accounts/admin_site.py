@@ -7,8 +7,10 @@ from functools import wraps
 
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.core.exceptions import BadRequest, ValidationError
+from django.core.exceptions import ValidationError
 from django.utils.translation import ngettext
+
+from platform_site.api.errors import malformed_request
 
 
 class OwnerLoginForm(AdminAuthenticationForm):
@@ -45,7 +47,8 @@ class OwnerAdminSite(admin.AdminSite):
         def refusing_nul(request, *args, **kwargs):
             query = request.GET.lists()
             if "\x00" in request.path or any("\x00" in key or any("\x00" in v for v in vs) for key, vs in query):
-                raise BadRequest("A URL of the admin cannot hold a NUL character.")
+                # (answered, not raised: Django logged each raised one with its traceback)
+                return malformed_request(request, "A URL of the admin cannot hold a NUL character.")
             return view(request, *args, **kwargs)
 
         return super().admin_view(refusing_nul, cacheable)

@@ -292,6 +292,11 @@ def _plain_problem(request, status_code: int, error_key: str, detail: str) -> Ht
     )
 
 
+def malformed_request(request, detail: str) -> HttpResponse:
+    """400 `malformedRequest` saying `detail`, answered outside DRF (the admin's URLs)."""
+    return _plain_problem(request, 400, "malformedRequest", detail)
+
+
 def length_required(request) -> HttpResponse:
     """411 for a body of unknown length (`platform_site.wsgi.length_unknown`)."""
     return _plain_problem(

@@ -652,7 +652,9 @@ NUL_URLS = [
 @pytest.mark.parametrize("url", NUL_URLS)
 def test_a_nul_in_an_admin_url_is_a_400(superuser_client, url):
     """PostgreSQL refuses a NUL in any text: each of these was a 500 there."""
-    assert superuser_client.get(url).status_code == 400
+    response = superuser_client.get(url)
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
+    assert "NUL" in response.json()["detail"]
     assert superuser_client.get(url.replace("%00", "x")).status_code in (200, 302)
 
 

@@ -622,6 +622,22 @@ def test_when_a_post_ends_the_owners_next_held_back_delivery_is_sent_at_once(
 
 
 @pytest.mark.embedded
+def test_a_handed_over_claim_that_ran_out_is_not_posted(owner, core_user, subscribe, webhook_receiver, settings):
+    """Its task waited in the queue past the claim: the row was due and free meanwhile, and the sweep's task posted
+    it while the handed-over one did too (two posts of one delivery at once)."""
+    settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 1
+    by_name = _delivered_by_name(owner, core_user, subscribe, webhook_receiver, ("late",))
+    ran_out = timezone.now() - timedelta(seconds=1)
+    Delivery.objects.filter(pk=by_name["late"].pk).update(lease_until=ran_out)
+    assert delivery_attempt(str(by_name["late"].pk), ran_out.isoformat()) is None
+    assert webhook_receiver.wait_for(2, timeout=0.3)[1:] == []
+    # The sweep's claim of it goes out
+    assert delivery_attempt(str(by_name["late"].pk)) is None
+    assert len(webhook_receiver.wait_for(2)) == 2
+    assert Delivery.objects.get(pk=by_name["late"].pk).attempts == 1
+
+
+@pytest.mark.embedded
 def test_a_post_that_ends_hands_its_place_past_a_delivery_another_took(
     owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
 ):
