@@ -66,11 +66,11 @@ def stray_storage_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     CONVERSION_STUCK_AFTER_SECONDS ago; the embedded server's start, at its start): upload zips
     (`batches/<batch>.zip`), data set zips (`datasets/<batch>/`), a file's outputs and images (`files/<file>/`) and
     a batch's work folder; the outputs of failed files (`files/<file>/`, none of it served); also work folders
-    nothing wrote since then that no batch uses (`_work_dirs_sweep`), and uploads that stopped streaming in
-    (`.uploads/*.upload`: their request was cut off with its process). Names that are not a record id are not ours:
-    left alone."""
+    nothing wrote since then that no batch uses (`_work_dirs_sweep`), uploads that stopped streaming in
+    (`.uploads/*.upload`: their request was cut off with its process), and partial writes of outputs
+    (`_partial_writes_sweep`). Names that are not a record id are not ours: left alone."""
     limit = stuck_limit(limit)
-    removed = _uploads_sweep(limit)
+    removed = _uploads_sweep(limit) + _partial_writes_sweep(limit)
     _, uploads = storage.listdir("batches")
     for name in _strays(Batch, uploads, key=lambda name: Path(name).stem[:36]):
         if _stored_time(f"batches/{name}") < limit:
@@ -104,6 +104,18 @@ def _uploads_sweep(limit: datetime) -> int:
     folder = upload_temp_dir()
     removed = 0
     for path in folder.glob(f"*{UPLOAD_SUFFIX}") if folder.is_dir() else ():
+        if _newest_local(path) < limit:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _partial_writes_sweep(limit: datetime) -> int:
+    """Remove the partial writes of outputs (`storage.PARTIAL_WRITE`, beside a live file's outputs too) that nothing
+    wrote since `limit`: a write that fails removes its own, but a process killed mid-write left it for good (up to a
+    whole output each: the output written again later has another partial's name)."""
+    removed = 0
+    for path in storage.partial_writes():
         if _newest_local(path) < limit:
             path.unlink(missing_ok=True)
             removed += 1

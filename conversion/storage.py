@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -76,8 +77,15 @@ def store_stream(name: str, write: Callable[[IO[bytes]], object]) -> tuple[str, 
     return stored, result
 
 
+# A write in progress on the local file system: `.<name>.<uuid hex>.part` beside its place (`_write_in_place`).
+PARTIAL_WRITE = re.compile(r"\..+\.[0-9a-f]{32}\.part")
+# The folders of `default_storage` that outputs are written into.
+OUTPUT_FOLDERS = ("batches", "datasets", "files")
+
+
 def _write_in_place(target: Path, write: Callable[[IO[bytes]], object]) -> object:
-    """`write` into a hidden file beside `target`, then renamed onto it (a reader never sees it half written)."""
+    """`write` into a hidden file beside `target` (`PARTIAL_WRITE`), then renamed onto it (a reader never sees it
+    half written)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{uuid.uuid4().hex}.part")
     try:
@@ -90,6 +98,19 @@ def _write_in_place(target: Path, write: Callable[[IO[bytes]], object]) -> objec
         partial.unlink(missing_ok=True)
         raise
     return result
+
+
+def partial_writes() -> Iterator[Path]:
+    """The partial writes (`PARTIAL_WRITE`) in the output folders, on the local file system (elsewhere, none: the
+    bytes go to a temporary file, which the system removes)."""
+    for folder in OUTPUT_FOLDERS:
+        try:
+            root = Path(default_storage.path(folder))
+        except NotImplementedError:
+            return
+        for path in root.rglob(".*.part") if root.is_dir() else ():
+            if PARTIAL_WRITE.fullmatch(path.name):
+                yield path
 
 
 def store_zip_of(name: str, paths: list[Path], base: Path) -> str:

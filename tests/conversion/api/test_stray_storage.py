@@ -90,6 +90,29 @@ def test_an_upload_cut_off_while_it_streamed_in_is_removed_once_nothing_wrote_it
     assert not cut_off.exists() and streaming.exists() and foreign.exists()
 
 
+def test_a_partial_write_left_beside_a_live_files_outputs_is_removed_once_old(
+    api_client, core_user, jd_shapefiles, settings
+):
+    """A process killed while it wrote an output left its hidden `.part` beside the file's outputs for good (up to a
+    whole output each): the sweep looked only at the folders of records that no longer exist."""
+    data = (jd_shapefiles / "Export From MyJohnDeere - Application.zip").read_bytes()
+    assert upload(api_client, core_user.pk, data).status_code == 201
+    file_id = File.objects.values_list("pk", flat=True)[0]
+    outputs_of = Path(django_settings.MEDIA_ROOT) / "files" / str(file_id)
+    kept = sorted(_stored(file_id))
+    killed = outputs_of / f".standard.geojson.{'a' * 32}.part"
+    writing = outputs_of / f".raw.geojson.{'b' * 32}.part"
+    foreign = outputs_of / ".notes.part"  # (not a partial write of ours)
+    for path in (killed, writing, foreign):
+        path.write_bytes(b'{"type": "FeatureCollection", "feat')
+    _age([*kept, killed, foreign], settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
+
+    assert stray_storage_sweep()["removed"] == 1
+    assert not killed.exists() and writing.exists() and foreign.exists()
+    assert sorted(p for p in _stored(file_id) if p not in (writing, foreign)) == kept
+    assert api_client.get(f"/services/operations/api/files/{file_id}/standardGeojson").status_code == 200
+
+
 def test_beat_runs_the_storage_sweep_and_every_scheduled_task_exists():
     from platform_site.celery import app
 
