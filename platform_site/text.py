@@ -54,6 +54,15 @@ def fit(text: str, length: int) -> str:
     return f"{text[: length - 17]}~{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
+def clip(text: str, length: int) -> str:
+    """`text`, or when longer than `length`, its start and its end around an ellipsis: for a message that may echo
+    what a client sent (its start says what, its end what is wrong with it)."""
+    if len(text) <= length:
+        return text
+    head = (length - 1) * 2 // 3
+    return f"{text[:head]}…{text[len(text) - (length - 1 - head) :]}"
+
+
 BINARY_UNITS = ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB"))
 
 

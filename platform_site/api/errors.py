@@ -20,7 +20,7 @@ from rest_framework.response import Response
 
 from platform_site.api.authentication import BEARER_CHALLENGE, OwnerDeactivated
 from platform_site.db import DEADLOCK, database_unavailable, sqlstate
-from platform_site.text import storable
+from platform_site.text import clip, storable
 
 # The detail of every 404: a missing id and another owner's id answer alike.
 NOT_FOUND = "The resource was not found."
@@ -155,20 +155,33 @@ def problem_body(
     field_errors: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The problem document; `type` is a stable URN built from the errorKey. Its text is `storable`: a message may
-    echo the request (an unknown key, a value no choice matches), and a lone surrogate in it failed the rendering."""
+    echo the request (an unknown key, a value no choice matches), and a lone surrogate in it failed the rendering.
+    It is also bounded (`MESSAGE_MAX` characters a text, `FIELD_ERRORS_MAX` field errors): a 5 MiB value no choice
+    matched was echoed whole, twice, a 10 MiB answer."""
     body: dict[str, Any] = {
         "type": f"urn:problem:{error_key}",
         "title": HTTPStatus(status_code).phrase,
         "status": status_code,
-        "detail": storable(detail),
+        "detail": _text(detail),
         "path": storable(path),
         "errorKey": error_key,
     }
     if field_errors is not None:
         body["fieldErrors"] = [
-            {k: storable(v) if isinstance(v, str) else v for k, v in error.items()} for error in field_errors
+            {k: _text(v) if isinstance(v, str) else v for k, v in error.items()}
+            for error in field_errors[:FIELD_ERRORS_MAX]
         ]
     return body
+
+
+# The longest text of a problem document (its start and end kept), and how many field errors it lists at the most
+# (its detail counts them all).
+MESSAGE_MAX = 1000
+FIELD_ERRORS_MAX = 100
+
+
+def _text(text: str) -> str:
+    return clip(storable(text), MESSAGE_MAX)
 
 
 def flatten_field_errors(detail: Any, prefix: str = "") -> list[dict[str, str]]:

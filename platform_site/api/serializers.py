@@ -105,9 +105,37 @@ class StrictCharField(serializers.CharField):
 CONTROL_CHARACTERS_ALLOWED = frozenset({"password", "secret", "clientSecret"})
 
 
+# A value no choice matches is answered with the choices, when they are at most this many (the `sort` error names
+# its own): "\"square\" is not a valid choice." left the client to guess SQUARE.
+CHOICES_NAMED_MAX = 40
+
+
+def choices_named(choices) -> str | None:
+    """The choices, as an error names them (`CHOICES_NAMED_MAX` at the most; the empty choice of a filter left
+    out), or None when there are more."""
+    names = [str(choice) for choice in choices if choice not in ("", None)]
+    return ", ".join(names) if len(names) <= CHOICES_NAMED_MAX else None
+
+
+def _name_the_choices(field) -> None:
+    """A choice field (or a list of them) answers a value no choice matches with the choices, and echoes at most
+    80 characters of the value."""
+    target = field.child if isinstance(field, serializers.ListField) else field
+    if isinstance(target, serializers.ChoiceField) and (names := choices_named(target.choices)):
+        names = names.replace("{", "{{").replace("}", "}}")
+        target.error_messages["invalid_choice"] = f'"{{input!s:.80}}" is not one of: {names}.'
+
+
 class RejectUnknownFieldsMixin:
     """A body key the resource does not have is a 400, not silently dropped; so is text holding control
-    characters (but tab and line breaks) in any key but a secret."""
+    characters (but tab and line breaks) in any key but a secret. A value no choice matches is answered with the
+    choices (`_name_the_choices`)."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for field in fields.values():
+            _name_the_choices(field)
+        return fields
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):

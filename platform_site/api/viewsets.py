@@ -3,6 +3,7 @@ owner's id answers 404 exactly like a missing one."""
 
 import re
 
+from django import forms
 from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import IntegerField, QuerySet, UUIDField
@@ -18,6 +19,7 @@ from platform_site.api.errors import NOT_FOUND
 from platform_site.api.lookups import row_get
 from platform_site.api.pagination import PagePagination
 from platform_site.api.schema import ApiAutoSchema
+from platform_site.api.serializers import choices_named
 from platform_site.api.sorting import parse_sort
 
 
@@ -83,6 +85,10 @@ def list_query_check(view, request) -> None:
 
         def filters():
             filterset = filterset_class(request.query_params, queryset=filterset_class._meta.model.objects.none())
+            for field in filterset.form.fields.values():
+                if isinstance(field, forms.ChoiceField) and (names := choices_named(v for v, _ in field.choices)):
+                    # (Django's "Select a valid choice. x is not one of the available choices." named none)
+                    field.error_messages["invalid_choice"] = f"%(value).80s is not one of: {names.replace('%', '%%')}."
             if not filterset.is_valid():
                 raise translate_validation(filterset.errors)
 

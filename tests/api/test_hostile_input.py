@@ -321,3 +321,46 @@ def test_a_host_not_allowed_is_a_problem_document_in_debug_mode_too(client, sett
     assert_problem(response, 400, "malformedRequest")
     assert response["Content-Type"] == "application/problem+json"
     assert client.get("/services/operations/api/files").status_code == 401  # an allowed host goes on as before
+
+
+def test_an_error_echoing_what_was_sent_is_bounded(api_client, core_user):
+    """A 5 MiB value no choice matched was echoed whole, in the detail and in its field error: a 10 MiB answer. A
+    choice error echoes 80 characters of it; any other text keeps its start and end (what was sent, what is wrong)."""
+    from webhooks.serializers import EVENT_NAMES as names
+
+    EVENT_NAMES = ", ".join(names)  # noqa: N806
+    url = "/services/alerts/api/alerts/webhooks"
+    body = {"name": "w", "url": "https://example.com/hook", "secret": "s" * 20, "events": ["K" * 5_000_000]}
+    response = api_client.post(url, body, format="json")
+    assert_problem(response, 400, "validation")
+    assert len(response.content) < 5_000
+    [error] = response.json()["fieldErrors"]
+    assert error["field"] == "events[0]" and error["message"] == f'"{"K" * 80}" is not one of: {EVENT_NAMES}.'
+    # Unknown keys by the thousand: a hundred are listed, all counted
+    response = api_client.post(
+        "/services/usermanagement/api/users", {f"k{n}" + "x" * 2000: 1 for n in range(500)}, format="json"
+    )
+    assert_problem(response, 400, "validation")
+    errors = response.json()["fieldErrors"]
+    assert len(errors) == 100 and all(len(e["field"]) <= 1000 for e in errors)
+    assert "more" in response.json()["detail"] and len(response.content) < 200_000
+    assert all(e["field"].startswith("k") and "…" in e["field"] and len(e["field"]) == 1000 for e in errors)
+
+
+@pytest.mark.parametrize(
+    ("url", "query", "message"),
+    [
+        ("/services/fields/api/fields", "type=merged", "merged is not one of: ORIGINAL, MERGED."),
+    ],
+)
+def test_a_filter_value_no_choice_matches_is_answered_with_the_choices(api_client, core_user, url, query, message):
+    """Django's "Select a valid choice. merged is not one of the available choices." named none."""
+    response = api_client.get(f"{url}?{query}")
+    assert_problem(response, 400, "validation")
+    assert response.json()["fieldErrors"][0]["message"] == message
+
+
+def test_a_body_value_no_choice_matches_is_answered_with_the_choices(api_client, core_user):
+    response = api_client.patch("/services/config/api/configs", {"geoimagesShape": "square"}, format="json")
+    assert_problem(response, 400, "validation")
+    assert response.json()["fieldErrors"][0]["message"] == '"square" is not one of: SQUARE, HEXAGON.'
