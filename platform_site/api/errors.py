@@ -177,7 +177,7 @@ def problem_body(
 # The longest text of a problem document (its start and end kept), and how many field errors it lists at the most
 # (its detail counts them all).
 MESSAGE_MAX = 1000
-FIELD_ERRORS_MAX = 100
+FIELD_ERRORS_MAX = 1000
 
 
 def _text(text: str) -> str:

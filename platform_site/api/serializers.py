@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from django.db import models
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from platform_site.api.errors import DomainError
 from platform_site.api.filters import PLAIN_INTEGER
@@ -126,6 +127,19 @@ def _name_the_choices(field) -> None:
         target.error_messages["invalid_choice"] = f'"{{input!s:.80}}" is not one of: {names}.'
 
 
+def json_type(value) -> str:
+    """The JSON type of a value as JSON decoded it, as an error names it ("an array", "null")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 class RejectUnknownFieldsMixin:
     """A body key the resource does not have is a 400, not silently dropped; so is text holding control
     characters (but tab and line breaks) in any key but a secret. A value no choice matches is answered with the
@@ -139,7 +153,9 @@ class RejectUnknownFieldsMixin:
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
-            return super().to_internal_value(data)
+            # (DRF's "Invalid data. Expected a dictionary, but got int." named Python's types)
+            message = f"Expected a JSON object, not {json_type(data)}."
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]}, code="invalid")
         errors = {key: ["Unknown field."] for key in sorted(set(data) - set(self.fields))}
         for key, value in data.items():
             if key not in errors and key not in CONTROL_CHARACTERS_ALLOWED and holds_control_characters(value):
