@@ -5,6 +5,7 @@ same geometry, and compute areas and overlap ratios in Python on WGS84 (pyproj, 
 give the same numbers. The database only supplies candidates through an indexed `intersects` lookup.
 """
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from shapely.geometry import MultiPolygon, Point, Polygon, box
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
+from platform_site.text import clip
 
 from .geodesy import WGS84, as_multipolygon, geodesic_areas_m2, geojson_crs, polygon_parts, polygon_rings
 
@@ -150,8 +152,12 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
         if not isinstance(coordinates, list) or not coordinates:
             raise InvalidGeometry("coordinates must be a non-empty list of polygons.")
         polygons, where = coordinates, "coordinates[{}]"
+    elif "type" not in data:
+        raise InvalidGeometry("type is required: 'MultiPolygon' or 'Polygon'.")
     else:
-        raise InvalidGeometry(f"type must be 'MultiPolygon' or 'Polygon', not {kind!r}.")
+        # (JSON's writing of what was sent, cut: Python's repr said None, ['MultiPolygon'] and echoed any length)
+        sent = clip(json.dumps(kind, ensure_ascii=False), 80)
+        raise InvalidGeometry(f"type must be 'MultiPolygon' or 'Polygon', not {sent}.")
     _check_size(polygons)
     checked = [_check_polygon(polygon, where.format(index)) for index, polygon in enumerate(polygons)]
     try:

@@ -105,7 +105,10 @@ BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
     ("geometry", "reason"),
     [
         ("POLYGON((0 0,1 0,1 1,0 0))", "GeoJSON object"),
-        ({"type": "Point", "coordinates": [0, 0]}, "type must be"),
+        ({"type": "Point", "coordinates": [0, 0]}, "type must be 'MultiPolygon' or 'Polygon', not \"Point\"."),
+        ({"type": None, "coordinates": []}, "type must be 'MultiPolygon' or 'Polygon', not null."),
+        ({"type": ["MultiPolygon"]}, "type must be 'MultiPolygon' or 'Polygon', not [\"MultiPolygon\"]."),
+        ({"coordinates": []}, "type is required: 'MultiPolygon' or 'Polygon'."),
         ({"type": "MultiPolygon"}, "non-empty list"),
         ({"type": "MultiPolygon", "coordinates": []}, "non-empty list"),
         ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1]]]}, "not closed"),
