@@ -225,6 +225,17 @@ def _summarise(field_errors: list[dict[str, str]]) -> str:
     return f"{where}{first['message']}{more}"
 
 
+def _what_is_taken(exc: exceptions.APIException, view) -> str:
+    """For a 415 and a 406, what the view takes or answers (the messages named only what was refused)."""
+    if isinstance(exc, exceptions.UnsupportedMediaType) and view is not None:
+        kinds = [parser.media_type for parser in getattr(view, "parser_classes", ())]
+        return f" Send {' or '.join(kinds)}." if kinds else ""
+    if isinstance(exc, exceptions.NotAcceptable) and view is not None:
+        kinds = [renderer.media_type for renderer in getattr(view, "renderer_classes", ())]
+        return f" This answers {' or '.join(dict.fromkeys(kinds))}." if kinds else ""
+    return ""
+
+
 def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
     """DRF exception handler: every known error becomes a problem document; unknown ones stay 500."""
     request = context.get("request")
@@ -258,7 +269,7 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             field_errors = flatten_field_errors(exc.detail)
             detail = _summarise(field_errors)
         else:
-            detail = str(exc.detail)
+            detail = str(exc.detail) + _what_is_taken(exc, context.get("view"))
         if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
             exc.status_code = status.HTTP_401_UNAUTHORIZED
         code = exc.status_code

@@ -373,3 +373,20 @@ def test_a_body_that_is_no_json_object_is_named_by_its_json_type(api_client, cor
     response = api_client.post("/services/usermanagement/api/users", json.dumps(body), content_type="application/json")
     assert_problem(response, 400, "validation")
     assert response.json()["detail"] == f"Expected a JSON object, not {named}."
+
+
+def test_a_415_says_what_the_endpoint_takes_and_a_406_what_it_answers(api_client, core_user):
+    """They named only what was refused ("Unsupported media type \\"application/zip\\" in request.")."""
+    response = api_client.post("/services/usermanagement/api/users", "name=x", content_type="text/plain")
+    assert_problem(response, 415, "unsupportedMediaType")
+    assert response.json()["detail"].endswith(" Send application/json.")
+    response = api_client.post(
+        f"/services/operations/api/batch?coreUserId={core_user.pk}&provider=Other",
+        b"PK",
+        content_type="application/zip",
+    )
+    assert_problem(response, 415, "unsupportedMediaType")
+    assert "multipart/form-data" in response.json()["detail"].split("Send", 1)[1]
+    response = api_client.get("/services/usermanagement/api/users", HTTP_ACCEPT="image/png")
+    assert_problem(response, 406, "notAcceptable")
+    assert "application/json" in response.json()["detail"].split("This answers", 1)[1]
