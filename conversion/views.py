@@ -295,6 +295,12 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
         if not all(params.values()):
             params = {key: params[key] or request.data.get(key) for key in params}
             core_user, provider = self._upload_target(params)
+        if upload is None and "file" in request.data:
+            raise DomainError(
+                "Send the zip as the multipart form field `file` with a file name (`filename=` in its "
+                "Content-Disposition, as `curl -F file=@upload.zip` sends it): the part `file` is a text field.",
+                field_errors=[{"field": "file", "message": "A file is required, not text."}],
+            )
         if upload is None:
             raise DomainError(
                 "Send the zip as the multipart form field `file`: the body holds no complete part of that name (a "

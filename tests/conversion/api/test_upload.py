@@ -164,6 +164,14 @@ def test_missing_file_is_400(api_client, core_user):
     assert body["fieldErrors"] == [{"field": "file", "message": "This field is required."}]
 
 
+def test_a_file_part_sent_as_text_is_named_as_such(api_client, core_user):
+    """`curl -F file=upload.zip` (no `@`) sends the name as text: the answer said the body had no part `file`."""
+    response = api_client.post(f"{BATCH_URL}?coreUserId={core_user.pk}&provider=Other", {"file": "upload.zip"})
+    body = assert_problem(response, 400, "validation")
+    assert body["fieldErrors"] == [{"field": "file", "message": "A file is required, not text."}]
+    assert "is a text field" in body["detail"] and Batch.objects.count() == 0
+
+
 @pytest.mark.parametrize("end", [b"", b"\r\n--BB"], ids=["cut-short", "no-closing-boundary"])
 def test_a_body_whose_file_part_never_ends_says_so_and_nothing_is_kept(api_client, core_user, end):
     body = b'--BB\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\n' + SMALL_ZIP[:100] + end
