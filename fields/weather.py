@@ -21,6 +21,7 @@ from platform_site.api.errors import DomainError, ServiceUnavailableError
 from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import deadline_session
 from platform_site.outbound import call_deadline, json_object, read_at_most
+from platform_site.text import clip
 
 from .geometry import centroid_lonlat, from_geos
 from .models import Field
@@ -151,14 +152,25 @@ def parse_day(value: str | None, name: str) -> date:
         return date.fromisoformat(value) if len(value) == 10 else datetime.fromisoformat(value).date()
     except ValueError:
         raise DomainError(
-            f"{name} must be an ISO 8601 date (YYYY-MM-DD), not {value!r}.",
+            f"{name} must be an ISO 8601 date (YYYY-MM-DD), not {clip(repr(value), 80)}.",
             field_errors=[{"field": name, "message": "Not an ISO 8601 date."}],
         ) from None
 
 
 def weather_range(start_time: str | None, end_time: str | None) -> tuple[date, date]:
-    """Validated [start, end]: start <= end, at most 366 days."""
-    start, end = parse_day(start_time, "startTime"), parse_day(end_time, "endTime")
+    """Validated [start, end]: start <= end, at most 366 days. Both dates' errors are answered together (the
+    first was answered alone, as a list's query parameters are not)."""
+    days, refused = [], []
+    for value, name in ((start_time, "startTime"), (end_time, "endTime")):
+        try:
+            days.append(parse_day(value, name))
+        except DomainError as exc:
+            refused.append(exc)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        errors = [error for exc in refused for error in exc.field_errors]
+        raise DomainError(f"{refused[0].detail}{more}", field_errors=errors)
+    start, end = days
     if start > end:
         raise DomainError(
             "startTime must not be after endTime.", field_errors=[{"field": "startTime", "message": "After endTime."}]

@@ -209,6 +209,17 @@ def test_bad_dates_are_400_and_the_source_is_not_asked(api_client, core_user, op
     assert open_meteo.requests == []
 
 
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [({}, ["startTime", "endTime"]), ({"startTime": "2024-13-01", "endTime": "2024-02-30"}, ["startTime", "endTime"])],
+)
+def test_both_bad_dates_are_named_in_one_answer(api_client, core_user, open_meteo, params, named):
+    """Only startTime was named; a client that fixed it learned of endTime next."""
+    field = create_field(api_client, core_user, FIELD)
+    body = assert_problem(api_client.get(weather_url(core_user, field["id"]), params), 400, "validation")
+    assert [error["field"] for error in body["fieldErrors"]] == named and body["detail"].endswith("(and 1 more)")
+
+
 @pytest.mark.parametrize("status", [500, 502, 429])
 def test_an_error_of_the_source_is_503(api_client, core_user, open_meteo, status):
     field = create_field(api_client, core_user, FIELD)
