@@ -13,6 +13,8 @@ from django.db.models import F
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
 
+from platform_site.text import clip
+
 
 def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
     """Translate `sort` query values into Django `order_by` terms; raise 400 on anything unknown."""
@@ -27,9 +29,11 @@ def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
         if not parts:
             raise ValidationError({"sort": [f"'{value}' names no property."]})
         for prop in parts:
+            if prop not in allowed and not allowed:  # ("Allowed: none." said it less plainly)
+                raise ValidationError({"sort": [f"This list cannot be sorted (sort property {clip(repr(prop), 80)})."]})
             if prop not in allowed:
-                choices = ", ".join(sorted(allowed)) or "none"
-                raise ValidationError({"sort": [f"Unknown sort property '{prop}'. Allowed: {choices}."]})
+                choices = ", ".join(sorted(allowed))
+                raise ValidationError({"sort": [f"Unknown sort property {clip(repr(prop), 80)}. Allowed: {choices}."]})
             ordering.append(direction + allowed[prop])
     return ordering
 

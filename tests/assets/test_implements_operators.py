@@ -214,3 +214,9 @@ def test_another_core_users_implements_and_operators_are_not_under_this_users_ur
     assert_problem(api_client.get(operators_url(other, operator.id)), 404, "notFound")
     assert api_client.get(implements_url(other)).json() == []
     assert api_client.get(operators_url(other)).json() == []
+
+
+def test_the_operators_list_says_it_cannot_be_sorted(api_client, core_user):
+    """It said "Unknown sort property 'name'. Allowed: none."."""
+    body = assert_problem(api_client.get(f"{operators_url(core_user)}?sort=name"), 400, "validation")
+    assert body["fieldErrors"] == [{"field": "sort", "message": "This list cannot be sorted (sort property 'name')."}]
