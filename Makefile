@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # The slowest tests of each phase, at the end of its output (the whole run must stay well under CI's 30 minutes).
 DURATIONS ?= --durations=15
 
-.PHONY: run test test-postgis test-embedded test-postgis-phase test-embedded-phase lint format bench install system-run system-test migrate clean
+.PHONY: run test test-postgis test-embedded test-postgis-phase test-embedded-phase lint format bench install system-run system-test system-services migrate clean
 
 $(VENV)/.installed: pyproject.toml
 	@py=$$(scripts/find-python.sh) || { echo "No Python >= 3.11 able to load SQLite extensions (install python3 python3-venv)"; exit 1; }; \
@@ -24,9 +24,11 @@ install: $(VENV)/.installed
 system-run:
 	@scripts/system-deps.sh run
 
-system-test:
-	@scripts/system-deps.sh test
+system-test: system-services
 	@scripts/system-deps.sh browser
+
+system-services:
+	@scripts/system-deps.sh test
 
 migrate: system-run install
 	@mkdir -p "$${VAR_DIR:-var}"
@@ -76,7 +78,8 @@ format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: system-test install
+# (PostgreSQL and Redis as for the tests, not the browser: no benchmark drives one)
+bench: system-services install
 	@scripts/test-services.sh
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(PY) bench/run.py $(BENCH)
 
