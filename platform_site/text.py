@@ -26,10 +26,11 @@ def iso_time_text(text: str) -> str | None:
     return text
 
 
-# NUL and the other C0 controls but tab, LF and CR, DEL and the C1 controls (a client may send none of them either:
-# `validators.CONTROL_CHARACTERS`); the surrogate code points (in a Python str always lone: a valid pair is one
-# character).
-_UNSTORABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# The control characters no text holds, as a regular expression's ranges: the C0 controls but NUL, tab, LF and CR,
+# DEL and the C1 controls. A client may send none (`validators.CONTROL_CHARACTERS`); text from outside loses them.
+CONTROL_CHARACTER_RANGES = "\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+# Those, NUL, and the surrogate code points (in a Python str always lone: a valid pair is one character).
+_UNSTORABLE = re.compile(f"[\x00{CONTROL_CHARACTER_RANGES}\ud800-\udfff]")
 
 
 def storable(text: str) -> str:

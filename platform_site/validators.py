@@ -7,10 +7,12 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator, RegexValidator
 
+from platform_site.text import CONTROL_CHARACTER_RANGES
+
 # C0 controls but tab, LF and CR (NUL has its own message, DRF's and Django's forms' "Null characters are not
 # allowed."), DEL and the C1 controls: no name, address or label holds one, and a BEL or an escape stored in a name
 # reached every client and terminal.
-CONTROL_CHARACTERS = re.compile("[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+CONTROL_CHARACTERS = re.compile(f"[{CONTROL_CHARACTER_RANGES}]")
 CONTROL_CHARACTERS_MESSAGE = "Control characters are not allowed (tab and line breaks are)."
 
 
