@@ -20,7 +20,7 @@ from shapely.geometry import MultiPolygon, Point, Polygon, box
 from shapely.validation import explain_validity
 
 from platform_site.api.errors import DomainError
-from platform_site.text import clip
+from platform_site.text import ECHO_MAX, clip
 
 from .geodesy import WGS84, as_multipolygon, geodesic_areas_m2, geojson_crs, polygon_parts, polygon_rings
 
@@ -156,7 +156,7 @@ def parse_multipolygon(data: Any) -> MultiPolygon:
         raise InvalidGeometry("type is required: 'MultiPolygon' or 'Polygon'.")
     else:
         # (JSON's writing of what was sent, cut: Python's repr said None, ['MultiPolygon'] and echoed any length)
-        sent = clip(json.dumps(kind, ensure_ascii=False), 80)
+        sent = clip(json.dumps(kind, ensure_ascii=False), ECHO_MAX)
         raise InvalidGeometry(f"type must be 'MultiPolygon' or 'Polygon', not {sent}.")
     _check_size(polygons)
     checked = [_check_polygon(polygon, where.format(index)) for index, polygon in enumerate(polygons)]

@@ -21,7 +21,7 @@ from platform_site.api.errors import DomainError, ServiceUnavailableError
 from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import deadline_session
 from platform_site.outbound import call_deadline, json_object, read_at_most
-from platform_site.text import clip
+from platform_site.text import ECHO_MAX, clip
 
 from .geometry import centroid_lonlat, from_geos
 from .models import Field
@@ -152,7 +152,7 @@ def parse_day(value: str | None, name: str) -> date:
         return date.fromisoformat(value) if len(value) == 10 else datetime.fromisoformat(value).date()
     except ValueError:
         raise DomainError(
-            f"{name} must be an ISO 8601 date (YYYY-MM-DD), not {clip(repr(value), 80)}.",
+            f"{name} must be an ISO 8601 date (YYYY-MM-DD), not {clip(repr(value), ECHO_MAX)}.",
             field_errors=[{"field": name, "message": "Not an ISO 8601 date."}],
         ) from None
 

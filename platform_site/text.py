@@ -55,6 +55,11 @@ def fit(text: str, length: int) -> str:
     return f"{text[: length - 17]}~{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
+# How much of a value a client sent an error message repeats (`clip`, or a format's precision): the start says
+# which value it was; a value of megabytes was echoed whole.
+ECHO_MAX = 80
+
+
 def clip(text: str, length: int) -> str:
     """`text`, or when longer than `length`, its start and its end around an ellipsis: for a message that may echo
     what a client sent (its start says what, its end what is wrong with it)."""

@@ -12,6 +12,7 @@ from rest_framework.settings import api_settings
 
 from platform_site.api.errors import DomainError
 from platform_site.api.filters import PLAIN_INTEGER
+from platform_site.text import ECHO_MAX
 from platform_site.validators import CONTROL_CHARACTERS_MESSAGE, holds_control_characters
 
 
@@ -120,11 +121,11 @@ def choices_named(choices) -> str | None:
 
 def _name_the_choices(field) -> None:
     """A choice field (or a list of them) answers a value no choice matches with the choices, and echoes at most
-    80 characters of the value."""
+    ECHO_MAX characters of the value."""
     target = field.child if isinstance(field, serializers.ListField) else field
     if isinstance(target, serializers.ChoiceField) and (names := choices_named(target.choices)):
         names = names.replace("{", "{{").replace("}", "}}")
-        target.error_messages["invalid_choice"] = f'"{{input!s:.80}}" is not one of: {names}.'
+        target.error_messages["invalid_choice"] = f'"{{input!s:.{ECHO_MAX}}}" is not one of: {names}.'
 
 
 def json_type(value) -> str:

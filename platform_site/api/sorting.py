@@ -13,7 +13,7 @@ from django.db.models import F
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
 
-from platform_site.text import clip
+from platform_site.text import ECHO_MAX, clip
 
 
 def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
@@ -29,11 +29,12 @@ def parse_sort(values: list[str], allowed: dict[str, str]) -> list[str]:
         if not parts:
             raise ValidationError({"sort": [f"'{value}' names no property."]})
         for prop in parts:
-            if prop not in allowed and not allowed:  # ("Allowed: none." said it less plainly)
-                raise ValidationError({"sort": [f"This list cannot be sorted (sort property {clip(repr(prop), 80)})."]})
             if prop not in allowed:
+                sent = clip(repr(prop), ECHO_MAX)
+                if not allowed:  # ("Allowed: none." said it less plainly)
+                    raise ValidationError({"sort": [f"This list cannot be sorted (sort property {sent})."]})
                 choices = ", ".join(sorted(allowed))
-                raise ValidationError({"sort": [f"Unknown sort property {clip(repr(prop), 80)}. Allowed: {choices}."]})
+                raise ValidationError({"sort": [f"Unknown sort property {sent}. Allowed: {choices}."]})
             ordering.append(direction + allowed[prop])
     return ordering
 

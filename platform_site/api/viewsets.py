@@ -21,6 +21,7 @@ from platform_site.api.pagination import PagePagination
 from platform_site.api.schema import ApiAutoSchema
 from platform_site.api.serializers import choices_named
 from platform_site.api.sorting import parse_sort
+from platform_site.text import ECHO_MAX
 
 
 def get_or_404(queryset: QuerySet, **lookup):
@@ -88,7 +89,9 @@ def list_query_check(view, request) -> None:
             for field in filterset.form.fields.values():
                 if isinstance(field, forms.ChoiceField) and (names := choices_named(v for v, _ in field.choices)):
                     # (Django's "Select a valid choice. x is not one of the available choices." named none)
-                    field.error_messages["invalid_choice"] = f"%(value).80s is not one of: {names.replace('%', '%%')}."
+                    field.error_messages["invalid_choice"] = (
+                        f"%(value).{ECHO_MAX}s is not one of: {names.replace('%', '%%')}."
+                    )
             if not filterset.is_valid():
                 raise translate_validation(filterset.errors)
 
