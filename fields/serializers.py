@@ -6,6 +6,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from platform_site.api import wording
 from platform_site.api.schema import document_extra_properties
 from platform_site.api.serializers import (
     ApiModelSerializer,
@@ -311,6 +312,7 @@ class FieldIdsField(serializers.ListField):
     def __init__(self, **kwargs):
         kwargs.setdefault("max_length", MAX_INTERSECT_FIELDS)
         super().__init__(**kwargs)
+        wording.reword(self)  # (the view runs it alone, outside a serializer's fields)
 
 
 # --- OpenAPI documentation only: the GeoJSON answers of the geometric queries and the weather ---------------------

@@ -7,6 +7,7 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator, RegexValidator
 
+from platform_site.api import wording
 from platform_site.text import CONTROL_CHARACTER_RANGES
 
 # C0 controls but tab, LF and CR (NUL has its own message, DRF's and Django's forms' "Null characters are not
@@ -66,5 +67,5 @@ EMAIL_MAX = 254  # (RFC 5321's longest path)
 def validate_email_address(value: str) -> None:
     """Refuses what is not an email address of at most `EMAIL_MAX` characters (a core user's `email`)."""
     if len(value) > EMAIL_MAX:
-        raise ValidationError(f"Ensure this field has no more than {EMAIL_MAX} characters.", code="max_length")
+        raise ValidationError(wording.length("at most", EMAIL_MAX, "character"), code="max_length")
     EmailValidator()(value)

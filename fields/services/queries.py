@@ -53,11 +53,8 @@ def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPo
     otherwise), as a MultiPolygon (empty when they do not overlap)."""
     ids = list(dict.fromkeys(field_ids))
     if len(ids) < 2:
-        raise DomainError(
-            "Give the ids of at least two different fields.",
-            error_key="validation",
-            field_errors=[{"field": "", "message": "At least two different field ids are needed."}],
-        )
+        message = "Give the ids of at least two different fields."
+        raise DomainError(message, error_key="validation", field_errors=[{"field": "", "message": message}])
     fields = {
         f.public_id: f
         for f in Field.objects.filter(

@@ -10,8 +10,8 @@ from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
+from platform_site.api import wording
 from platform_site.api.filters import PLAIN_INTEGER
-from platform_site.text import fit
 
 BEYOND_DIGITS = 19  # a number of more digits is past any page and any size (Python reads at most 4300 digits)
 
@@ -24,13 +24,13 @@ def parse_int_param(request, name: str, *, default: int, minimum: int) -> int:
         return default
     text = raw.strip()
     if not PLAIN_INTEGER.fullmatch(text):
-        raise ValidationError({name: [f"'{fit(raw, 40)}' is not an integer."]})
+        raise ValidationError({name: [wording.NOT_AN_INTEGER]})
     digits = text.lstrip("+-").lstrip("0")
     value = int(digits or "0") if len(digits) <= BEYOND_DIGITS else 10**BEYOND_DIGITS
     if text.startswith("-"):
         value = -value
     if value < minimum:
-        raise ValidationError({name: [f"Must be at least {minimum}."]})
+        raise ValidationError({name: [wording.at_least(minimum)]})
     return value
 
 

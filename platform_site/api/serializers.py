@@ -10,6 +10,7 @@ from django.db import models
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
+from platform_site.api import wording
 from platform_site.api.errors import DomainError
 from platform_site.api.filters import PLAIN_INTEGER
 from platform_site.text import ECHO_MAX
@@ -36,6 +37,8 @@ class TimestampField(serializers.DateTimeField):
 class StrictBooleanField(serializers.BooleanField):
     """Only JSON `true` / `false`: no "yes", 1 or "true" strings."""
 
+    default_error_messages = {"invalid": wording.NOT_A_BOOLEAN}
+
     def to_internal_value(self, data):
         if isinstance(data, bool):
             return data
@@ -45,7 +48,7 @@ class StrictBooleanField(serializers.BooleanField):
 class StrictFloatField(serializers.FloatField):
     """Only JSON numbers (not strings, not booleans, not NaN or infinity)."""
 
-    default_error_messages = {"invalid": "A number is required."}
+    default_error_messages = {"invalid": wording.NOT_A_NUMBER, **wording.RANGE_MESSAGES}
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, (int, float)):
@@ -62,7 +65,7 @@ class StrictFloatField(serializers.FloatField):
 class StrictIntegerField(serializers.IntegerField):
     """Only JSON integers (a float with no fraction is accepted; strings and booleans are not)."""
 
-    default_error_messages = {"invalid": "An integer is required."}
+    default_error_messages = {"invalid": wording.NOT_AN_INTEGER, **wording.RANGE_MESSAGES}
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, (int, float)):
@@ -75,7 +78,7 @@ class StrictIntegerField(serializers.IntegerField):
 class StrictUUIDField(serializers.UUIDField):
     """Only a JSON string holding a UUID (DRF alone reads the number 1, and `true`, as UUIDs)."""
 
-    default_error_messages = {"invalid": "Must be a UUID string."}
+    default_error_messages = {"invalid": wording.NOT_A_UUID}
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
@@ -86,6 +89,8 @@ class StrictUUIDField(serializers.UUIDField):
 class QueryIntegerField(serializers.IntegerField):
     """An integer query parameter written in ASCII digits (`12`; not `1_0`, `1.0` or other scripts' digits)."""
 
+    default_error_messages = {"invalid": wording.NOT_AN_INTEGER, **wording.RANGE_MESSAGES}
+
     def to_internal_value(self, data):
         if not PLAIN_INTEGER.fullmatch(str(data).strip()):
             self.fail("invalid")
@@ -95,7 +100,7 @@ class QueryIntegerField(serializers.IntegerField):
 class StrictCharField(serializers.CharField):
     """Only JSON strings: a number is not silently turned into text."""
 
-    default_error_messages = {"invalid": "A string is required."}
+    default_error_messages = {"invalid": wording.NOT_A_STRING}
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
@@ -144,19 +149,31 @@ def json_type(value) -> str:
 class RejectUnknownFieldsMixin:
     """A body key the resource does not have is a 400, not silently dropped; so is text holding control
     characters (but tab and line breaks) in any key but a secret. A value no choice matches is answered with the
-    choices (`_name_the_choices`)."""
+    choices (`_name_the_choices`); type and range errors are worded as everywhere else (`wording`)."""
 
     def get_fields(self):
         fields = super().get_fields()
         for field in fields.values():
             _name_the_choices(field)
+            wording.reword(field)
         return fields
+
+    def validate_empty_values(self, data):
+        if data is None and self.parent is None:
+            # (DRF answered a `null` body "No data provided", as if none had been sent)
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [self._not_an_object(data)]})
+        return super().validate_empty_values(data)
+
+    @staticmethod
+    def _not_an_object(data) -> str:
+        return f"Expected a JSON object, not {json_type(data)}."
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):
             # (DRF's "Invalid data. Expected a dictionary, but got int." named Python's types)
-            message = f"Expected a JSON object, not {json_type(data)}."
-            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]}, code="invalid")
+            raise serializers.ValidationError(
+                {api_settings.NON_FIELD_ERRORS_KEY: [self._not_an_object(data)]}, code="invalid"
+            )
         errors = {key: ["Unknown field."] for key in sorted(set(data) - set(self.fields))}
         for key, value in data.items():
             if key not in errors and key not in CONTROL_CHARACTERS_ALLOWED and holds_control_characters(value):

@@ -390,3 +390,57 @@ def test_a_415_says_what_the_endpoint_takes_and_a_406_what_it_answers(api_client
     response = api_client.get("/services/usermanagement/api/users", HTTP_ACCEPT="image/png")
     assert_problem(response, 406, "notAcceptable")
     assert "application/json" in response.json()["detail"].split("This answers", 1)[1]
+
+
+def _messages(response) -> dict:
+    assert_problem(response, 400, "validation")
+    return {error["field"]: error["message"] for error in response.json()["fieldErrors"]}
+
+
+def test_one_wording_for_a_type_or_range_error_in_a_body_a_filter_and_paging(api_client, core_user):
+    """DRF and Django worded each their own way ("A valid integer is required.", "Enter a whole number.",
+    "'x' is not an integer.", "Ensure this value is greater than or equal to 1." beside our "Must be at least 0.")."""
+    users = f"/services/fields/api/users/{core_user.pk}"
+    listed = _messages(api_client.get("/services/fields/api/farms?growerId=abc&coreUserId=nope&page=x&size=0"))
+    assert listed == {
+        "growerId": "Must be an integer.",
+        "coreUserId": "Must be a UUID.",
+        "page": "Must be an integer.",
+        "size": "Must be at least 1.",
+    }
+    assert _messages(api_client.get("/services/fields/api/farms?growerId=0")) == {"growerId": "Must be at least 1."}
+    assert _messages(api_client.get(f"/services/beta/api/users/{core_user.pk}/products/search?maxResults=x")) == {
+        "maxResults": "Must be an integer."
+    }
+    assert _messages(api_client.get(f"/services/beta/api/users/{core_user.pk}/products/search?maxResults=21")) == {
+        "maxResults": "Must be at most 20."
+    }
+    sent = {"growerId": "abc", "name": 5}
+    assert _messages(api_client.post(f"{users}/farms", sent, format="json")) == {
+        "growerId": "Must be an integer.",
+        "name": "Must be a string.",
+    }
+    assert _messages(api_client.post(f"{users}/farms", {"name": "x" * 256}, format="json")) == {
+        "name": "Must have at most 255 characters."
+    }
+    merge = "/services/operations/api/files/merge"
+    assert _messages(api_client.post(merge, {"ids": ["nope"]}, format="json")) == {"ids[0]": "Must be a UUID."}
+    assert _messages(api_client.post(merge, {"ids": {}}, format="json")) == {"ids": "Must be a JSON array."}
+    assert _messages(api_client.post(merge, {"ids": []}, format="json")) == {"ids": "Must have at least 1 item."}
+    intersects = {"geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}
+    assert _messages(
+        api_client.post(f"{users}/fields/intersects", {**intersects, "intersectionThreshold": 0}, format="json")
+    ) == {"intersectionThreshold": "Must be at least 0.01."}
+    assert _messages(api_client.patch("/services/config/api/configs", {"fieldsAutoMerge": "yes"}, format="json")) == {
+        "fieldsAutoMerge": "Must be true or false."
+    }
+    too_many = [str(index) for index in range(1001)]
+    assert _messages(api_client.post(f"{users}/fields/intersect", too_many, format="json")) == {
+        "": "Must have at most 1000 items."
+    }
+
+
+def test_a_null_body_is_named_as_such(api_client, core_user):
+    """DRF answered "No data provided", as if the client had sent nothing."""
+    response = api_client.post("/services/usermanagement/api/users", "null", content_type="application/json")
+    assert _messages(response) == {"": "Expected a JSON object, not null."}
