@@ -68,7 +68,9 @@ class CoreUserConfigurationView(APIView):
             core_user=core_user, entries=_validated_entries(replacement_document(request)), replace=True
         )
         body = configuration_representation(owner=request.user, core_user=core_user, entries=entries)
-        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        if not created:
+            return Response(body)
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": request.build_absolute_uri()})
 
     @extend_schema(
         operation_id="configs_core_user_update",

@@ -17,7 +17,13 @@ from platform_site.api.errors import DomainError
 from platform_site.api.parsers import no_body
 from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload, ZipDownload
 from platform_site.api.schema import NO_BODY_PROBLEMS
-from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, get_or_404, owned_core_user_or_404
+from platform_site.api.viewsets import (
+    CoreUserScopedViewSet,
+    OwnerScopedViewSet,
+    created_location,
+    get_or_404,
+    owned_core_user_or_404,
+)
 
 from . import merging, outputs, services
 from .filtersets import BatchFilterSet, FieldFileFilterSet, FileFilterSet
@@ -201,7 +207,9 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
         file = merging.file_merge(owner=self.owner, ids=body.validated_data["ids"])
         file = _file_records(_files_of(self.owner)).get(pk=file.pk)
         return Response(
-            FileSerializer(file, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
+            FileSerializer(file, context=self.get_serializer_context()).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": created_location(request, request.path.removesuffix("/merge"), file.pk)},
         )
 
     @extend_schema(responses=FileStepStatusSerializer)

@@ -2,6 +2,7 @@
 the rules live in `services.py`. The end-user pages are in `pages.py`."""
 
 from django.db import transaction
+from django.urls import reverse
 from drf_spectacular.drainage import isolate_view_method
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
@@ -70,7 +71,11 @@ class MagicLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
         data = self.create_serializer_class(data=request.data)
         data.is_valid(raise_exception=True)
         link, token = services.magic_link_create(core_user=core_user, **data.link_values())
-        return self._created(link, token)
+        response = self._created(link, token)
+        # (the link is read at `/magic-link/{kind}/{id}`, not under the core user's address it was posted to)
+        detail = request.resolver_match.url_name.removesuffix("-user") + "-detail"
+        response["Location"] = request.build_absolute_uri(reverse(detail, kwargs={"pk": link.id}))
+        return response
 
     def destroy(self, request, pk=None):
         return deleted_response(services.magic_link_delete(link=self.get_object()))

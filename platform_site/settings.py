@@ -67,6 +67,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "platform_site.api.middleware.HostCheckMiddleware",
+    "platform_site.api.middleware.ResponseHeadersMiddleware",  # (outside CommonMiddleware, which adds a length)
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -203,6 +204,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "platform_site.api.schema.postprocess_paging_headers",
         "platform_site.api.schema.postprocess_download_headers",
+        "platform_site.api.schema.postprocess_created_headers",
         "platform_site.api.schema.postprocess_query_parameters",
         "platform_site.api.schema.postprocess_request_body_required",
         "platform_site.api.schema.postprocess_path_parameter_names",

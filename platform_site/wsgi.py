@@ -57,10 +57,13 @@ class Handler(WSGIHandler):
     request_class = Request
 
     def get_response(self, request):
-        if length_unknown(request.META):
-            from platform_site.api.errors import length_required
+        from platform_site.api.errors import handler404, length_required
 
+        if length_unknown(request.META):
             return length_required(request)
+        if not request.path_info.startswith("/"):
+            # (`OPTIONS *`: no URL of ours, and Django answered its HTML debug page in debug mode)
+            return handler404(request)
         return super().get_response(request)
 
 

@@ -25,3 +25,22 @@ class HostCheckMiddleware:
             security_logger.error(str(exc), extra={"status_code": 400, "request": request})
             return errors.handler400(request, exc)
         return self.get_response(request)
+
+
+class ResponseHeadersMiddleware:
+    """Headers every answer of the API gets right:
+    - an answer to a request with credentials (`Authorization`) is one owner's data, which no cache may keep:
+      `Cache-Control: no-store` unless the view said otherwise (a shared cache that did not know such answers are
+      private could serve one owner's to another);
+    - a 204 or 304 has no Content-Length (RFC 9110 8.6: Django's CommonMiddleware gave every answer one)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "HTTP_AUTHORIZATION" in request.META and not response.has_header("Cache-Control"):
+            response["Cache-Control"] = "no-store"
+        if response.status_code in (204, 304) and response.has_header("Content-Length"):
+            del response["Content-Length"]
+        return response

@@ -244,6 +244,19 @@ def postprocess_paging_headers(result, generator, request, public):
     return result
 
 
+def postprocess_created_headers(result, generator, request, public):
+    """Every 201 names the address of what it created (`Location`)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            created = operation.get("responses", {}).get("201") if isinstance(operation, dict) else None
+            if created is not None:
+                created.setdefault("headers", {})["Location"] = {
+                    "description": "The absolute address of the resource created.",
+                    "schema": {"type": "string", "format": "uri"},
+                }
+    return result
+
+
 def postprocess_download_headers(result, generator, request, public):
     """Every file answered (`DOWNLOAD_DISPOSITIONS`' media types) comes with `Content-Disposition`, its file name."""
     for operations in result.get("paths", {}).values():

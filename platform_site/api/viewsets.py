@@ -2,6 +2,7 @@
 owner's id answers 404 exactly like a missing one."""
 
 import re
+from urllib.parse import quote
 
 from django import forms
 from django.core.exceptions import FieldDoesNotExist
@@ -15,6 +16,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from platform_site.accounts.models import CoreUser
+from platform_site.api import wording
 from platform_site.api.errors import NOT_FOUND
 from platform_site.api.lookups import row_get
 from platform_site.api.pagination import PagePagination
@@ -87,6 +89,7 @@ def list_query_check(view, request) -> None:
         def filters():
             filterset = filterset_class(request.query_params, queryset=filterset_class._meta.model.objects.none())
             for field in filterset.form.fields.values():
+                wording.reword_form_field(field)
                 if isinstance(field, forms.ChoiceField) and (names := choices_named(v for v, _ in field.choices)):
                     # (Django's "Select a valid choice. x is not one of the available choices." named none)
                     field.error_messages["invalid_choice"] = (
@@ -159,6 +162,17 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
     def scope_check(self) -> None:
         """Raise 404 when the URL names a scope (a core user) that is not the owner's: before the query is read."""
 
+    def finalize_response(self, request, response, *args, **kwargs):
+        """A 201 of a create names what it made (`Location`, RFC 9110 15.3.2: without one, a client takes the
+        collection it posted to for the resource): the collection's address and the new id, unless the view gave
+        another."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        data = getattr(response, "data", None)
+        if response.status_code == 201 and not response.has_header("Location") and self.action == "create":
+            if isinstance(data, dict) and data.get("id") is not None:
+                response["Location"] = created_location(request, request.path, data["id"])
+        return response
+
     def filter_queryset(self, queryset):
         # A list's whole query is checked as its rows are first filtered: after `get_queryset` has found what the URL
         # names (a machine, a field: a 404 before any 400, as before the check), before any of it is applied.
@@ -171,6 +185,11 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
         obj = get_or_404(self.get_queryset(), **{self.lookup_field: self.kwargs[self.lookup_url_kwarg]})
         self.check_object_permissions(self.request, obj)
         return obj
+
+
+def created_location(request, collection: str, resource_id) -> str:
+    """The absolute address of resource `resource_id` of the collection at path `collection`."""
+    return request.build_absolute_uri(f"{collection.rstrip('/')}/{quote(str(resource_id), safe=':')}")
 
 
 class CoreUserScopedViewSet(OwnerScopedViewSet):

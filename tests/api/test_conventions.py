@@ -484,3 +484,46 @@ def test_tabs_and_line_breaks_are_text_and_a_secret_is_the_clients_bytes(api_cli
     secret = "s\u0001\u001bcret-of-16-characters"
     hook = {"name": "ops", "url": "https://example.com/h", "secret": secret, "events": ["fieldCreated"]}
     assert api_client.post("/services/alerts/api/alerts/webhooks", hook, format="json").status_code == 201
+
+
+SQUARE = {"type": "Polygon", "coordinates": [[[0, 0], [0.01, 0], [0.01, 0.01], [0, 0.01], [0, 0]]]}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/services/usermanagement/api/users", {"name": "Ann"}),
+        ("/services/fields/api/users/{user}/fields", {"id": "north:40", "geometry": SQUARE}),
+        ("/services/fields/api/users/{user}/farms", {"name": "Home"}),
+        ("/services/fields/api/users/{user}/growers", {"name": "Smith"}),
+        ("/services/beta/api/users/{user}/machines", {"name": "8R 370"}),
+        (
+            "/services/alerts/api/alerts/webhooks",
+            {"events": ["fieldCreated"], "name": "w", "secret": "s" * 16, "url": "https://example.com/hook"},
+        ),
+        ("/services/widgets/api/magic-link/file-upload", {"externalId": "grower-42"}),
+        ("/services/widgets/api/magic-link/users/{user}/file-upload", {}),
+        ("/services/config/api/configs/{user}", {"fieldsAutoMerge": True}),  # (the target itself: its first POST)
+    ],
+)
+def test_a_201_names_the_address_of_what_it_created(api_client, core_user, path, body):
+    """RFC 9110 15.3.2: without a Location, a client takes the collection it posted to for the new resource. The
+    address answers the resource (the link made under a core user's address is read among its kind's)."""
+    response = api_client.post(path.format(user=core_user.pk), body, format="json")
+    assert response.status_code == 201, response.content
+    location = response["Location"]
+    assert location.startswith("http://testserver/services/")
+    got = api_client.get(location.removeprefix("http://testserver"))
+    assert got.status_code == 200
+    created = response.json()
+    assert got.json()["id"] == created["id"] if "id" in created else got.json() == created
+
+
+def test_an_answer_of_an_owners_data_is_kept_by_no_cache_and_a_204_has_no_length(api_client, core_user):
+    """No Cache-Control at all: a shared cache that did not know Authorization makes an answer private could serve it
+    to another owner. A 204 had `Content-Length: 0`, which RFC 9110 8.6 forbids."""
+    listed = api_client.get("/services/usermanagement/api/users")
+    assert listed["Cache-Control"] == "no-store"
+    deleted = api_client.delete(f"/services/usermanagement/api/users/{core_user.pk}")
+    assert deleted.status_code == 204 and not deleted.has_header("Content-Length")
+    assert api_client.get("/health")["Cache-Control"] == "no-store"  # (its own)

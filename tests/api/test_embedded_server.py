@@ -387,3 +387,79 @@ def _answer(reader) -> tuple[int, dict[str, str]]:
         headers[name.strip().lower()] = value.strip()
     reader.read(int(headers.get("content-length", "0")))
     return status, headers
+
+
+def _answers(base: str, request: bytes) -> list[tuple[int, dict]]:
+    """Every answer to `request` (sent in one write) until the server closes the connection or stops answering."""
+    address = urlsplit(base)
+    answers = []
+    with socket.create_connection((address.hostname, address.port), timeout=5) as sock:
+        sock.sendall(request)
+        reader = sock.makefile("rb")
+        try:
+            while reader.peek(1):
+                answers.append(_answer(reader))
+        except (TimeoutError, ValueError, IndexError):
+            pass
+    return answers
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n",
+        "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: +13\r\n",
+        "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 13\r\nContent-Length: 2\r\n",
+        "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 13\r\nTransfer-Encoding: chunked\r\n",
+        "delete /health HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+        "GET /health HTTP/1.1\r\n",
+    ],
+    ids=["length no number", "length with a sign", "two lengths", "length and chunked", "lower-case method", "no host"],
+)
+def test_a_request_of_ambiguous_framing_is_refused_and_its_connection_closed(embedded_server, head):
+    """Python's server read `Content-Length: abc` as 0 (the write ran with an empty body, and the body was read as
+    the next request) and framed a chunked request with a length by the length: the chunks then ran as a request
+    of their own, past any proxy that framed by the chunks. gunicorn refuses these; so does the embedded server
+    (each request would otherwise be answered: /health takes no POST, 405, and a GET of it is 200)."""
+    then = (
+        f"GET /services/config/api/configs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {embedded_server.token}"
+    )
+    body = f'{{"a":1}}\r\n{then}\r\n\r\n'.encode()
+    answers = _answers(embedded_server.base, head.encode() + b"\r\n" + body)
+    assert [status for status, _ in answers] == [400], answers
+    assert answers[0][1]["connection"] == "close"
+
+
+def test_a_chunked_body_nobody_reads_is_not_read_as_the_next_request(embedded_server):
+    """A DELETE with a chunked body: the body stayed on the connection and was read as a request ("Bad request
+    syntax ('0')"), and the request after it was lost."""
+    request = (
+        "DELETE /health HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    answers = _answers(embedded_server.base, request.encode())
+    assert [status for status, _ in answers] == [405], answers  # then closed: the client sends the GET again
+
+
+def test_a_target_in_absolute_form_is_taken(embedded_server):
+    """RFC 9112 3.2.2: a server must take `GET http://host/path`; it was a 404 (Django's HTML debug page)."""
+    request = f"GET {embedded_server.base}/health HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n".encode()
+    assert [status for status, _ in _answers(embedded_server.base, request)][:1] == [200]
+    request = b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    status, headers = _answers(embedded_server.base, request)[0]
+    assert (status, headers["content-type"]) == (404, "application/problem+json")
+
+
+def test_a_204_sends_no_length_and_its_connection_serves_on(embedded_server):
+    """RFC 9110 8.6: no Content-Length on a 204 (Python's server wrote one of 0, and closed the connection of an
+    answer without one)."""
+    base, token = embedded_server.base, embedded_server.token
+    status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "to delete"}, token)
+    assert status == 201
+    request = (
+        f"DELETE /services/usermanagement/api/users/{user['id']} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    answers = _answers(base, request.encode())
+    assert [status for status, _ in answers] == [204, 200], answers
+    assert "content-length" not in answers[0][1] and "connection" not in answers[0][1]

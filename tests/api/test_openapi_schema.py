@@ -330,3 +330,15 @@ def test_every_file_answered_documents_its_content_disposition(schema):
     assert len(files) == 6
     undocumented = [key for key, ok in files.items() if "Content-Disposition" not in ok.get("headers", {})]
     assert undocumented == []
+
+
+def test_every_201_documents_the_location_of_what_it_created(schema):
+    document, *_ = schema
+    created = {
+        (method, path): answer
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if method in HTTP_METHODS and (answer := operation["responses"].get("201"))
+    }
+    assert len(created) >= 12
+    assert [key for key, answer in created.items() if "Location" not in answer.get("headers", {})] == []

@@ -41,6 +41,7 @@ def uploaded_batch(client, core_user, data: bytes, name: str = "upload.zip") -> 
     """`data` uploaded for `core_user` as `name` (201), and its batch as `GET /batch/{id}` answers it."""
     response = upload(client, core_user.pk, data, name=name)
     assert response.status_code == 201, response.content
+    assert response["Location"] == f"http://testserver{BATCH_URL}/{response.json()['id']}"
     response = client.get(f"{BATCH_URL}/{response.json()['id']}")
     assert response.status_code == 200
     return response.json()

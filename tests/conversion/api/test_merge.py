@@ -35,6 +35,7 @@ def test_merge_returns_the_new_file_at_once_and_a_task_completes_it(api_client, 
         response = _merge(api_client, [first.pk, second.pk])
     assert response.status_code == 201, response.content
     body = response.json()
+    assert response["Location"] == f"http://testserver/services/operations/api/files/{body['id']}"
     assert body["status"] == "processing"
     assert body["origin"] == "merged"
     assert "batchId" not in body  # no batch (supplement `batchId?`); it was null

@@ -13,11 +13,12 @@ the only process on its database: two embedded servers on one database would eac
 """
 
 import json
+import re
 import socket
 import threading
 import time
 from datetime import datetime
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 from wsgiref import simple_server
 
 from django.conf import settings
@@ -89,7 +90,14 @@ class BoundedDrainServerHandler(ServerHandler):
         return max(0, stdin.limit - stdin._pos)
 
     def cleanup_headers(self):
+        # A 204 or 304 sends no Content-Length (RFC 9110 8.6), yet its length is known: Django's server would close
+        # the connection of an answer without one, and wsgiref write one of 0.
+        no_content = self.status.startswith(("204", "304"))
+        if no_content:
+            self.headers["Content-Length"] = "0"
         super().cleanup_headers()
+        if no_content:
+            del self.headers["Content-Length"]
         if self._unread() > DRAIN_BYTES:
             self.headers["Connection"] = "close"
             self.request_handler.close_connection = True
@@ -138,9 +146,27 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
             return
         if not self.parse_request():
             return
+        if (refused := framing_error(self.command, self.request_version, self.headers)) is not None:
+            self.send_error(400, refused)
+            self.close_connection = True
+            return
+        self._origin_form()
         handler = BoundedDrainServerHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ())
         handler.request_handler = self
         handler.run(self.server.get_app())
+        if "Transfer-Encoding" in self.headers:
+            # A chunked body is never read here (Django cannot; a method that takes a body was answered 411): what
+            # is left of it must not be read as the next request.
+            self.close_connection = True
+
+    def _origin_form(self) -> None:
+        """A target in absolute form (`GET http://host/path`, which a server must take, RFC 9112 3.2.2) as the path
+        it names, with the target's host in place of the Host header."""
+        target = urlsplit(self.path)
+        if target.scheme.lower() in ("http", "https") and target.netloc:
+            self.path = urlunsplit(("", "", target.path or "/", target.query, ""))
+            del self.headers["Host"]
+            self.headers["Host"] = target.netloc
 
     def send_error(self, code, message=None, explain=None):
         """A refusal of `http.server`'s (a request line over 65536 bytes, a header line over 65536 bytes or more than
@@ -166,6 +192,27 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
         self.end_headers()
         if getattr(self, "command", None) != "HEAD":
             self.wfile.write(body)
+
+
+METHOD = re.compile(r"[A-Z]+")  # (methods are case-sensitive, RFC 9110 9.1: `delete` is no DELETE)
+DECIMAL = re.compile(r"[0-9]+")
+
+
+def framing_error(method: str, version: str, headers) -> str | None:
+    """Why a request's framing is ambiguous, or None. Python's server took a Content-Length of `abc` as 0 (the body
+    then read as the next request) and framed a request with both a Content-Length and a Transfer-Encoding by the
+    length (the chunks then read as a request of their own: smuggling past a proxy that frames by the chunks). These
+    are refused as gunicorn refuses them (RFC 9112 6.3), as is an HTTP/1.1 request with no Host or two."""
+    if not METHOD.fullmatch(method):
+        return f"the method {method[:40]!r} is not an upper-case token"
+    lengths = headers.get_all("Content-Length") or []
+    if len(lengths) > 1 or any(not DECIMAL.fullmatch(length.strip()) for length in lengths):
+        return "Content-Length must be one decimal number"
+    if lengths and "Transfer-Encoding" in headers:
+        return "a request has a Content-Length or a Transfer-Encoding, not both"
+    if version == "HTTP/1.1" and len(headers.get_all("Host") or []) != 1:
+        return "an HTTP/1.1 request has one Host header"
+    return None
 
 
 class _AbortOnTimeout:
