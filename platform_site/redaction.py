@@ -13,14 +13,22 @@ token there by mistake (the API reads it only from the Authorization header) had
 import logging
 import re
 
+
+def _as_sent(text: str) -> str:
+    """A pattern of `text` as a client may write it in a path: each character as itself or percent-encoded (Django
+    serves `/links%2F<token>` and `/%6Cinks/<token>` as `/links/<token>`), slashes repeated, in any case (an address
+    that is no page's still holds the token)."""
+    return "".join("(?:/|%2F)+" if char == "/" else f"(?:{re.escape(char)}|%{ord(char):02X})" for char in text)
+
+
 # `/links/` and the path segment after it, wherever it stands (a request line, a Referer, a full URL), but the
 # callback's fixed address.
-LINK_TOKEN = re.compile(r"/links/(?!oauth/callback\b)[^/\s?#\"'<>\\]+")
+LINK_TOKEN = re.compile(_as_sent("/links/") + r"(?!" + _as_sent("oauth/callback") + r"\b)[^/\s?#\"'<>\\]+", re.I)
 REDACTED = "/links/[token]"
 # A query parameter's value: up to the next parameter, fragment, space or quote.
 _VALUE = r"[^&#\s\"'<>\\]*"
 QUERY_TOKEN = re.compile(r"([?&](?:access_token|id_token|token)=)" + _VALUE, re.IGNORECASE)
-CALLBACK_QUERY = re.compile(r"/links/oauth/callback\?[^#\s\"'<>\\]*")
+CALLBACK_QUERY = re.compile(_as_sent("/links/oauth/callback") + r"\?[^#\s\"'<>\\]*", re.I)
 CALLBACK_SECRET = re.compile(r"([?&](?:code|state)=)" + _VALUE)
 REDACTED_VALUE = r"\1[redacted]"
 
@@ -28,7 +36,7 @@ REDACTED_VALUE = r"\1[redacted]"
 def redact(text: str) -> str:
     """`text` with every link token replaced by `[token]`, and the values of token parameters of any query and of
     the OAuth callback's `code` and `state` by `[redacted]`."""
-    if "/links/" in text:
+    if "/" in text:
         text = LINK_TOKEN.sub(REDACTED, text)
         text = CALLBACK_QUERY.sub(lambda query: CALLBACK_SECRET.sub(REDACTED_VALUE, query.group()), text)
     if "token=" in text.lower():

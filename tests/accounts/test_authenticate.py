@@ -1,5 +1,8 @@
 import io
 import json
+import os
+import stat
+import sys
 from datetime import UTC, datetime, timedelta
 
 import jwt
@@ -64,7 +67,7 @@ def test_wrong_credentials_are_401(owner, body):
 
 def test_authenticate_validates_its_body(owner):
     body = assert_problem(authenticate(APIClient(), username=owner.username, password=PASSWORD, rememberMe="yes"), 400)
-    assert body["fieldErrors"] == [{"field": "rememberMe", "message": "Must be a valid boolean."}]
+    assert body["fieldErrors"] == [{"field": "rememberMe", "message": "Must be true or false."}]
     body = assert_problem(authenticate(APIClient(), password=PASSWORD), 400, "validation")
     assert body["fieldErrors"][0]["field"] == "username"
 
@@ -333,3 +336,34 @@ def test_make_runs_demo_owner_stays_deactivated(db, settings, tmp_path, monkeypa
     assert not get_user_model().objects.get(username=credentials["username"]).is_active
     assert "deactivated and stays so" in out.getvalue()
     assert authenticate(APIClient(), **credentials).status_code == 401
+
+
+_FILE_EVENTS: list = []  # (path watched, modes seen) while the test below runs: the hook is inert otherwise
+
+
+def _watch_file_mode(event, args):
+    if _FILE_EVENTS:
+        path, seen = _FILE_EVENTS[0]
+        if path.exists():
+            seen.append((event, stat.S_IMODE(path.stat().st_mode)))
+
+
+sys.addaudithook(_watch_file_mode)  # (an audit hook cannot be removed)
+
+
+def test_the_demo_owners_file_is_never_readable_by_others(db, settings, tmp_path, monkeypatch):
+    """Its password was written to a new file of the umask's mode (0644 under 022), then chmod'ed to 0600: another
+    local user could open it in between and read it later. Every file operation of the command is watched."""
+    settings.VAR_DIR = tmp_path
+    monkeypatch.delenv("DEMO_OWNER_PASSWORD", raising=False)
+    path, seen = tmp_path / "demo-owner.json", []
+    previous = os.umask(0o022)
+    _FILE_EVENTS.append((path, seen))
+    try:
+        call_command("ensuredemoowner", stdout=io.StringIO())
+        call_command("ensuredemoowner", stdout=io.StringIO())  # (written again: the same password, still private)
+    finally:
+        _FILE_EVENTS.clear()
+        os.umask(previous)
+    assert seen and {mode for _, mode in seen} == {0o600}, seen
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

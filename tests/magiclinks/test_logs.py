@@ -100,6 +100,25 @@ def test_tokens_in_a_query_and_the_callbacks_code_and_state_are_redacted(line, l
     assert logged in redacted and not any(secret in redacted for secret in ("C0DE", "ST4TE", "eyJ"))
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "GET /links%2FAb-_9/batches/1 HTTP/1.1",
+        "GET /%6Cinks/Ab-_9 HTTP/1.1",
+        "GET /links%2fAb-_9 HTTP/1.1",
+        "GET /links//Ab-_9/upload HTTP/1.1",
+        "GET /LINKS/Ab-_9 HTTP/1.1",
+        "GET /links%2Foauth%2Fcallback?code=Ab-_9&state=Ab-_9 HTTP/1.1",
+    ],
+)
+def test_a_link_address_written_another_way_is_redacted_too(line):
+    """Django serves `/links%2F<token>` and `/%6Cinks/<token>` as the link's pages: their request lines were logged
+    with the token, the redaction knowing only `/links/`."""
+    from platform_site.redaction import redact
+
+    assert "Ab-_9" not in redact(line)
+
+
 def test_other_query_values_are_kept():
     from platform_site.redaction import redact
 

@@ -7,6 +7,7 @@ DEMO_OWNER_PASSWORD), so every `make run` prints the same working credentials.
 import json
 import os
 import secrets
+import tempfile
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -31,8 +32,12 @@ class Command(BaseCommand):
         except ValueError as exc:  # DEMO_OWNER_USERNAME / DEMO_OWNER_PASSWORD out of bounds
             raise CommandError(str(exc)) from None
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"username": username, "password": password}))
-        path.chmod(0o600)
+        # Written to a file of this user's only (mkstemp's mode 0600), then put in place: written in place, the new
+        # file was readable by anyone with the password in it until a chmod after.
+        descriptor, draft = tempfile.mkstemp(dir=path.parent, prefix=".demo-owner-")
+        with os.fdopen(descriptor, "w") as file:
+            json.dump({"username": username, "password": password}, file)
+        os.replace(draft, path)
         self.stdout.write(f"Demo API owner: username '{username}', password '{password}' (also for /admin/)")
         if not owner.is_active:
             # (deactivated on purpose: `make run` does not undo it)
