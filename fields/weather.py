@@ -9,7 +9,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Protocol
 
 import requests
@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from platform_site.api.errors import DomainError, ServiceUnavailableError
+from platform_site.api.filters import utc_timestamp
 from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import deadline_session
 from platform_site.outbound import call_deadline, json_object, read_at_most
@@ -145,12 +146,13 @@ def weather_source() -> WeatherSource:
 
 
 def parse_day(value: str | None, name: str) -> date:
-    """An ISO 8601 date (`YYYY-MM-DD`; a date-time is accepted and its date used); 400 otherwise."""
+    """An ISO 8601 date (`YYYY-MM-DD`; a date-time is accepted and its UTC date used, read as a list's timestamp
+    filters read one: `utc_timestamp`); 400 otherwise."""
     if not value:
         raise DomainError(f"{name} is required (YYYY-MM-DD).", field_errors=[{"field": name, "message": "Required."}])
     try:
-        return date.fromisoformat(value) if len(value) == 10 else datetime.fromisoformat(value).date()
-    except ValueError:
+        return utc_timestamp(value).date()
+    except (ValueError, OverflowError):
         raise DomainError(
             f"{name} must be an ISO 8601 date (YYYY-MM-DD), not {clip(repr(value), ECHO_MAX)}.",
             field_errors=[{"field": name, "message": "Not an ISO 8601 date."}],

@@ -27,23 +27,32 @@ class UtcDateTimeField(forms.Field):
     def to_python(self, value):
         if value in (None, ""):
             return None
-        text = iso_time_text(value)
-        if text is None:
-            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        try:
+            return utc_timestamp(value)
+        except OverflowError:
+            raise forms.ValidationError(self.error_messages["range"], code="range") from None
+        except ValueError:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+def utc_timestamp(value: str) -> datetime:
+    """An ISO 8601 timestamp as an aware datetime in UTC: without a timezone (the spec's form) it is UTC, a `Z` or
+    offset is honoured, a bare date is its midnight UTC (`iso_time_text` says what is read). ValueError when it is
+    none; OverflowError when it falls outside the years 1 to 9999 in UTC (0001-01-01T00:00:00+01:00)."""
+    text = iso_time_text(value)
+    parsed = None
+    if text is not None:
         try:
             parsed = parse_datetime(text)
             if parsed is None and (day := parse_date(text)) is not None:
                 parsed = datetime.combine(day, time.min)
         except ValueError:
             parsed = None
-        if parsed is None:
-            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        try:
-            return parsed.astimezone(UTC)
-        except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is in the year 0 in UTC
-            raise forms.ValidationError(self.error_messages["range"], code="range") from None
+    if parsed is None:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 # The last whole millisecond a timestamp can hold.

@@ -13,7 +13,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from fields import weather
-from tests.fields.helpers import create_field, field_url, rect
+from fields.services import boundary_provider_sync
+from tests.fields.helpers import create_field, field_url, provider_field, rect
 from tests.receiver import serve_on_loopback, unused_port
 from tests.tenancy import assert_problem
 
@@ -191,6 +192,35 @@ def test_one_day_is_a_range_starting_and_ending_on_it(api_client, core_user, ope
     assert [v["time"] for v in response.json()["properties"]["rainSum"]["values"]] == ["2024-02-29T00:00:00"]
 
 
+def test_the_weather_of_a_field_whose_outline_its_provider_deleted_is_400(api_client, core_user, open_meteo):
+    """No active boundary, no place to ask the weather of: `fieldWithoutBoundary` (docs/fields.md), and the source
+    is not asked."""
+    field = provider_field(core_user, FIELD)
+    boundary_provider_sync(field=field, provider_boundary_id="pb", deleted=True)
+    response = api_client.get(
+        weather_url(core_user, field.public_id), {"startTime": "2024-03-01", "endTime": "2024-03-01"}
+    )
+    assert_problem(response, 400, "fieldWithoutBoundary")
+    assert open_meteo.requests == []
+
+
+@pytest.mark.parametrize(
+    ("sent", "day"),
+    [
+        ("2024-03-30T23:30:00-05:00", "2024-03-31"),  # 04:30 UTC the next day
+        ("2024-03-31T08:00:00+14:00", "2024-03-30"),  # 18:00 UTC the day before
+        ("2024-03-31t10:00z", "2024-03-31"),  # (RFC 3339 lets `t` and `z` be lower case)
+    ],
+)
+def test_a_date_time_is_taken_for_its_utc_day(api_client, core_user, open_meteo, sent, day):
+    """A date-time with an offset was taken for the date written in it, a day off in UTC, where the days are UTC
+    days and a list's timestamp filters read it in UTC; lower-case `t` and `z` were refused."""
+    field = create_field(api_client, core_user, FIELD)
+    response = api_client.get(weather_url(core_user, field["id"]), {"startTime": sent, "endTime": sent})
+    assert response.status_code == 200, response.content
+    assert [v["time"] for v in response.json()["properties"]["rainSum"]["values"]] == [f"{day}T00:00:00"]
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -201,6 +231,8 @@ def test_one_day_is_a_range_starting_and_ending_on_it(api_client, core_user, ope
         {"startTime": "2024-02-30", "endTime": "2024-03-01"},
         {"startTime": "2024-03-02", "endTime": "2024-03-01"},
         {"startTime": "2023-01-01", "endTime": "2024-01-02"},
+        {"startTime": "2024-03-31X10:00", "endTime": "2024-03-31"},  # (a joint of date and time but T or a space)
+        {"startTime": "2024-03-31\u200910:00", "endTime": "2024-03-31"},
     ],
 )
 def test_bad_dates_are_400_and_the_source_is_not_asked(api_client, core_user, open_meteo, params):
