@@ -121,6 +121,18 @@ class TestMachinePooling:
         assert by_serial.vin is None and Machine.objects.count() == 2
         assert pool(core_user, vin="V1")[0] == by_vin
 
+    def test_another_users_machine_of_the_same_serial_or_vin_does_not_keep_it_from_this_one(
+        self, core_user, other_owner
+    ):
+        """Only this user's machines hold a serial number or VIN apart: another core user's (of this owner or
+        another) are theirs, and this user's machine still takes its serial and VIN from its file."""
+        for stranger in (CoreUserFactory(owner=core_user.owner), CoreUserFactory(owner=other_owner)):
+            pool(stranger, serial_number="S1", vin="V1")
+        machine, _ = pool(core_user, name="Deere 8R")
+        assert pool(core_user, name="Deere 8R", serial_number="S1", vin="V1")[0] == machine
+        machine.refresh_from_db()
+        assert (machine.serial_number, machine.vin) == ("S1", "V1")
+
     def test_an_identity_with_nothing_to_match_on_is_refused(self, core_user):
         with pytest.raises(AssetIdentityMissing):
             pool(core_user, serial_number="  ", category="TRACTOR")

@@ -181,6 +181,18 @@ class TestProductEndpoints:
         assert other_client.get(f"{BASE}/users/products").json() == []
         assert other_client.get(f"{BASE}/users/varieties").json() == []
 
+    def test_owner_wide_counts_are_of_the_owners_files_only(self, api_client, other_owner, core_user, catalog):
+        """Another owner's products and varieties of the same names are theirs: neither their files nor their
+        number show in this owner's summaries."""
+        stranger = CoreUserFactory(owner=other_owner)
+        for _ in range(3):
+            product_record(core_user=stranger, name="Roundup PowerMAX", core_file_id=uuid.uuid4())
+            variety_record(core_user=stranger, name="P1197AM", crop="corn", core_file_id=uuid.uuid4())
+        products = api_client.get(f"{BASE}/users/products", {"normalizedName": "roundup"}).json()
+        assert [(p["normalizedName"], p["fileCount"]) for p in products] == [("roundup powermax", 3)]
+        varieties = {v["normalizedName"]: v["fileCount"] for v in api_client.get(f"{BASE}/users/varieties").json()}
+        assert varieties["p1197am"] == 2  # this core user's file and its sibling's
+
     @pytest.mark.parametrize(
         "params, expected",
         [

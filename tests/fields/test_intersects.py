@@ -4,8 +4,8 @@ import pytest
 from shapely.geometry import LinearRing, shape
 
 from configs.services import config_owner_update
-from fields.geodesy import geodesic_area_ha
-from fields.geometry import parse_multipolygon
+from fields.geodesy import geodesic_area_ha, geodesic_areas_m2
+from fields.geometry import overlaps, parse_multipolygon
 from fields.models import Field
 from fields.services import boundary_provider_sync, field_create, field_files_attach, fields_overlapping
 from tests.factories import CoreUserFactory
@@ -90,10 +90,17 @@ def test_the_answer_is_in_field_id_order(api_client, core_user, owner):
 
 
 def test_without_a_threshold_an_overlap_of_one_percent_is_answered(api_client, core_user):
-    """The default threshold is 0.01 %: a geometry 1 % inside a field (0.01 % of the field) finds it."""
+    """The default threshold is 0.01 %, on both queries: a geometry 1 % inside a field (0.01 % of the field) finds
+    it, and so does one over 0.05 % of both."""
     field = create_field(api_client, core_user, rect(0, 0, 0.1, 0.1))["id"]
     assert intersects(api_client, core_user, rect(0.0999, 0.05, 0.1099, 0.06)) == [field]
     assert intersects(api_client, core_user, rect(0.0999, 0.05, 0.1099, 0.06), 2) == []
+    # A field-sized geometry over 0.05 % of the field (and of itself): under any default above 0.05 it was lost.
+    sliver = rect(0.09995, 0, 0.19995, 0.1)
+    assert intersects(api_client, core_user, sliver) == [field]
+    assert intersects(api_client, core_user, sliver, 0.1) == []
+    deprecated = api_client.post(f"{BASE}/fields/query/intersects", {"geometry": sliver}, format="json")
+    assert [f["id"] for f in deprecated.json()] == [field]
 
 
 def test_only_the_users_fields_are_answered(api_client, core_user, owner):
@@ -286,7 +293,7 @@ def test_intersect_needs_two_fields_of_the_user(api_client, core_user, owner):
         assert_problem(api_client.post(url, body, format="json"), 400)
     for body in ([], [a], [a, a]):  # the body as a whole: its field is "" (supplement: validation has fieldErrors)
         answer = assert_problem(api_client.post(url, body, format="json"), 400, "validation")
-        assert answer["fieldErrors"] == [{"field": "", "message": "At least two different field ids are needed."}]
+        assert answer["fieldErrors"] == [{"field": "", "message": "Give the ids of at least two different fields."}]
     # A field error names the place in the body as sent, a repeated id counted (it named [1] here)
     body = assert_problem(api_client.post(url, [a, a, "missing"], format="json"), 400, "validation")
     assert body["fieldErrors"] == [{"field": "[2]", "message": "Unknown field."}]
@@ -316,8 +323,19 @@ def test_intersect_takes_at_most_1000_ids_and_names_each_unknown_one(api_client,
     body = assert_problem(
         api_client.post(url, [a, b] + [f"x{i}" for i in range(999)], format="json"), 400, "validation"
     )
-    assert body["detail"] == "Ensure this field has no more than 1000 elements."
+    assert body["detail"] == "Must have at most 1000 items."
     ids = [a, *(f"x{i}" for i in range(997)), b]
     body = assert_problem(api_client.post(url, ids, format="json"), 400, "validation")
     assert [e["field"] for e in body["fieldErrors"]] == [f"[{i}]" for i in range(1, 998)]
     assert body["detail"].endswith("and 987 more.")
+
+
+def test_fields_that_only_touch_never_overlap_whatever_the_threshold():
+    """A shared edge is no overlap even at a threshold far below the API's least (a configuration's attach and
+    merge percentages take any above 0): zero-area contact never counts."""
+    field = parse_multipolygon(rect(0, 0, 0.01, 0.01))
+    area_m2 = geodesic_areas_m2([field])[0]
+    [touching] = overlaps([field], [area_m2], parse_multipolygon(rect(0.01, 0, 0.02, 0.01)))
+    assert touching.area_m2 == 0 and not touching.satisfies(1e-12)
+    [sliver] = overlaps([field], [area_m2], parse_multipolygon(rect(0.00999, 0, 0.02, 0.01)))
+    assert sliver.area_m2 > 0 and sliver.satisfies(1e-12) and not sliver.satisfies(1)

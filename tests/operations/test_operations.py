@@ -103,6 +103,18 @@ def test_the_window_holds_starts_exactly_its_length_apart_and_no_more(core_user,
     assert operations == {frozenset({str(first.pk), str(last.pk)}), frozenset({str(beyond.pk)})}
 
 
+def test_a_file_before_the_first_of_an_operation_does_not_stretch_it_past_its_window(core_user, field):
+    """Files of days 0 and +5 make an operation; a file of day -5 is within 5 days of the first but 10 of the last:
+    it starts an operation of its own (every start of an operation within its window, supplement "Operations")."""
+    start = np.datetime64("2024-09-10T10:00:00", "s")
+    window = np.timedelta64(5, "D")
+    first = processed_file(core_user, grid_table(start=str(start), operation_type="applied", seed=1))
+    last = processed_file(core_user, grid_table(start=str(start + window), operation_type="applied", seed=2))
+    early = processed_file(core_user, grid_table(start=str(start - window), operation_type="applied", seed=3))
+    operations = {frozenset(str(pk) for pk in op.files.values_list("pk", flat=True)) for op in Operation.objects.all()}
+    assert operations == {frozenset({str(first.pk), str(last.pk)}), frozenset({str(early.pk)})}
+
+
 @pytest.mark.parametrize("start", ["0001-01-02T00:00:00", "9999-12-30T23:00:00"])
 def test_files_of_the_first_and_last_days_there_are_form_operations(core_user, field, start):
     """Their window reaches past the years 1 to 9999 (was an OverflowError: processed, but in no operation)."""
