@@ -316,16 +316,23 @@ def test_a_provider_link_with_its_user_names_either_provider_or_allowed_provider
     assert jsonschema.Draft202012Validator(request).is_valid({"externalId": "x1", **keys}) is valid
 
 
+def _answers_of_status(document: dict, status: str) -> dict:
+    """Each operation's documented answer of `status`, by (method, path)."""
+    return {
+        (method, path): answer
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if method in HTTP_METHODS and (answer := operation["responses"].get(status))
+    }
+
+
 def test_every_file_answered_documents_its_content_disposition(schema):
     """Downloads come as attachments and images inline, each with its name: the header was sent, not documented."""
     document, *_ = schema
     files = {
-        (method, path): ok
-        for path, operations in document["paths"].items()
-        for method, operation in operations.items()
-        if method in HTTP_METHODS
-        and (ok := operation["responses"].get("200"))
-        and set(ok.get("content", {})) & {"application/geo+json", "application/zip", "image/png"}
+        key: ok
+        for key, ok in _answers_of_status(document, "200").items()
+        if set(ok.get("content", {})) & {"application/geo+json", "application/zip", "image/png"}
     }
     assert len(files) == 6
     undocumented = [key for key, ok in files.items() if "Content-Disposition" not in ok.get("headers", {})]
@@ -334,11 +341,6 @@ def test_every_file_answered_documents_its_content_disposition(schema):
 
 def test_every_201_documents_the_location_of_what_it_created(schema):
     document, *_ = schema
-    created = {
-        (method, path): answer
-        for path, operations in document["paths"].items()
-        for method, operation in operations.items()
-        if method in HTTP_METHODS and (answer := operation["responses"].get("201"))
-    }
+    created = _answers_of_status(document, "201")
     assert len(created) >= 12
     assert [key for key, answer in created.items() if "Location" not in answer.get("headers", {})] == []
