@@ -15,16 +15,16 @@ NOT_A_BOOLEAN = "Must be true or false."
 NOT_A_LIST = "Must be a JSON array."
 
 
-# DRF's own range messages of a number field, in a class's `default_error_messages` (DRF words its validators with them)
-RANGE_MESSAGES = {"min_value": "Must be at least {min_value}.", "max_value": "Must be at most {max_value}."}
-
-
 def at_least(limit) -> str:
     return f"Must be at least {limit}."
 
 
 def at_most(limit) -> str:
     return f"Must be at most {limit}."
+
+
+# A number field's range messages, for a class's `default_error_messages` (DRF words its validators with them)
+RANGE_MESSAGES = {"min_value": at_least("{min_value}"), "max_value": at_most("{max_value}")}
 
 
 def length(word: str, limit: int, unit: str) -> str:
@@ -88,8 +88,9 @@ def reword(field: serializers.Field) -> None:
                 field.error_messages["invalid"] = message
             break
     if isinstance(field, serializers.ListField | serializers.ListSerializer):
-        field.error_messages["not_a_list"] = NOT_A_LIST
-        field.error_messages["empty"] = length("at least", 1, "item")
+        for key, message in (("not_a_list", NOT_A_LIST), ("empty", length("at least", 1, "item"))):
+            if field.error_messages.get(key) == _library_message(field, key):
+                field.error_messages[key] = message
         if isinstance(field, serializers.ListField):
             reword(field.child)
     if field.validators:
@@ -110,6 +111,6 @@ def reword_form_field(field: forms.Field) -> None:
     for kind, message in _FORM_INVALID:
         if isinstance(field, kind):
             field.error_messages["invalid"] = message
-            field.error_messages["min_value"] = "Must be at least %(limit_value)s."
-            field.error_messages["max_value"] = "Must be at most %(limit_value)s."
+            field.error_messages["min_value"] = at_least("%(limit_value)s")
+            field.error_messages["max_value"] = at_most("%(limit_value)s")
             break
