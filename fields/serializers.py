@@ -313,6 +313,7 @@ class FieldIdsField(serializers.ListField):
         kwargs.setdefault("max_length", MAX_INTERSECT_FIELDS)
         super().__init__(**kwargs)
         wording.reword(self)  # (the view runs it alone, outside a serializer's fields)
+        self.error_messages["null"] = wording.NOT_A_LIST  # (it is the whole body: `null` is no array of ids)
 
 
 # --- OpenAPI documentation only: the GeoJSON answers of the geometric queries and the weather ---------------------

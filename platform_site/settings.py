@@ -66,8 +66,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "platform_site.api.middleware.HostCheckMiddleware",
     "platform_site.api.middleware.ResponseHeadersMiddleware",  # (outside CommonMiddleware, which adds a length)
+    "platform_site.api.middleware.HostCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

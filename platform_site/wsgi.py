@@ -57,13 +57,15 @@ class Handler(WSGIHandler):
     request_class = Request
 
     def get_response(self, request):
-        from platform_site.api.errors import handler404, length_required
+        from platform_site.api.errors import length_required
+        from platform_site.api.middleware import answer_headers
 
         if length_unknown(request.META):
-            return length_required(request)
+            return answer_headers(request, length_required(request))
         if not request.path_info.startswith("/"):
-            # (`OPTIONS *`: no URL of ours, and Django answered its HTML debug page in debug mode)
-            return handler404(request)
+            # `OPTIONS *` names no URL of ours: it is answered as a path of none is (Django answered its HTML debug
+            # page in debug mode, the routes taking only paths)
+            request.path_info = "/" + request.path_info
         return super().get_response(request)
 
 

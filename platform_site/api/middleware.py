@@ -28,7 +28,7 @@ class HostCheckMiddleware:
 
 
 class ResponseHeadersMiddleware:
-    """Headers every answer of the API gets right:
+    """Headers every answer of the API gets right (outermost, so the refusal of a host has them too):
     - an answer to a request with credentials (`Authorization`) is one owner's data, which no cache may keep:
       `Cache-Control: no-store` unless the view said otherwise (a shared cache that did not know such answers are
       private could serve one owner's to another);
@@ -38,9 +38,17 @@ class ResponseHeadersMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        response = self.get_response(request)
-        if "HTTP_AUTHORIZATION" in request.META and not response.has_header("Cache-Control"):
-            response["Cache-Control"] = "no-store"
-        if response.status_code in (204, 304) and response.has_header("Content-Length"):
+        return answer_headers(request, self.get_response(request))
+
+
+def answer_headers(request, response):
+    """`response` with the headers of `ResponseHeadersMiddleware`, and its Content-Length where it has none (an
+    answer made before the middleware, `platform_site.wsgi.Handler`'s, has none from CommonMiddleware)."""
+    if "HTTP_AUTHORIZATION" in request.META and not response.has_header("Cache-Control"):
+        response["Cache-Control"] = "no-store"
+    if response.status_code in (204, 304):
+        if response.has_header("Content-Length"):
             del response["Content-Length"]
-        return response
+    elif not response.streaming and not response.has_header("Content-Length"):
+        response["Content-Length"] = str(len(response.content))
+    return response

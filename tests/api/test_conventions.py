@@ -527,3 +527,5 @@ def test_an_answer_of_an_owners_data_is_kept_by_no_cache_and_a_204_has_no_length
     deleted = api_client.delete(f"/services/usermanagement/api/users/{core_user.pk}")
     assert deleted.status_code == 204 and not deleted.has_header("Content-Length")
     assert api_client.get("/health")["Cache-Control"] == "no-store"  # (its own)
+    refused = api_client.get("/services/usermanagement/api/users", HTTP_HOST="elsewhere.example")
+    assert (refused.status_code, refused["Cache-Control"]) == (400, "no-store")  # (a host refused: outermost)

@@ -441,6 +441,10 @@ def test_one_wording_for_a_type_or_range_error_in_a_body_a_filter_and_paging(api
 
 
 def test_a_null_body_is_named_as_such(api_client, core_user):
-    """DRF answered "No data provided", as if the client had sent nothing."""
+    """DRF answered "No data provided", as if the client had sent nothing; an array body "This field may not be
+    null.", as if it were one key of an object."""
     response = api_client.post("/services/usermanagement/api/users", "null", content_type="application/json")
     assert _messages(response) == {"": "Expected a JSON object, not null."}
+    intersect = f"/services/fields/api/users/{core_user.pk}/fields/intersect"
+    response = api_client.post(intersect, "null", content_type="application/json")
+    assert _messages(response) == {"": "Must be a JSON array."}

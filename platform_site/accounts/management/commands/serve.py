@@ -98,6 +98,11 @@ class BoundedDrainServerHandler(ServerHandler):
         super().cleanup_headers()
         if no_content:
             del self.headers["Content-Length"]
+        if "Transfer-Encoding" in self.request_handler.headers:
+            # A chunked body is never read here (Django cannot; a method that takes a body was answered 411): what
+            # is left of it must not be read as the next request, and the answer says the connection ends.
+            self.headers["Connection"] = "close"
+            self.request_handler.close_connection = True
         if self._unread() > DRAIN_BYTES:
             self.headers["Connection"] = "close"
             self.request_handler.close_connection = True
@@ -154,10 +159,6 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
         handler = BoundedDrainServerHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ())
         handler.request_handler = self
         handler.run(self.server.get_app())
-        if "Transfer-Encoding" in self.headers:
-            # A chunked body is never read here (Django cannot; a method that takes a body was answered 411): what
-            # is left of it must not be read as the next request.
-            self.close_connection = True
 
     def _origin_form(self) -> None:
         """A target in absolute form (`GET http://host/path`, which a server must take, RFC 9112 3.2.2) as the path
