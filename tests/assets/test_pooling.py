@@ -128,8 +128,8 @@ class TestMachinePooling:
         another) are theirs, and this user's machine still takes its serial and VIN from its file."""
         for stranger in (CoreUserFactory(owner=core_user.owner), CoreUserFactory(owner=other_owner)):
             pool(stranger, serial_number="S1", vin="V1")
-        machine, _ = pool(core_user, name="Deere 8R")
-        assert pool(core_user, name="Deere 8R", serial_number="S1", vin="V1")[0] == machine
+        machine, _ = pool(core_user, vin="V1")
+        assert pool(core_user, serial_number="S1", vin="V1")[0] == machine  # (found by its VIN, given the serial)
         machine.refresh_from_db()
         assert (machine.serial_number, machine.vin) == ("S1", "V1")
 
