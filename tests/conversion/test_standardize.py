@@ -386,6 +386,14 @@ def test_a_recorded_total_far_from_the_points_total_is_a_warning(computed, recor
     assert standardize.totals_disagreements({"totalApplied": computed}) == []  # nothing recorded, nothing to compare
 
 
+def test_the_summarys_times_are_its_earliest_and_latest_whatever_the_order_of_its_points():
+    """GeoJSON features and shapefile rows come as written: the first point is not always the earliest."""
+    times = ["2024-09-01T10:00:02", "2024-09-01T10:00:00", "2024-09-01T10:00:03", "2024-09-01T10:00:01"]
+    table = _table(4, timestamp=np.array(times, dtype="datetime64[ms]"), wetMassPerArea=np.full(4, 9000.0))
+    props = standardize.summary(standardize.derive(table))["properties"]
+    assert (props["startTime"], props["endTime"]) == ("2024-09-01T10:00:00.000Z", "2024-09-01T10:00:03.000Z")
+
+
 def test_summary_shape_units_and_area_weighted_average():
     table = _table(
         6,

@@ -157,6 +157,21 @@ def test_features_that_are_no_points_are_left_out_with_a_warning(tmp_path):
     ), table.warnings
 
 
+def test_a_multipoint_is_read_at_its_first_point(tmp_path):
+    features = [
+        {
+            "type": "Feature",
+            "geometry": {"type": "MultiPoint", "coordinates": [[10.0, 54.0], [10.5, 54.5], [11.0, 55.0]]},
+            "properties": {"appliedRate": 2.0},
+        },
+        _point(10.0001, 54.0, appliedRate=3.0),
+    ]
+    (tmp_path / "rate.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert (table.columns["lon"][0], table.columns["lat"][0]) == (10.0, 54.0)
+
+
 def test_points_off_the_globe_are_left_out_with_a_warning(tmp_path):
     """They were left out without a word: the point count fell and nothing said why."""
     good = [_point(10.0 + i * 1e-4, 54.0, appliedRate=3.0, timestamp=f"2024-05-01T10:00:{i:02}Z") for i in range(20)]

@@ -118,6 +118,7 @@ JD_APPLICATION = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Appl
 GAL_AC_IN_L_HA = 3.785411784 / (ACRE_FT2 * FT**2 / 1e4)
 LB_AC_IN_KG_HA = LB / (ACRE_FT2 * FT**2 / 1e4)
 SEEDS_AC_IN_SEEDS_HA = 1e4 / (ACRE_FT2 * FT**2)
+MPH_IN_M_S = 5280 * FT / 3600
 
 
 def _records_of(extracted, relative: str) -> list[list[tuple[list[float], dict]]]:
@@ -157,6 +158,22 @@ def test_a_rate_whose_name_says_its_unit_is_in_that_unit(tmp_path, name, prop, u
     # And a seed rate makes the operation a planting, as in a shapefile
     if prop == "seedRate":
         assert table.operation_type == "planted"
+
+
+@pytest.mark.parametrize(
+    ("name", "prop", "unit", "factor", "source"),
+    [
+        ("Crop_Flw_M", "cropFlow", "kg/s", LB, "lb/s"),  # SMS's crop flow (FORMATS.md 5.2)
+        ("spd_mp_", "speed", "m/s", MPH_IN_M_S, "mph"),  # a re-export's abbreviated Speed_mph_
+        ("SPEED", "speed", "m/s", MPH_IN_M_S, "mph"),
+    ],
+)
+def test_an_exporters_column_without_a_unit_in_its_name_is_in_the_exporters_unit(
+    tmp_path, name, prop, unit, factor, source
+):
+    table = _geojson(tmp_path / "plain.geojson", [_point(0, Yld_Mass_W=3009.5, **{name: 19.39})])
+    assert table.columns[prop][0] == pytest.approx(19.39 * factor, rel=1e-12)
+    assert (table.units[prop], table.source_units[prop]) == (unit, source)
 
 
 def test_jd_seeding_as_geojson_that_says_planted_has_seed_rates_in_seeds_per_acre(tmp_path, extracted):

@@ -617,6 +617,34 @@ def test_logged_counters_give_what_they_grew_by_across_a_reset(tmp_path):
     assert table.recorded_totals["totalDistance"] == (pytest.approx(12.0), "m")
 
 
+def test_the_counters_of_a_task_paused_and_resumed_add_up_over_its_logs(tmp_path):
+    """Two logs, each counting the distance from its own start (DDI 0075, mm): 3 m then 2 m are 5 m, not the
+    last log's 2 m."""
+    _hand_log(
+        tmp_path,
+        "TLG00001",
+        [0x0054, 0x0075],
+        [(t * 1000, 48, 11 + t * 1e-5, {0: 500_000, 1: t * 1000}) for t in range(4)],
+    )
+    _hand_log(
+        tmp_path,
+        "TLG00002",
+        [0x0054, 0x0075],
+        [(t * 1000, 48, 11 + t * 1e-5, {0: 500_000, 1: (t - 60) * 1000}) for t in range(60, 63)],
+    )
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
+    assert table.recorded_totals["totalDistance"] == (pytest.approx(5.0), "m")
+
+
+def test_raw_columns_are_in_their_ddis_unit(tmp_path):
+    """rawGeojson's `DDI000C_DET-1` is the seed rate in DDI 000C's unit (/m2: 8 seeds), not its raw count of
+    0.001 /m2 steps (8000)."""
+    _hand_log(tmp_path, "TLG00001", [0x000C], [(t * 1000, 48 + t * 1e-5, 11, {0: 8_000}) for t in range(3)])
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert table.raw_columns["DDI000C_DET-1"].tolist() == [8.0, 8.0, 8.0]
+    assert table.raw_units["DDI000C_DET-1"] == "/m2"
+
+
 def test_a_record_naming_a_dlv_past_the_headers_is_a_corrupt_log(tmp_path):
     """A header of one DLV (index 0) and a record logging index 1: the log is skipped with the reason, not read with
     a value of nowhere."""

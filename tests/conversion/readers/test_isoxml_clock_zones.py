@@ -3,6 +3,7 @@ date is put on the right UTC day in every zone (+12:00 and beyond too), and a ta
 two offsets (a change to summer time between them) reads each log in its own."""
 
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -164,3 +165,50 @@ def test_positions_at_0_0_and_off_the_globe_are_told_apart(single_dpd, tmp_path)
         "longitude -180..180, latitude -90..90)." in table.warnings
     )
     assert len(table) == total - off - zero
+
+
+def _hand_clocked_task(folder, day: str, clock_ms: list[int], tims: str = "", gps_ms: list[int] | None = None):
+    """A task of one log whose records read the TC clock `clock_ms` (ms of the day) on `day`, GPS time of day
+    (PTN H) `gps_ms` if given, its task's sessions `tims` (TIM elements): the table read."""
+    gps = ' H=""' if gps_ms is not None else ""
+    (folder / "TLG00001.xml").write_text(f'<TIM A="" D="4"><PTN A="" B=""{gps}/><DLV A="0054" C="DET-1"/></TIM>')
+    tc_day = int((np.datetime64(day) - np.datetime64("1980-01-01")).astype(int))
+    data = b""
+    for index, ms in enumerate(clock_ms):
+        data += struct.pack("<IHii", ms, tc_day, round((48 + index * 1e-5) * 1e7), 11 * 10**7)
+        data += struct.pack("<I", gps_ms[index]) if gps_ms is not None else b""
+        data += bytes([1]) + struct.pack("<Bi", 0, 500_000)
+    (folder / "TLG00001.bin").write_bytes(data)
+    (folder / "TASKDATA.XML").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="3" '
+        f'DataTransferOrigin="1"><TSK A="TSK1" B="Harvest" G="4">{tims}<TLG A="TLG00001"/></TSK></ISO11783_TaskData>'
+    )
+    return read_one_task(folder / "TASKDATA.XML")
+
+
+def test_a_log_takes_the_zone_of_the_latest_session_begun_whatever_the_order_they_are_written_in(tmp_path):
+    """The session after the change to winter time written first: a log at 08:00:10 of November 1st is in the
+    +01:00 session begun at 08:00, not the +02:00 one of October."""
+    tims = '<TIM A="2023-11-01T08:00:00+01:00" D="4"/><TIM A="2023-10-20T08:00:00+02:00" D="4"/>'
+    clock = [(8 * 3600 + 10 + t) * 1000 for t in range(3)]
+    table = _hand_clocked_task(tmp_path, "2023-11-01", clock, tims)
+    assert str(table.columns["timestamp"][0]) == "2023-11-01T07:00:10.000"
+
+
+def test_a_log_begun_a_little_before_its_session_takes_that_sessions_zone(tmp_path):
+    """The first record 30 s before the start its task wrote (clocks of the task and its log a little apart): the
+    log is that session's (+01:00), not the October one's (+02:00)."""
+    tims = '<TIM A="2023-10-20T08:00:00+02:00" D="4"/><TIM A="2023-11-01T08:00:00+01:00" D="4"/>'
+    clock = [(8 * 3600 - 30 + t) * 1000 for t in range(3)]
+    table = _hand_clocked_task(tmp_path, "2023-11-01", clock, tims)
+    assert str(table.columns["timestamp"][0]) == "2023-11-01T06:59:30.000"
+
+
+def test_a_gps_time_of_day_past_utc_midnight_is_on_the_next_utc_day(tmp_path):
+    """No zone written: the TC clock reads 20:00 (local, five hours behind UTC) while the GPS time of day says 01:00,
+    UTC's next day. The GPS time is the point's time, on that next day; it was judged no clock (a day off)."""
+    clock = [(20 * 3600 + t) * 1000 for t in range(3)]
+    gps = [(1 * 3600 + t) * 1000 for t in range(3)]
+    table = _hand_clocked_task(tmp_path, "2023-10-18", clock, gps_ms=gps)
+    assert [str(t) for t in table.columns["timestamp"]] == [f"2023-10-19T01:00:0{t}.000" for t in range(3)]
+    assert not any("GPS" in warning for warning in table.warnings), table.warnings
