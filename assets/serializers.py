@@ -60,6 +60,8 @@ class MachineWriteSerializer(ApiSerializer):
     """Create / update body: name, serialNumber, vin, model, make, category (strings), modelYear.
     On create a non-blank name is required; on update (PATCH) every entry is optional."""
 
+    answered_by = MachineChangedSerializer
+
     name = StrictCharField(max_length=255)
     serialNumber = StrictCharField(
         source="serial_number", max_length=255, required=False, allow_null=True, allow_blank=True

@@ -254,6 +254,8 @@ class CoreUserRowIdField(StrictIntegerField):
 class FieldCreateSerializer(ApiSerializer):
     """POST body: `geometry` required; `id` (client-chosen, kept for ever) and `name` optional."""
 
+    answered_by = FieldSerializer
+
     # Taken as sent: trimmed, " north-40 " became "north-40", an id the client never sent.
     id = StrictCharField(required=False, max_length=255, trim_whitespace=False)
     name = StrictCharField(required=False, allow_blank=True, max_length=255)
@@ -263,6 +265,8 @@ class FieldCreateSerializer(ApiSerializer):
 
 class FieldUpdateSerializer(ApiSerializer):
     """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary); at least one."""
+
+    answered_by = FieldSerializer
 
     schema_min_properties = 1  # (OpenAPI: `{}` is "Nothing to update")
 
@@ -409,6 +413,8 @@ class FarmSerializer(ApiModelSerializer):
 class FarmWriteSerializer(ApiSerializer):
     """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none)."""
 
+    answered_by = FarmSerializer
+
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
     growerId = CoreUserRowIdField(model=Grower, noun="grower", required=False, allow_null=True, source="grower")
 
@@ -458,6 +464,8 @@ class GrowerSerializer(ApiModelSerializer):
 
 class GrowerWriteSerializer(ApiSerializer):
     """POST / PUT body of a grower: `name` only (PUT: absent means none)."""
+
+    answered_by = GrowerSerializer
 
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=255)
 

@@ -280,3 +280,8 @@ class ProviderApplicationSerializer(serializers.ModelSerializer):
 document_extra_properties(
     ProviderApplicationSerializer, {"scopes": {"type": "array", "items": {"type": "string"}}}, required=("scopes",)
 )
+
+
+# (each write serializer's answer, defined after it: `RejectUnknownFieldsMixin.answered_by`)
+LinkCreateSerializer.answered_by = MagicLinkSerializer
+ProviderApplicationWriteSerializer.answered_by = ProviderApplicationSerializer

@@ -148,3 +148,7 @@ document_extra_properties(
         "durationMs",
     ),
 )
+
+
+# (each write serializer's answer, defined after it: `RejectUnknownFieldsMixin.answered_by`)
+WebhookCreateSerializer.answered_by = WebhookSerializer

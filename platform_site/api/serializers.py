@@ -5,6 +5,7 @@ import json
 import math
 import uuid
 from datetime import UTC, datetime
+from functools import cache
 
 from django.db import models
 from rest_framework import serializers
@@ -146,10 +147,23 @@ def json_type(value) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
+READ_ONLY = "Read-only: leave it out."
+
+
+@cache
+def _answer_keys(serializer_class) -> frozenset[str]:
+    """The keys an answer of `serializer_class` has (none for None)."""
+    return frozenset(serializer_class().fields) if serializer_class is not None else frozenset()
+
+
 class RejectUnknownFieldsMixin:
     """A body key the resource does not have is a 400, not silently dropped; so is text holding control
     characters (but tab and line breaks) in any key but a secret. A value no choice matches is answered with the
-    choices (`_name_the_choices`); type and range errors are worded as everywhere else (`wording`)."""
+    choices (`_name_the_choices`); type and range errors are worded as everywhere else (`wording`). A key that is
+    not taken but is one the resource answers with (`answered_by`: its answer's serializer) is "Read-only", not
+    unknown: a client that sent back what it read learns to leave it out."""
+
+    answered_by: type[serializers.Serializer] | None = None
 
     def get_fields(self):
         fields = super().get_fields()
@@ -174,7 +188,10 @@ class RejectUnknownFieldsMixin:
             raise serializers.ValidationError(
                 {api_settings.NON_FIELD_ERRORS_KEY: [self._not_an_object(data)]}, code="invalid"
             )
-        errors = {key: ["Unknown field."] for key in sorted(set(data) - set(self.fields))}
+        answered = _answer_keys(type(self).answered_by)
+        errors = {
+            key: [READ_ONLY if key in answered else "Unknown field."] for key in sorted(set(data) - set(self.fields))
+        }
         for key, value in data.items():
             if key not in errors and key not in CONTROL_CHARACTERS_ALLOWED and holds_control_characters(value):
                 errors[key] = [CONTROL_CHARACTERS_MESSAGE]

@@ -448,3 +448,28 @@ def test_a_null_body_is_named_as_such(api_client, core_user):
     intersect = f"/services/fields/api/users/{core_user.pk}/fields/intersect"
     response = api_client.post(intersect, "null", content_type="application/json")
     assert _messages(response) == {"": "Must be a JSON array."}
+
+
+def test_a_key_the_resource_answers_with_but_a_write_does_not_take_is_read_only(api_client, core_user, settings):
+    """Sending back what a GET answered: `createdTime` was "Unknown field.", as a typo is, where a PUT's echo said
+    "Read-only"."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    square = {"type": "Polygon", "coordinates": [[[0, 0], [0.01, 0], [0.01, 0.01], [0, 0]]]}
+    fields = f"/services/fields/api/users/{core_user.pk}/fields"
+    sent = {"geometry": square, "createdTime": "2024-01-01T00:00:00.000Z", "area": {}, "colour": "red"}
+    assert _messages(api_client.post(fields, sent, format="json")) == {
+        "createdTime": "Read-only: leave it out.",
+        "area": "Read-only: leave it out.",
+        "colour": "Unknown field.",
+    }
+    field = api_client.post(fields, {"geometry": square}, format="json").json()
+    patched = api_client.patch(f"{fields}/{field['id']}", {"name": "x", "boundaries": []}, format="json")
+    assert _messages(patched) == {"boundaries": "Read-only: leave it out."}
+    machine = {"name": "8R", "originType": "USER_CREATED"}
+    assert _messages(api_client.post(f"/services/beta/api/users/{core_user.pk}/machines", machine, format="json")) == {
+        "originType": "Read-only: leave it out."
+    }
+    hook = {"events": ["fieldCreated"], "name": "w", "secret": "s" * 16, "url": "http://127.0.0.1:9/h", "id": "x"}
+    assert _messages(api_client.post("/services/alerts/api/alerts/webhooks", hook, format="json")) == {
+        "id": "Read-only: leave it out."
+    }
