@@ -49,6 +49,12 @@ def refusal(exc: Exception) -> tuple[int, str, str] | None:
     return None
 
 
+NO_BROKER_WARNING = (
+    "No CELERY_BROKER_URL: background work (conversions, operations, webhook deliveries) is queued in this process "
+    "and never run under gunicorn. Set CELERY_BROKER_URL and run the workers (README), or serve with `make run`."
+)
+
+
 class ProblemThreadWorker(ThreadWorker):
     """gunicorn's threaded worker (`gthread`), answering the requests gunicorn refuses with a problem document and
     logging no magic link token."""
@@ -59,6 +65,15 @@ class ProblemThreadWorker(ThreadWorker):
             if log is not None:
                 log.addFilter(LinkTokenFilter())
         super().init_process()
+
+    def load_wsgi(self):
+        super().load_wsgi()  # (Django is set up from here on)
+        from django.conf import settings
+
+        if settings.CELERY_EMBEDDED and not settings.CELERY_TASK_ALWAYS_EAGER:
+            # Only `manage.py serve` runs the in-process worker: under gunicorn, conversions, operations and webhook
+            # deliveries were queued in this process's memory and never run, unsaid.
+            self.log.warning(NO_BROKER_WARNING)
 
     def handle_error(self, req, client, addr, exc):
         answer = refusal(exc)

@@ -279,6 +279,8 @@ WEBHOOK_ALLOW_PRIVATE_URLS = env.bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=CELE
 # Seconds to wait before each retry after a failed attempt: about 1, 30, 60 and 240 minutes.
 WEBHOOK_RETRY_SCHEDULE = [int(s) for s in env.list("WEBHOOK_RETRY_SCHEDULE", default=["60", "1800", "3600", "14400"])]
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+# A delivered event is kept this long (for operators, in the admin), then forgotten; failed ones stay (failed-calls).
+WEBHOOK_DELIVERED_KEEP_DAYS = env.float("WEBHOOK_DELIVERED_KEEP_DAYS", default=7.0)
 # At most this many deliveries of one owner are posted at once (0: no limit); the rest wait their turn.
 WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = env.int("WEBHOOK_MAX_IN_FLIGHT_PER_OWNER", default=4)
 

@@ -383,3 +383,15 @@ def _due_and_free(now):
     return Delivery.objects.filter(
         Q(lease_until__isnull=True) | Q(lease_until__lt=now), status=Delivery.Status.PENDING, next_attempt_at__lte=now
     )
+
+
+def deliveries_forget() -> int:
+    """Periodic: drop the deliveries delivered more than WEBHOOK_DELIVERED_KEEP_DAYS ago, with their attempts
+    (nothing of the API reads them; `failed-calls` lists the failed ones, which stay). They were kept for ever: about
+    850 bytes per event delivered. Returns how many deliveries."""
+    cutoff = timezone.now() - timedelta(days=settings.WEBHOOK_DELIVERED_KEEP_DAYS)
+    # (`next_attempt_at` of a delivered one is when it was last due: the index on status and it serves this)
+    delivered = Delivery.objects.filter(status=Delivery.Status.SUCCEEDED, next_attempt_at__lt=cutoff)
+    DeliveryAttempt.objects.filter(delivery__in=delivered).delete()
+    forgotten, _ = delivered.delete()
+    return forgotten

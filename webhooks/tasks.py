@@ -31,8 +31,10 @@ def webhooks_delivery_send(delivery_id: str, lease: str | None = None) -> None:
 
 @app.task(ignore_result=True)
 def webhooks_deliveries_sweep() -> int:
-    """Periodic: enqueue every due delivery nobody holds, so no event is lost to a dead worker."""
+    """Periodic: enqueue every due delivery nobody holds, so no event is lost to a dead worker; forget the ones
+    delivered long ago (`services.deliveries_forget`)."""
     due = services.deliveries_due()
     for delivery_id in due:
         webhooks_delivery_send.delay(delivery_id)
+    services.deliveries_forget()
     return len(due)

@@ -159,9 +159,14 @@ def core_user_links_bury(*, core_user: CoreUser) -> None:
 
 
 def link_tombstones_sweep() -> int:
-    """Periodic: forget the deleted links kept past their time; returns how many."""
-    deleted, _ = LinkTombstone.objects.filter(kept_until__lte=timezone.now()).delete()
-    return deleted
+    """Periodic: forget the deleted links kept past their time, as tombstones (deleted with their core user) or as
+    links deleted through the API (their 410 is answered as long as a tombstone's: TOMBSTONE_KEPT past the later of
+    their expiry and their deletion; they were kept for ever); returns how many."""
+    now = timezone.now()
+    deleted, _ = LinkTombstone.objects.filter(kept_until__lte=now).delete()
+    cutoff = now - TOMBSTONE_KEPT
+    revoked, _ = MagicLink.objects.filter(deleted_at__lte=cutoff, expires_at__lte=cutoff).delete()
+    return deleted + revoked
 
 
 def _link_check(link: MagicLink | None, *, digest: str, allow_expired: bool = False) -> None:

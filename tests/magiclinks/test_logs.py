@@ -19,6 +19,7 @@ from django.test import Client
 from magiclinks import services
 from magiclinks.models import MagicLink
 from platform_site.redaction import LinkTokenFilter
+from platform_site.server import NO_BROKER_WARNING
 from tests.api.embedded import REPO, embedded_env, embedded_serve, owner_token
 from tests.receiver import unused_port
 
@@ -227,6 +228,8 @@ def test_gunicorns_access_and_error_logs_hold_no_token(tmp_path):
     error = logs["error"].read_text() + logs["output"].read_text()
     assert not any(secret in error for secret in secrets)
     assert token not in error and "Invalid request from ip=" in error and "Bad Request: " + REDACTED_UPLOAD in error
+    # No broker: gunicorn runs no task of it, and says so (uploads stayed RECEIVED, webhooks PENDING, unsaid)
+    assert NO_BROKER_WARNING in error
 
 
 def _wait_for(base: str, server: subprocess.Popen, output: Path) -> None:

@@ -727,6 +727,23 @@ def test_the_links_of_a_deleted_core_user_say_they_are_no_longer_valid_for_a_whi
 
 
 @pytest.mark.embedded
+def test_a_link_deleted_through_the_api_is_forgotten_as_a_tombstone_is(client, core_user):
+    """A link deleted through the API was kept for ever (only marked deleted): past the later of its expiry and its
+    deletion and TOMBSTONE_KEPT, the sweep forgets it; a recently deleted one still says 410."""
+    from magiclinks.services.links import TOMBSTONE_KEPT
+
+    old, old_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    recent, recent_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    for link in (old, recent):
+        services.magic_link_delete(link=link)
+    long_ago = timezone.now() - TOMBSTONE_KEPT - timedelta(days=1)
+    MagicLink.objects.filter(pk=old.pk).update(expires_at=long_ago, deleted_at=long_ago)
+    assert services.link_tombstones_sweep() == 1
+    assert not MagicLink.objects.filter(pk=old.pk).exists()
+    assert (client.get(old_url).status_code, client.get(recent_url).status_code) == (404, 410)
+
+
+@pytest.mark.embedded
 def test_upload_errors_show_the_form_again(client, core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     not_zip = client.post(f"{url}/upload", {"file": _zip_file(b"hello, not a zip", "notes.txt")})

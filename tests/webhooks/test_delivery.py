@@ -13,13 +13,14 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from tests.factories import CoreUserFactory
 from tests.receiver import unused_port
 from tests.tenancy import assert_problem
-from webhooks.models import Delivery
+from webhooks.models import Delivery, DeliveryAttempt
 from webhooks.services import deliveries_due, delivery_attempt, event_emit
 from webhooks.tasks import webhooks_deliveries_sweep
 
@@ -695,3 +696,19 @@ def test_the_sweep_sends_of_each_owner_no_more_than_its_share(
     assert [json.loads(Delivery.objects.get(pk=pk).body)["fieldId"] for pk in due] == ["a0", "a1", "b0"]
     settings.WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = 0  # no share: all of them
     assert len(deliveries_due()) == 6
+
+
+def test_old_deliveries_are_forgotten_and_failed_ones_kept(owner, core_user, subscribe, webhook_receiver):
+    """Every delivery and its attempt were kept for ever (about 850 bytes an event). The sweep forgets those delivered
+    more than WEBHOOK_DELIVERED_KEEP_DAYS ago, with their attempts; a failed one stays, as failed-calls lists it."""
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    for index in range(3):
+        emit(core_user, fieldId=f"f-{index}")
+    webhook_receiver.wait_for(3)
+    old, recent, failed = Delivery.objects.order_by("created_at")
+    long_ago = timezone.now() - timedelta(days=settings.WEBHOOK_DELIVERED_KEEP_DAYS, hours=1)
+    Delivery.objects.filter(pk__in=[old.pk, failed.pk]).update(next_attempt_at=long_ago)
+    Delivery.objects.filter(pk=failed.pk).update(status=Delivery.Status.FAILED)
+    webhooks_deliveries_sweep.delay()
+    assert set(Delivery.objects.values_list("pk", flat=True)) == {recent.pk, failed.pk}
+    assert set(DeliveryAttempt.objects.values_list("delivery_id", flat=True)) == {recent.pk, failed.pk}
