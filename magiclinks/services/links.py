@@ -165,8 +165,8 @@ def link_tombstones_sweep() -> int:
     now = timezone.now()
     deleted, _ = LinkTombstone.objects.filter(kept_until__lte=now).delete()
     cutoff = now - TOMBSTONE_KEPT
-    revoked, _ = MagicLink.objects.filter(deleted_at__lte=cutoff, expires_at__lte=cutoff).delete()
-    return deleted + revoked
+    _, by_model = MagicLink.objects.filter(deleted_at__lte=cutoff, expires_at__lte=cutoff).delete()
+    return deleted + by_model.get(MagicLink._meta.label, 0)  # (the links, not the rows of theirs deleted with them)
 
 
 def _link_check(link: MagicLink | None, *, digest: str, allow_expired: bool = False) -> None:
