@@ -3,6 +3,8 @@ or a paging parameter. Left to themselves, DRF and Django word the same error th
 required." in a body, "Enter a whole number." in a filter, "Ensure this value is greater than or equal to 1." beside
 our "Must be at least 0."), and a client met several in one API."""
 
+from functools import cache
+
 from django import forms
 from django.core import validators as django_validators
 from rest_framework import serializers
@@ -56,7 +58,13 @@ _VALIDATOR_KEYS = {
 
 def _library_message(field: serializers.Field, key: str):
     """DRF's own message under `key` for a field of this class (None when DRF has none)."""
-    for klass in type(field).__mro__:
+    return _class_library_message(type(field), key)
+
+
+@cache
+def _class_library_message(field_class: type, key: str):
+    # (a class's, found once: every serializer of every request rewords its fields)
+    for klass in field_class.__mro__:
         if klass.__module__.startswith("rest_framework.") and key in vars(klass).get("default_error_messages", {}):
             return klass.default_error_messages[key]
     return None
