@@ -5,7 +5,7 @@ is generated long after start-up (`/api/schema/`, `manage.py spectacular`).
 """
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
@@ -231,48 +231,49 @@ def document_one_of(serializer_class, keys: Iterable[str]) -> None:
     OneOf.__name__ = f"{serializer_class.__name__}OneOf"
 
 
+def _operations(result) -> Iterator[tuple[str, str, dict]]:
+    """(path, method, operation) of every operation of the schema `result`."""
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            if method in HTTP_METHODS:
+                yield path, method, operation
+
+
+def _answers(result, status: str) -> Iterator[tuple[dict, dict]]:
+    """(operation, its documented answer of `status`) of every operation that has one."""
+    for _, _, operation in _operations(result):
+        if (answer := operation.get("responses", {}).get(status)) is not None:
+            yield operation, answer
+
+
 def postprocess_paging_headers(result, generator, request, public):
     """Every paged list (it takes the `page` parameter) answers with `X-Total-Count` and `Link` headers."""
-    for operations in result.get("paths", {}).values():
-        for operation in operations.values():
-            if not isinstance(operation, dict):
-                continue
-            if any(p.get("in") == "query" and p.get("name") == "page" for p in operation.get("parameters", [])):
-                ok = operation.get("responses", {}).get("200")
-                if ok is not None:
-                    ok.setdefault("headers", {}).update(PAGING_HEADERS)
+    for operation, ok in _answers(result, "200"):
+        if any(p.get("in") == "query" and p.get("name") == "page" for p in operation.get("parameters", [])):
+            ok.setdefault("headers", {}).update(PAGING_HEADERS)
     return result
 
 
 def postprocess_created_headers(result, generator, request, public):
     """Every 201 names the address of what it created (`Location`)."""
-    for operations in result.get("paths", {}).values():
-        for operation in operations.values():
-            created = operation.get("responses", {}).get("201") if isinstance(operation, dict) else None
-            if created is not None:
-                created.setdefault("headers", {})["Location"] = {
-                    "description": "The absolute address of the resource created.",
-                    "schema": {"type": "string", "format": "uri"},
-                }
+    for _, created in _answers(result, "201"):
+        created.setdefault("headers", {})["Location"] = {
+            "description": "The absolute address of the resource created.",
+            "schema": {"type": "string", "format": "uri"},
+        }
     return result
 
 
 def postprocess_download_headers(result, generator, request, public):
     """Every file answered (`DOWNLOAD_DISPOSITIONS`' media types) comes with `Content-Disposition`, its file name."""
-    for operations in result.get("paths", {}).values():
-        for operation in operations.values():
-            ok = operation.get("responses", {}).get("200") if isinstance(operation, dict) else None
-            kinds = {
-                DOWNLOAD_DISPOSITIONS[media]
-                for media in (ok or {}).get("content", {})
-                if media in DOWNLOAD_DISPOSITIONS
+    for _, ok in _answers(result, "200"):
+        kinds = {DOWNLOAD_DISPOSITIONS[media] for media in ok.get("content", {}) if media in DOWNLOAD_DISPOSITIONS}
+        for kind in kinds:
+            description = f'`{kind}; filename="..."`: the file\'s name (`filename*` too where it is not ASCII).'
+            ok.setdefault("headers", {})["Content-Disposition"] = {
+                "description": description,
+                "schema": {"type": "string"},
             }
-            for kind in kinds:
-                description = f'`{kind}; filename="..."`: the file\'s name (`filename*` too where it is not ASCII).'
-                ok.setdefault("headers", {})["Content-Disposition"] = {
-                    "description": description,
-                    "schema": {"type": "string"},
-                }
     return result
 
 
@@ -344,13 +345,10 @@ def postprocess_query_parameters(result, generator, request, public):
     """A query string cannot carry null: no query parameter takes null. drf-spectacular copies it from the
     nullable model field a filter reads (`provider`, `startTime`, `operationType`...): `type: [string, "null"]` in
     OpenAPI 3.1 (`nullable: true` in 3.0), and an empty value is no filter at all."""
-    for operations in result.get("paths", {}).values():
-        for method, operation in operations.items():
-            if method not in HTTP_METHODS:
-                continue
-            for parameter in operation.get("parameters", []):
-                if parameter.get("in") == "query":
-                    _null_removed(parameter.get("schema", {}))
+    for _, _, operation in _operations(result):
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") == "query":
+                _null_removed(parameter.get("schema", {}))
     return result
 
 
@@ -367,22 +365,19 @@ def postprocess_problem_responses(result, generator, request, public):
     statuses of `problem_statuses` and those its view declares in `problem_responses`."""
     result.setdefault("components", {}).setdefault("schemas", {}).update(PROBLEM_SCHEMAS)
     declared = _declared_problems(generator)
-    for path, operations in result.get("paths", {}).items():
-        for method, operation in operations.items():
-            if method not in HTTP_METHODS:
-                continue
-            statuses = {**problem_statuses(operation, method), **declared.get((_path_shape(path), method), {})}
-            responses = operation.setdefault("responses", {})
-            for status in sorted(statuses):
-                response = {
-                    "description": statuses[status],
-                    "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}},
-                }
-                if status == 401:
-                    response["headers"] = UNAUTHORIZED_HEADERS
-                elif status in (429, 503, 507) and "Retry-After" in statuses[status]:
-                    response["headers"] = RETRY_AFTER_HEADERS
-                responses.setdefault(str(status), response)
+    for path, method, operation in _operations(result):
+        statuses = {**problem_statuses(operation, method), **declared.get((_path_shape(path), method), {})}
+        responses = operation.setdefault("responses", {})
+        for status in sorted(statuses):
+            response = {
+                "description": statuses[status],
+                "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}},
+            }
+            if status == 401:
+                response["headers"] = UNAUTHORIZED_HEADERS
+            elif status in (429, 503, 507) and "Retry-After" in statuses[status]:
+                response["headers"] = RETRY_AFTER_HEADERS
+            responses.setdefault(str(status), response)
     return result
 
 
@@ -406,15 +401,14 @@ def postprocess_request_body_required(result, generator, request, public):
         for endpoint, view_class, name in _endpoint_views(generator)
         if name in getattr(view_class, "replacement_actions", ())
     }
-    for path, operations in result.get("paths", {}).items():
-        for method, operation in operations.items():
-            body = operation.get("requestBody") if method in HTTP_METHODS else None
-            if not body:
-                continue
-            if (_path_shape(path), method) in replacing or any(
-                not _takes_no_document(content.get("schema", {}), components) for content in body["content"].values()
-            ):
-                body["required"] = True
+    for path, method, operation in _operations(result):
+        body = operation.get("requestBody")
+        if not body:
+            continue
+        if (_path_shape(path), method) in replacing or any(
+            not _takes_no_document(content.get("schema", {}), components) for content in body["content"].values()
+        ):
+            body["required"] = True
     return result
 
 
