@@ -1,6 +1,8 @@
 """Catalogs (beta) endpoints, included at `/services/beta/api/`: a core user's products and
 varieties, the owner-wide unique names with file counts, and the product search."""
 
+import uuid
+
 from django.db.models import Case, Count, Prefetch, Subquery, Value, When
 from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
@@ -10,6 +12,7 @@ from rest_framework import mixins
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
+from platform_site.api import wording
 from platform_site.api.sorting import parse_sort, sort_schema
 from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, owned_core_user_or_404
 
@@ -101,6 +104,12 @@ class ProductSearchByQueryViewSet(ProductSearchViewSet):
         core_user_id = self.request.query_params.get("coreUserId")
         if not core_user_id:
             raise ValidationError({"coreUserId": ["This query parameter is required."]})
+        # A value that is no UUID is a malformed query, worded as the `coreUserId` filter of every list words it;
+        # a UUID that names no core user of the owner is a 404, as in the path.
+        try:
+            uuid.UUID(core_user_id)
+        except ValueError:
+            raise ValidationError({"coreUserId": [wording.NOT_A_UUID]}) from None
         return owned_core_user_or_404(self.owner, core_user_id)
 
 

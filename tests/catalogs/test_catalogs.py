@@ -243,6 +243,15 @@ class TestProductEndpoints:
         assert_problem(api_client.get(products_url(core_user, "search"), {"coreFileId": "x"}), 400, "validation")
         assert_problem(api_client.get(f"{BASE}/products/search"), 400, "validation")
 
+    def test_alias_core_user_that_is_no_uuid_is_a_400_as_in_filters(self, api_client, core_user, catalog):
+        """Worded as the `coreUserId` filter of every list words it (it was a 404, as for a path it is not)."""
+        problem = assert_problem(api_client.get(f"{BASE}/products/search", {"coreUserId": "bad"}), 400, "validation")
+        assert problem["fieldErrors"] == [{"field": "coreUserId", "message": "Must be a UUID."}]
+        listed = assert_problem(api_client.get("/services/fields/api/fields", {"coreUserId": "bad"}), 400)
+        assert listed["fieldErrors"] == problem["fieldErrors"]
+        unknown = {"coreUserId": "6f1c5f4e-1111-4111-8111-111111111111"}
+        assert_problem(api_client.get(f"{BASE}/products/search", unknown), 404, "notFound")
+
     def test_a_method_a_route_has_not_is_405_whatever_the_core_user(self, api_client, other_client, core_user):
         """It was a 400 about the missing `coreUserId` (or a 404 for another owner's) before the method was looked at;
         OPTIONS describes the route."""
