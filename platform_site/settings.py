@@ -178,7 +178,9 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Agricultural Data Platform API",
-    "DESCRIPTION": "Fields, machine files, conversion, operations, assets, magic links and webhooks.",
+    "DESCRIPTION": "Fields, machine files, conversion, operations, assets, magic links and webhooks. Every answer "
+    "carries `X-Request-Id`, the id its log lines carry (the one the request sent, when it is 1 to 128 letters, "
+    "digits or `-_.:`; else a new UUID): quote it when reporting a problem.",
     "VERSION": "1.0.0",
     # 3.1: the deliveries as `webhooks`; schemas are JSON Schema (a nullable key's type lists "null").
     "OAS_VERSION": "3.1.0",
@@ -323,12 +325,25 @@ WEATHER_SOURCE = env.str("WEATHER_SOURCE", default="")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"link_tokens": {"()": "platform_site.redaction.LinkTokenFilter"}},
+    "filters": {
+        "link_tokens": {"()": "platform_site.redaction.LinkTokenFilter"},
+        "request_ids": {"()": "platform_site.api.request_ids.RequestIdFilter"},
+    },
     "formatters": {
-        "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"}
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+        # A line logged while a request was served starts with `[request <its X-Request-Id>]`.
+        "request_ids": {"()": "platform_site.api.request_ids.RequestIdFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "filters": ["link_tokens"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["link_tokens", "request_ids"],
+            "formatter": "request_ids",
+        },
         # The embedded server's request lines: refused and failed requests (4xx, 5xx), as it printed them before it
         # had a handler of its own (a line per poll of a batch's status page would bury them).
         "django.server": {

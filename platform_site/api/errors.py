@@ -338,7 +338,9 @@ def handler404(request, exception=None):
 
 def handler500(request):
     """Last resort: a problem document, never an HTML page, for an unexpected error."""
-    return _plain_problem(request, 500, "internalError", "An unexpected error occurred; it has been logged.")
+    served = getattr(request, "request_id", None)
+    logged = f"it has been logged under the request id {served}" if served else "it has been logged"
+    return _plain_problem(request, 500, "internalError", f"An unexpected error occurred; {logged}.")
 
 
 def handler400(request, exception=None):

@@ -4,7 +4,7 @@ import logging
 
 from django.core.exceptions import DisallowedHost
 
-from platform_site.api import errors
+from platform_site.api import errors, request_ids
 
 security_logger = logging.getLogger("django.security.DisallowedHost")
 
@@ -32,18 +32,28 @@ class ResponseHeadersMiddleware:
     - an answer to a request with credentials (`Authorization`) is one owner's data, which no cache may keep:
       `Cache-Control: no-store` unless the view said otherwise (a shared cache that did not know such answers are
       private could serve one owner's to another);
-    - a 204 or 304 has no Content-Length (RFC 9110 8.6: Django's CommonMiddleware gave every answer one)."""
+    - a 204 or 304 has no Content-Length (RFC 9110 8.6: Django's CommonMiddleware gave every answer one);
+    - `X-Request-Id`, the request's id, which every log line written while it is served carries too
+      (`platform_site.api.request_ids`)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        return answer_headers(request, self.get_response(request))
+        request.request_id = request_ids.request_id(request.META)
+        served = request_ids.current.set(request.request_id)
+        try:
+            return answer_headers(request, self.get_response(request))
+        finally:
+            request_ids.current.reset(served)
 
 
 def answer_headers(request, response):
     """`response` with the headers of `ResponseHeadersMiddleware`, and its Content-Length where it has none (an
-    answer made before the middleware, `platform_site.wsgi.Handler`'s, has none from CommonMiddleware)."""
+    answer made before the middleware, `platform_site.wsgi.Handler`'s, has none from CommonMiddleware, nor an id)."""
+    if not hasattr(request, "request_id"):
+        request.request_id = request_ids.request_id(request.META)
+    response[request_ids.HEADER] = request.request_id
     if "HTTP_AUTHORIZATION" in request.META and not response.has_header("Cache-Control"):
         response["Cache-Control"] = "no-store"
     if response.status_code in (204, 304):

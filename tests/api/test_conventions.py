@@ -530,3 +530,59 @@ def test_an_answer_of_an_owners_data_is_kept_by_no_cache_and_a_204_has_no_length
     assert api_client.get("/health")["Cache-Control"] == "no-store"  # (its own)
     refused = api_client.get("/services/usermanagement/api/users", HTTP_HOST="elsewhere.example")
     assert (refused.status_code, refused["Cache-Control"]) == (400, "no-store")  # (a host refused: outermost)
+
+
+UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+def test_every_answer_names_its_request_and_keeps_a_plain_id_the_client_sent(api_client, core_user, client):
+    """`X-Request-Id` on every answer, a new one per request: a success, a 201, a problem, an unauthenticated one,
+    and a host refused before any view. A plain id sent by the client (or a proxy) is kept, so that one id follows
+    the request through every log; anything else sent is replaced, never echoed."""
+    answers = [
+        api_client.get(URL),
+        api_client.post(URL, {"name": "n"}, format="json"),
+        api_client.get(f"{URL}/nope"),
+        client.get(URL),
+        api_client.get(URL, HTTP_HOST="elsewhere.example"),
+    ]
+    assert [a.status_code for a in answers] == [200, 201, 404, 401, 400]
+    ids = [a["X-Request-Id"] for a in answers]
+    assert all(UUID_TEXT.fullmatch(i) for i in ids) and len(set(ids)) == len(ids), ids
+
+    for plain in ("4bf92f3577b34da6a3ce929d0e0e4736", "req_01J9Z:abc.def-1", "x" * 128):
+        assert api_client.get(URL, HTTP_X_REQUEST_ID=plain)["X-Request-Id"] == plain
+    for odd in ("x" * 129, "a b", "a\tb", "<script>", "é", "a/links/b", ""):
+        replaced = api_client.get(URL, HTTP_X_REQUEST_ID=odd)["X-Request-Id"]
+        assert UUID_TEXT.fullmatch(replaced), (odd, replaced)
+
+
+def test_a_500_names_its_request_id_which_its_logged_traceback_carries(api_client, core_user, monkeypatch):
+    """The problem document of an unexpected error says it was logged; the log line (as the console handler writes
+    it) starts with the same id as the answer's header, so the traceback a client's report points at can be found."""
+    import io
+    import logging
+
+    from fields import views
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a fault of ours")
+
+    monkeypatch.setattr(views, "fields_intersecting_rows", broken)
+    [console] = [h for h in logging.getLogger().handlers if h.name == "console"]
+    written = io.StringIO()
+    monkeypatch.setattr(console, "stream", written)
+    api_client.raise_request_exception = False
+    geometry = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}
+    answer = api_client.post(
+        f"/services/fields/api/users/{core_user.id}/fields/intersects", {"geometry": geometry}, format="json"
+    )
+    problem = assert_problem(answer, 500, "internalError")
+    served = answer["X-Request-Id"]
+    assert problem["detail"] == f"An unexpected error occurred; it has been logged under the request id {served}."
+    lines = written.getvalue().splitlines()
+    [first] = [line for line in lines if "Internal Server Error" in line]
+    assert first.startswith(f"[request {served}] Internal Server Error: /services/fields/api/users/")
+    assert any("RuntimeError: a fault of ours" in line for line in lines)
+    logging.getLogger("platform_site").warning("outside any request")
+    assert written.getvalue().splitlines()[-1] == "outside any request"

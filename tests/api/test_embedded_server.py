@@ -96,6 +96,7 @@ def test_a_chunked_body_is_411_on_the_embedded_server(embedded_server):
     request = f"POST {fields} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
     [(status, answered)] = _answers(base, f"{request}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n".encode())
     assert (status, answered["cache-control"]) == (411, "no-store")  # (as every answer to a request with a token)
+    assert len(answered["x-request-id"]) == 36  # (a UUID: answered before the middleware, named all the same)
     listed = f"/services/fields/api/fields?coreUserId={user['id']}"
     assert _call(base, "GET", listed, token=token) == (200, [])
     assert _call(base, "POST", fields, json.loads(body), token)[0] == 201
