@@ -58,7 +58,7 @@ class MagicLink(models.Model):
 class LinkTombstone(models.Model):
     """What is left of a link deleted with its core user: its token's hash, so that its page says 410 "no longer
     valid", as a deleted link's does (supplement: deleted links show a clear page with 410), rather than 404 "does
-    not exist", until `kept_until` (`services.TOMBSTONE_KEPT` past the link's expiry)."""
+    not exist", until `kept_until` (`services.TOMBSTONE_KEPT` past the later of the link's expiry and the deletion)."""
 
     token_hash = models.CharField(max_length=64, primary_key=True)
     kept_until = models.DateTimeField(db_index=True)

@@ -142,6 +142,8 @@ def test_echoed_identity_keys_are_accepted(api_client, core_user):
         ({"geoimagesProjection": "EPSG:7415"}, "geoimagesProjection"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [255, 255, 255]}}, "geoimagesColorRamp"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 256], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
+        ({"geoimagesColorRamp": {"0%": [-5, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp.0%"),
+        ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0, -1]}}, "geoimagesColorRamp.nv"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "100%": [0, 0, 0], "nv": [0, 0, 0]}}, "geoimagesColorRamp.nv"),
         ({"geoimagesColorRamp": {"0%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp"),
         ({"geoimagesColorRamp": {"100%": [0, 0, 0], "nv": [0, 0, 0, 0]}}, "geoimagesColorRamp"),

@@ -707,6 +707,9 @@ def test_the_links_of_a_deleted_core_user_say_they_are_no_longer_valid_for_a_whi
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     _revoked, revoked_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     services.magic_link_delete(link=_revoked)
+    # (expired a year ago: its 410 is kept TOMBSTONE_KEPT past the user's deletion, the later of the two)
+    expired, expired_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    MagicLink.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(days=365))
     survivor = CoreUserFactory(owner=owner)
     _kept, kept_url = make_link(survivor, MagicLink.Widget.FILEUPLOAD)
     core_user_delete(core_user=core_user)
@@ -716,10 +719,12 @@ def test_the_links_of_a_deleted_core_user_say_they_are_no_longer_valid_for_a_whi
         assert "This link is no longer valid" in page.content.decode()
     assert client.get(kept_url).status_code == 200
     # Past the link's expiry and TOMBSTONE_KEPT the sweep forgets it: then it is as unknown as a link never made
-    tombstone = LinkTombstone.objects.get(token_hash=token_hash(url.rsplit("/", 1)[1]))
-    assert tombstone.kept_until > timezone.now() + TOMBSTONE_KEPT - timedelta(minutes=1)
+    for address in (url, expired_url):
+        tombstone = LinkTombstone.objects.get(token_hash=token_hash(address.rsplit("/", 1)[1]))
+        assert tombstone.kept_until > timezone.now() + TOMBSTONE_KEPT - timedelta(minutes=1), address
+    assert client.get(expired_url).status_code == 410
     LinkTombstone.objects.update(kept_until=timezone.now())
-    assert services.link_tombstones_sweep() == 2
+    assert services.link_tombstones_sweep() == 3
     assert client.get(url).status_code == 404
     # An owner's deletion deletes its core users as one is: their links say so too
     owner_delete(owner=owner)
@@ -734,13 +739,19 @@ def test_a_link_deleted_through_the_api_is_forgotten_as_a_tombstone_is(client, c
 
     old, old_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     recent, recent_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
-    for link in (old, recent):
+    # deleted long ago, but valid for another year had it not been: kept until TOMBSTONE_KEPT past that expiry
+    unexpired, unexpired_url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
+    for link in (old, recent, unexpired):
         services.magic_link_delete(link=link)
     long_ago = timezone.now() - TOMBSTONE_KEPT - timedelta(days=1)
     MagicLink.objects.filter(pk=old.pk).update(expires_at=long_ago, deleted_at=long_ago)
+    MagicLink.objects.filter(pk=unexpired.pk).update(
+        expires_at=timezone.now() + timedelta(days=365), deleted_at=long_ago
+    )
     assert services.link_tombstones_sweep() == 1
     assert not MagicLink.objects.filter(pk=old.pk).exists()
-    assert (client.get(old_url).status_code, client.get(recent_url).status_code) == (404, 410)
+    answers = [client.get(url).status_code for url in (old_url, recent_url, unexpired_url)]
+    assert answers == [404, 410, 410]
 
 
 @pytest.mark.embedded

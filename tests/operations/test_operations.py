@@ -115,6 +115,23 @@ def test_a_file_before_the_first_of_an_operation_does_not_stretch_it_past_its_wi
     assert operations == {frozenset({str(first.pk), str(last.pk)}), frozenset({str(early.pk)})}
 
 
+def test_until_its_build_an_operation_spans_from_its_earliest_file_to_its_latest(api_client, core_user, field):
+    """The operation's times are set as files join, before its build (which rewrites them from the merged points)
+    has run: a file earlier than the first must not pull the end back. Read through the API while `processing`,
+    with the `endTime` filter (the operations ending at or before a time)."""
+    with transaction.atomic():  # (the builds are sent on commit: none has run inside)
+        later = processed_file(core_user, grid_table(start=_day(3), operation_type="applied", seed=1))
+        earlier = processed_file(core_user, grid_table(start=_day(0), operation_type="applied", seed=2))
+        for file in (later, earlier):
+            operation = operation_file_group(str(file.pk))
+        [body] = api_client.get(OPS_URL, {"coreUserId": str(core_user.pk)}).json()
+        assert (body["id"], body["status"]) == (str(operation.pk), "processing")
+        assert (body["startTime"], body["endTime"]) == ("2024-09-01T10:00:00.000Z", "2024-09-04T10:03:19.000Z")
+        before_the_end = {"coreUserId": str(core_user.pk), "endTime": "2024-09-02T00:00:00Z"}
+        assert api_client.get(OPS_URL, before_the_end).json() == []
+    assert api_client.get(f"{OPS_URL}/{operation.pk}").json()["endTime"] == "2024-09-04T10:03:19.000Z"
+
+
 @pytest.mark.parametrize("start", ["0001-01-02T00:00:00", "9999-12-30T23:00:00"])
 def test_files_of_the_first_and_last_days_there_are_form_operations(core_user, field, start):
     """Their window reaches past the years 1 to 9999 (was an OverflowError: processed, but in no operation)."""
