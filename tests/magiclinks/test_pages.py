@@ -25,7 +25,8 @@ from tests.tenancy import assert_problem
 from .helpers import contrast_ratio, oauth_server_app, provider_app, rgb
 from .oauth_server import OAuthServer, start_oauth_server
 
-pytestmark = [pytest.mark.django_db]
+# (all on the embedded SpatiaLite default too: `make run` serves these pages)
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 SETTINGS = {
     "backgroundColor": "#0A3D2E",
     "companyName": "Acme Agronomy",
@@ -61,7 +62,6 @@ def connect(client, url, provider="ProviderA", allow=True, meanwhile=None):
     return client.get(path, query), started
 
 
-@pytest.mark.embedded
 def test_upload_page_is_branded_counts_visits_and_is_private(client, core_user):
     link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings=SETTINGS)
     response = client.get(url)
@@ -84,7 +84,6 @@ def test_upload_page_is_branded_counts_visits_and_is_private(client, core_user):
     assert link.usage_count == 2
 
 
-@pytest.mark.embedded
 def test_the_user_name_shows_only_when_asked(client, core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD, settings={"showLeafUserName": False})
     page = client.get(url).content.decode()
@@ -96,7 +95,6 @@ def test_the_user_name_shows_only_when_asked(client, core_user):
     assert f"For <strong>{core_user.name}</strong>" in page and "Signed in" not in page
 
 
-@pytest.mark.embedded
 def test_unknown_expired_and_revoked_links_have_clear_pages(client, core_user):
     assert client.get("/links/" + "x" * 43).status_code == 404
     link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
@@ -112,7 +110,6 @@ def test_unknown_expired_and_revoked_links_have_clear_pages(client, core_user):
     assert link.usage_count == 0
 
 
-@pytest.mark.embedded
 def test_a_deactivated_owners_links_are_unavailable_until_it_is_reactivated(client, owner, core_user):
     """The owner's API tokens are refused while it is inactive; its links were still opened, counted and took
     uploads."""
@@ -151,7 +148,6 @@ def connected_and_watched(client, owner, core_user, oauth_server, oauth_app, set
     return connected
 
 
-@pytest.mark.embedded
 def test_provider_page_offers_one_button_per_allowed_provider(client, owner, core_user):
     for p in ("ProviderA", "ProviderB"):
         provider_app(owner, p)
@@ -164,7 +160,6 @@ def test_provider_page_offers_one_button_per_allowed_provider(client, owner, cor
     assert "Connect ProviderB" in page and "Connect ProviderA" not in page
 
 
-@pytest.mark.embedded
 def test_connect_redirects_to_the_provider_with_state_and_pkce(client, owner, core_user, settings):
     settings.PUBLIC_BASE_URL = "https://platform.example.com"
     provider_app(owner, "ProviderA", base_url="https://auth.example.com")
@@ -644,7 +639,6 @@ def test_a_link_that_is_not_for_uploads_takes_none(client, core_user, oauth_app,
     assert response.status_code == 404 and not Batch.objects.exists()
 
 
-@pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
 def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, core_user):
     """HEAD (link checkers, chat previews) answers like GET without a body; a batch that failed without a file says
@@ -666,7 +660,6 @@ def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, cor
         assert head.status_code == 200 and head.content == b"", target
 
 
-@pytest.mark.embedded
 @pytest.mark.parametrize("meanwhile", ["revoked", "user deleted", "owner deactivated"])
 def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_nothing(
     client, owner, core_user, meanwhile
@@ -695,7 +688,6 @@ def test_a_link_revoked_or_its_user_deleted_while_the_upload_streamed_takes_noth
     assert not Batch.objects.exists()
 
 
-@pytest.mark.embedded
 def test_the_links_of_a_deleted_core_user_say_they_are_no_longer_valid_for_a_while(client, owner, core_user):
     """Supplement: "Expired or deleted links show a clear page with 410". A link deleted with its core user (its
     rows are gone) said 404 "This link does not exist. Check that you copied the whole address." """
@@ -731,7 +723,6 @@ def test_the_links_of_a_deleted_core_user_say_they_are_no_longer_valid_for_a_whi
     assert client.get(kept_url).status_code == 410
 
 
-@pytest.mark.embedded
 def test_a_link_deleted_through_the_api_is_forgotten_as_a_tombstone_is(client, core_user):
     """A link deleted through the API was kept for ever (only marked deleted): past the later of its expiry and its
     deletion and TOMBSTONE_KEPT, the sweep forgets it; a recently deleted one still says 410."""
@@ -754,7 +745,6 @@ def test_a_link_deleted_through_the_api_is_forgotten_as_a_tombstone_is(client, c
     assert answers == [404, 410, 410]
 
 
-@pytest.mark.embedded
 def test_upload_errors_show_the_form_again(client, core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     not_zip = client.post(f"{url}/upload", {"file": _zip_file(b"hello, not a zip", "notes.txt")})
@@ -769,7 +759,6 @@ def test_upload_errors_show_the_form_again(client, core_user):
     assert client.get(f"{url}/upload", follow=True).content.decode().count('id="file"') == 1
 
 
-@pytest.mark.embedded
 def test_an_upload_whose_file_name_is_not_utf8_says_so(client, core_user):
     """Django's parser drops the part whose headers are not UTF-8; the page asked only to choose a file."""
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
@@ -793,7 +782,6 @@ def test_an_upload_whose_file_name_is_not_utf8_says_so(client, core_user):
     assert response.status_code == 400 and "a file name in another encoding makes its part unreadable" in error
 
 
-@pytest.mark.embedded
 def test_too_large_uploads_are_413(client, core_user, settings):
     settings.CONVERSION_UPLOAD_MAX_BYTES = 10
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
@@ -801,7 +789,6 @@ def test_too_large_uploads_are_413(client, core_user, settings):
     assert response.status_code == 413 and "larger than the limit" in response.content.decode()
 
 
-@pytest.mark.embedded
 @pytest.mark.parametrize(
     "limit, shown", [(3 * 1024**3, "3 GiB"), (2_000_000, "1.9 MiB"), (1536, "1.5 KiB"), (10, "10 bytes")]
 )
@@ -821,7 +808,6 @@ def test_the_upload_page_and_its_413_name_the_configured_limit(client, core_user
     assert f'<p class="help" id="file-help">Up to {shown}.</p>' in refused.content.decode()
 
 
-@pytest.mark.embedded
 def test_upload_needs_the_csrf_token(core_user):
     from django.test import Client
 
@@ -1014,7 +1000,6 @@ def test_disconnecting_while_a_refresh_is_in_flight_stays_disconnected(
     assert not ProviderCredential.objects.filter(core_user=core_user).exists()
 
 
-@pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
 def test_a_core_user_deleted_while_at_the_provider_is_told_the_link_is_gone(
     client, owner, core_user, oauth_server, oauth_app, settings, monkeypatch
@@ -1089,7 +1074,6 @@ def test_the_pkce_verifier_is_as_long_as_rfc_7636_asks(client, core_user, oauth_
     assert re.fullmatch(r"[A-Za-z0-9._~-]+", token_request["code_verifier"])
 
 
-@pytest.mark.embedded
 def test_the_browser_cookie_is_fresh_long_lax_and_http_only(client, owner, core_user):
     provider_app(owner, "ProviderA")
     _link, url = make_link(core_user, MagicLink.Widget.PROVIDER, allowed_providers=["ProviderA"])
@@ -1102,7 +1086,6 @@ def test_the_browser_cookie_is_fresh_long_lax_and_http_only(client, owner, core_
         assert morsel["samesite"] == "Lax", name
 
 
-@pytest.mark.embedded
 def test_link_pages_and_their_answers_are_kept_out_of_indexes_and_not_sniffed(client, core_user):
     _link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
     for target in (url, f"/links/{'x' * 43}"):
@@ -1153,7 +1136,6 @@ def test_a_refusal_of_tokens_the_user_replaced_since_marks_and_tells_nothing(
     assert len(webhook_receiver.wait_for(1)) == 1
 
 
-@pytest.mark.embedded
 def test_a_method_a_page_has_not_is_the_405_page_not_a_csrf_refusal(core_user):
     """The CSRF middleware answered Django's own 403 page to a DELETE or a PUT of a page that takes neither."""
     browser = Client(enforce_csrf_checks=True)
@@ -1190,7 +1172,6 @@ def test_a_provider_whose_application_was_deleted_is_offered_no_connect_button(c
     assert response.status_code == 503 and "not set up for this service any more" in response.content.decode()
 
 
-@pytest.mark.embedded
 def test_the_text_colour_is_the_one_that_contrasts_more_with_the_background(client, core_user):
     """The choice compared the background with pure black, but the pages render #111111: on #767676 to #7B7B7B that
     text had less than 4.5:1."""
@@ -1208,7 +1189,6 @@ def test_the_text_colour_is_the_one_that_contrasts_more_with_the_background(clie
         assert contrast_ratio(rgb(grey), rgb(chosen)) >= contrast_ratio(rgb(grey), rgb(other)), (grey, chosen)
 
 
-@pytest.mark.embedded
 def test_an_upload_error_comes_first_names_its_field_and_the_title_says_error(client, core_user, settings, monkeypatch):
     """The error paragraph was tied to no field (the file input was described by its help text alone), nothing took
     focus, and the title stayed "Upload machine files" for every 400, 408 and 413."""
@@ -1243,7 +1223,6 @@ def test_an_upload_error_comes_first_names_its_field_and_the_title_says_error(cl
         assert "autofocus" in control and page.count("autofocus") == 1 and page.count('aria-invalid="true"') == 1
 
 
-@pytest.mark.embedded
 def test_opening_the_upload_address_leads_to_the_links_page_as_the_link_stands(client, core_user):
     """A GET of `/links/<token>/upload` answered 405 "This address answers POST only." with no way back."""
     link, url = make_link(core_user, MagicLink.Widget.FILEUPLOAD)
@@ -1259,7 +1238,6 @@ def test_opening_the_upload_address_leads_to_the_links_page_as_the_link_stands(c
     assert unknown.status_code == 404 and "Link not found" in unknown.content.decode()
 
 
-@pytest.mark.embedded
 def test_an_unfinished_batch_page_offers_a_refresh_link_and_never_reloads_itself(client, core_user):
     """Without JavaScript the page reloaded itself every 3 s (`<noscript><meta http-equiv="refresh">`, WCAG F41):
     the user now chooses when to look again."""

@@ -26,7 +26,8 @@ from webhooks.tasks import webhooks_deliveries_sweep
 
 URL = "/services/alerts/api/alerts/webhooks"
 FAILED = f"{URL}/failed-calls"
-pytestmark = pytest.mark.django_db(transaction=True)
+# (all on the embedded SpatiaLite default too: `make run` delivers webhooks through its in-process worker)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 
 def emit(core_user, event="fieldCreated", **payload):
@@ -525,7 +526,6 @@ def test_a_claim_lasts_longer_than_the_longest_call(
     assert claimed.lease_until >= before + timedelta(seconds=call_deadline(100) + 60)
 
 
-@pytest.mark.embedded
 def test_one_owner_takes_at_most_its_share_of_the_delivery_workers(
     owner, other_owner, core_user, subscribe, webhook_receiver, settings
 ):
@@ -570,7 +570,6 @@ def _delivered_by_name(owner, core_user, subscribe, webhook_receiver, names) -> 
     return by_name
 
 
-@pytest.mark.embedded
 def test_deliveries_claimed_at_one_moment_go_up_to_the_owners_limit(
     owner, core_user, subscribe, webhook_receiver, settings
 ):
@@ -587,7 +586,6 @@ def test_deliveries_claimed_at_one_moment_go_up_to_the_owners_limit(
     assert [json.loads(r.body)["fieldId"] for r in webhook_receiver.wait_for(4)][3:] == ["this"]
 
 
-@pytest.mark.embedded
 def test_when_a_post_ends_the_owners_next_held_back_delivery_is_sent_at_once(
     owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
 ):
@@ -622,7 +620,6 @@ def test_when_a_post_ends_the_owners_next_held_back_delivery_is_sent_at_once(
     assert webhook_receiver.wait_for(6, timeout=0.3)[5:] == []
 
 
-@pytest.mark.embedded
 def test_a_handed_over_claim_that_ran_out_is_not_posted(owner, core_user, subscribe, webhook_receiver, settings):
     """Its task waited in the queue past the claim: the row was due and free meanwhile, and the sweep's task posted
     it while the handed-over one did too (two posts of one delivery at once)."""
@@ -638,7 +635,6 @@ def test_a_handed_over_claim_that_ran_out_is_not_posted(owner, core_user, subscr
     assert Delivery.objects.get(pk=by_name["late"].pk).attempts == 1
 
 
-@pytest.mark.embedded
 def test_a_post_that_ends_hands_its_place_past_a_delivery_another_took(
     owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
 ):
@@ -655,7 +651,6 @@ def test_a_post_that_ends_hands_its_place_past_a_delivery_another_took(
     assert [delivery_id for delivery_id, _lease in sent] == [str(by_name["next"].pk)]
 
 
-@pytest.mark.embedded
 def test_a_delivery_held_back_waits_without_asking_again(
     owner, core_user, subscribe, webhook_receiver, settings, monkeypatch
 ):
@@ -676,7 +671,6 @@ def test_a_delivery_held_back_waits_without_asking_again(
     assert (waits.status, waits.attempts, waits.lease_until) == (Delivery.Status.PENDING, 0, None)
 
 
-@pytest.mark.embedded
 def test_the_sweep_sends_of_each_owner_no_more_than_its_share(
     owner, other_owner, core_user, subscribe, webhook_receiver, settings
 ):
