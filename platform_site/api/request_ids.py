@@ -26,10 +26,12 @@ def request_id(meta) -> str:
 
 
 class RequestIdFilter(logging.Filter):
-    """Stamps each record with the id of the request being served when it was logged (`record.request_id`)."""
+    """Stamps each record with the id of the request being served when it was logged (`record.request_id`), or of
+    the request the record names: Django logs a 4xx answer ("Not Found: /x", with the request) after the
+    middleware returned it."""
 
     def filter(self, record):
-        record.request_id = current.get()
+        record.request_id = current.get() or getattr(getattr(record, "request", None), "request_id", None)
         return True
 
 

@@ -331,6 +331,26 @@ def test_a_request_line_the_embedded_server_refuses_is_a_problem_with_a_status_l
     assert (problem["status"], problem["errorKey"]) == (status, error_key)
 
 
+def test_a_refused_requests_log_lines_carry_the_id_its_answer_carried(embedded_server):
+    """The server's request line of a 4xx and Django's line about it both carry the request's `X-Request-Id`, the id
+    a client quotes, so that one leads to the other."""
+    sent = "probe-404-7f3a"
+    request = urllib.request.Request(f"{embedded_server.base}/nowhere-{sent}", headers={"X-Request-Id": sent})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert (refused.value.code, refused.value.headers["X-Request-Id"]) == (404, sent)
+    size = len(refused.value.read())
+    log_path = embedded_server.database.parent / "server.log"
+    deadline = time.monotonic() + 10
+    while len(lines := [line for line in log_path.read_text().splitlines() if sent in line]) < 2:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert any(line.startswith(f"[request {sent}] Not Found: /nowhere-{sent}") for line in lines), lines
+    assert any(line.endswith(f'"GET /nowhere-{sent} HTTP/1.1" 404 {size} [request {sent}]')
+               for line in lines), lines  # fmt: skip
+
+
 def _refused_then_sent(base: str, declared: int, sent: int) -> tuple[bytes, bytes]:
     """A JSON body of `declared` bytes to the authentication (413: over 10 MiB), of which `sent` bytes are sent
     after the headers; then the answer, and whatever else the connection gives before it is closed."""

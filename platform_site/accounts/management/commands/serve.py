@@ -31,6 +31,7 @@ from django.core.servers.basehttp import ServerHandler, WSGIRequestHandler, WSGI
 from django.http import Http404
 from django.utils import timezone
 
+from platform_site.api import request_ids
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE, handler404, problem_body
 from webhooks.services import deliveries_release
 
@@ -106,6 +107,7 @@ class BoundedDrainServerHandler(ServerHandler):
         if self._unread() > DRAIN_BYTES:
             self.headers["Connection"] = "close"
             self.request_handler.close_connection = True
+        self.request_handler.served_request_id = self.headers.get(request_ids.HEADER)
 
     def close(self):
         try:
@@ -138,9 +140,19 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
     that hung up is, so neither the server nor wsgiref logs a traceback for it (Django logs "Broken pipe"). The
     requests it refuses itself, before Django sees them, are answered with a problem document (`send_error`)."""
 
+    served_request_id = None  # the `X-Request-Id` of the answer being sent (`BoundedDrainServerHandler`)
+
     def setup(self):
         super().setup()
         self.rfile = _AbortOnTimeout(self.rfile)
+
+    def log_request(self, code="-", size="-"):
+        """The request line (written for a 4xx or 5xx: settings LOGGING) ends with the id its answer carried, which
+        the request's other log lines start with."""
+        served, self.served_request_id = self.served_request_id, None
+        if served is None:  # (a refusal of the server's own, before Django)
+            return super().log_request(code, size)
+        self.log_message('"%s" %s %s [request %s]', self.requestline, str(code), str(size), served)
 
     def handle_one_request(self):
         """Django's, with the handler that throws an unread body away in chunks (`BoundedDrainServerHandler`)."""
