@@ -78,6 +78,10 @@ DRAIN_BYTES = 1 << 20
 DRAIN_CHUNK = 1 << 16
 LINGER_SECONDS = 5.0  # the longest the rest of a body is read for after its answer, before the connection is closed
 LINGER_READ_SECONDS = 1.0  # ...and the longest one read of it waits
+# The longest request line taken (bytes, its CRLF aside): gunicorn's default `--limit-request-line`, so that what
+# `make run` takes is what production takes. Python's server took 65536, and a list's `Link` header, which repeats the
+# query up to four times, then grew past what clients read (`requests` refuses a header line over 65536 bytes).
+REQUEST_LINE_MAX = 4094
 
 
 class BoundedDrainServerHandler(ServerHandler):
@@ -156,8 +160,8 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
 
     def handle_one_request(self):
         """Django's, with the handler that throws an unread body away in chunks (`BoundedDrainServerHandler`)."""
-        self.raw_requestline = self.rfile.readline(65537)
-        if len(self.raw_requestline) > 65536:
+        self.raw_requestline = self.rfile.readline(REQUEST_LINE_MAX + 3)
+        if len(self.raw_requestline.rstrip(b"\r\n")) > REQUEST_LINE_MAX:
             self.requestline = self.request_version = self.command = ""
             self.send_error(414)
             return
@@ -182,7 +186,7 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
             self.headers["Host"] = target.netloc
 
     def send_error(self, code, message=None, explain=None):
-        """A refusal of `http.server`'s (a request line over 65536 bytes, a header line over 65536 bytes or more than
+        """A refusal of `http.server`'s (a request line over REQUEST_LINE_MAX bytes, a header line over 65536 bytes or more than
         100 headers, a request that is no HTTP) as a problem document with the error keys gunicorn's worker answers
         (`platform_site.server`): it was an HTML page."""
         error_key, detail = {
