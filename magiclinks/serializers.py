@@ -4,7 +4,7 @@ import re
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import EmailValidator
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from platform_site.accounts.models import ConnectableProvider, ProviderApplication
@@ -147,8 +147,15 @@ class AuthenticationLinkWithUserCreateSerializer(UserCreationMixin, Authenticati
     pass
 
 
+@extend_schema_serializer(exclude_fields=["disconnectedEnabled"])
+class FileUploadLinkSettingsSerializer(MagicLinkSettingsSerializer):
+    """A file-upload link's settings, as documented: no `disconnectedEnabled` (only provider and authentication
+    links disconnect). Sent all the same, the key is refused saying so (`LinkCreateSerializer.validate`)."""
+
+
 class FileUploadLinkCreateSerializer(LinkCreateSerializer):
     widget = MagicLink.Widget.FILEUPLOAD
+    settings = FileUploadLinkSettingsSerializer(required=False)
 
 
 class FileUploadLinkWithUserCreateSerializer(UserCreationMixin, FileUploadLinkCreateSerializer):

@@ -316,6 +316,29 @@ def test_a_provider_link_with_its_user_names_either_provider_or_allowed_provider
     assert jsonschema.Draft202012Validator(request).is_valid({"externalId": "x1", **keys}) is valid
 
 
+@pytest.mark.parametrize(
+    ("request_schema", "valid"),
+    [("FileUploadLinkCreateRequest", False), ("FileUploadLinkWithUserCreateRequest", False),
+     ("ProviderLinkCreateRequest", True), ("AuthenticationLinkCreateRequest", True)],
+)  # fmt: skip
+def test_only_links_that_disconnect_offer_disconnected_enabled_in_the_schema(schema, request_schema, valid):
+    """A file-upload link's `settings.disconnectedEnabled` is a 400 ("Only provider and authentication links can
+    disconnect."), yet its request schema, the settings of every link, offered it (found by Schemathesis)."""
+    import jsonschema
+
+    document, *_ = schema
+    request = {"$ref": f"#/components/schemas/{request_schema}", "components": document["components"]}
+    body = {
+        "FileUploadLinkCreateRequest": {},
+        "FileUploadLinkWithUserCreateRequest": {"externalId": "x1"},
+        "ProviderLinkCreateRequest": {"allowedProviders": ["ProviderA"]},
+        "AuthenticationLinkCreateRequest": {"provider": "ProviderA"},
+    }[request_schema]
+    body["settings"] = {"disconnectedEnabled": False}
+    assert jsonschema.Draft202012Validator(request).is_valid(body) is valid
+    assert jsonschema.Draft202012Validator(request).is_valid({**body, "settings": {"companyName": "Acme"}})
+
+
 def _answers_of_status(document: dict, status: str) -> dict:
     """Each operation's documented answer of `status`, by (method, path)."""
     return {

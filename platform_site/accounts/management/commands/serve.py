@@ -186,9 +186,9 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
             self.headers["Host"] = target.netloc
 
     def send_error(self, code, message=None, explain=None):
-        """A refusal of `http.server`'s (a request line over REQUEST_LINE_MAX bytes, a header line over 65536 bytes or more than
-        100 headers, a request that is no HTTP) as a problem document with the error keys gunicorn's worker answers
-        (`platform_site.server`): it was an HTML page."""
+        """A refusal of the server's own (a request line over REQUEST_LINE_MAX bytes; a header line over 65536 bytes
+        or more than 100 headers, `http.server`'s limits; a request that is no HTTP) as a problem document with the
+        error keys gunicorn's worker answers (`platform_site.server`): it was an HTML page."""
         error_key, detail = {
             414: ("uriTooLong", "The request line is too long: send fewer or shorter query parameters."),
             431: ("requestHeadersTooLarge", f"The request headers are too large ({message}): send fewer or shorter."),
