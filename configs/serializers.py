@@ -82,6 +82,7 @@ COLOR_RAMP_SCHEMA = {
     },
     "required": ["0%", "100%", "nv"],
     "additionalProperties": RGB_SCHEMA,
+    "propertyNames": {"pattern": f"^(nv|{PERCENT_KEY.pattern[1:-1]})$"},  # (what the field takes)
     "maxProperties": MAX_COLOR_RAMP_STOPS + 1,
     "example": DEFAULT_COLOR_RAMP,
 }
