@@ -1,7 +1,7 @@
 """Shapes of batches and files (supplement "Files and batches"), and the upload / merge request bodies."""
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from assets.models import Provider
@@ -161,10 +161,29 @@ def file_context(files, context: dict) -> dict:
     return {**context, "field_ids": file_field_ids([f.pk for f in files]), "machine_ids": file_machine_ids(files)}
 
 
+MERGE_MAX_FILES = 1000
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "string", "format": "uuid"},
+        "minItems": 2,
+        "maxItems": MERGE_MAX_FILES,
+        "uniqueItems": True,
+        "description": "The ids of at least two different processed files of one core user (fewer than two different "
+        "ids is a 400 `mergeNotAllowed`; the server counts a repeated id once, the schema asks for none).",
+    }
+)
+class MergeIdsField(serializers.ListField):
+    """The files of a merge, as the schema says them: one id was documented as enough (`minItems: 1`), and Swagger
+    UI's example of one id was refused ("A merge needs at least two different files.", `conversion.merging`)."""
+
+
 class FileMergeSerializer(ApiSerializer):
     """`POST /files/merge` body."""
 
-    ids = serializers.ListField(child=StrictUUIDField(), allow_empty=False, max_length=1000)
+    ids = MergeIdsField(child=StrictUUIDField(), allow_empty=False, max_length=MERGE_MAX_FILES)
 
 
 def images_data(images: list[dict], *, request, route: str, pk) -> list[dict]:

@@ -357,6 +357,19 @@ def test_a_colour_ramps_keys_are_described_as_the_server_takes_them(schema, api_
     assert answer.status_code == (200 if valid else 400), answer.json()
 
 
+def test_a_merge_is_documented_as_the_server_takes_it(schema):
+    """One id was documented as enough (`minItems: 1`), and Swagger UI's example of one id was refused: the server
+    merges two different files at least."""
+    import jsonschema
+
+    document, *_ = schema
+    request = jsonschema.Draft202012Validator(
+        {"$ref": "#/components/schemas/FileMergeRequest", "components": document["components"]}
+    )
+    one, other = "6f1c5f4e-1111-4111-8111-111111111111", "6f1c5f4e-2222-4222-8222-222222222222"
+    assert [request.is_valid({"ids": ids}) for ids in ([one], [one, one], [one, other])] == [False, False, True]
+
+
 def _answers_of_status(document: dict, status: str) -> dict:
     """Each operation's documented answer of `status`, by (method, path)."""
     return {
