@@ -189,7 +189,13 @@ def _invalidity(geometry: MultiPolygon) -> str:
     def reason(shape) -> str:
         found = explain_validity(shape)
         match = _GEOS_REASON.match(found)
-        return f"{match['reason'].strip().lower()} at [{match['x']}, {match['y']}]" if match else found
+        if not match:
+            return found
+        said = match["reason"].strip().lower()
+        if said == "too few points in geometry component":
+            # (GEOS counts distinct positions: four equal positions are "too few" though four were sent)
+            said = "a ring of fewer than three different positions (a ring needs three, then the first again)"
+        return f"{said} at [{match['x']}, {match['y']}]"
 
     for index, polygon in enumerate(geometry.geoms):
         if not polygon.is_valid:

@@ -122,6 +122,12 @@ BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
         ({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [2, 0], [0, 0]]]}, "Self-intersection"),
         # GEOS's reason, with the polygon it is in and the position in GeoJSON's order
         ({"type": "Polygon", "coordinates": [BOWTIE]}, "polygon 0: self-intersection at [0.5, 0.5]."),
+        # Four positions, as a ring needs, but one place: GEOS's "too few points" read as a count of what was sent
+        (
+            {"type": "Polygon", "coordinates": [[[0, 0], [0, 0], [0, 0], [0, 0]]]},
+            "polygon 0: a ring of fewer than three different positions (a ring needs three, then the first again) at "
+            "[0, 0].",
+        ),
         (
             {"type": "MultiPolygon", "coordinates": [[[[5, 5], [6, 5], [6, 6], [5, 5]]], [BOWTIE]]},
             "polygon 1: self-intersection at [0.5, 0.5].",
