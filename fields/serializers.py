@@ -50,6 +50,11 @@ MULTIPOLYGON_SCHEMA = {
         },
     },
     "required": ["type", "coordinates"],
+    # (Swagger UI's own example, rings of [0, 0] four times, is a 400: each geometry operation's first try failed)
+    "example": {
+        "type": "MultiPolygon",
+        "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
+    },
 }
 
 
