@@ -182,10 +182,10 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 BEARER_DESCRIPTION = (
     "The `id_token` that `POST /api/authenticate` answers for an API owner's username and password, sent as "
-    "`Authorization: Bearer <id_token>` (paste the token alone into Swagger UI's Authorize box). It is valid 24 "
-    "hours, 30 days with `rememberMe: true` (`JWT_LIFETIME_HOURS`, `JWT_REMEMBER_ME_DAYS`). A missing, malformed, "
-    "expired or revoked token (the password changed since) is a 401 `unauthorized`; a deactivated owner's a 401 "
-    "`ownerDeactivated`."
+    "`Authorization: Bearer <id_token>` (paste the token alone into Swagger UI's Authorize box). By default it is "
+    "valid 24 hours, 30 days with `rememberMe: true` (`JWT_LIFETIME_HOURS`, `JWT_REMEMBER_ME_DAYS`). A missing, "
+    "malformed, expired or revoked token (the password changed since) is a 401 `unauthorized`; a deactivated "
+    "owner's a 401 `ownerDeactivated`."
 )
 
 
