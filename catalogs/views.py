@@ -1,8 +1,7 @@
 """Catalogs (beta) endpoints, included at `/services/beta/api/`: a core user's products and
 varieties, the owner-wide unique names with file counts, and the product search."""
 
-import uuid
-
+from django import forms
 from django.db.models import Case, Count, Prefetch, Subquery, Value, When
 from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
@@ -14,7 +13,12 @@ from rest_framework.response import Response
 
 from platform_site.api import wording
 from platform_site.api.sorting import parse_sort, sort_schema
-from platform_site.api.viewsets import CoreUserScopedViewSet, OwnerScopedViewSet, owned_core_user_or_404
+from platform_site.api.viewsets import (
+    CoreUserScopedViewSet,
+    OwnerScopedViewSet,
+    list_query_check,
+    owned_core_user_or_404,
+)
 
 from .filtersets import OwnerProductFilterSet, ProductFilterSet, ProductSearchFilterSet, VarietyFilterSet
 from .models import Product, ProductFile, Variety, VarietyFile
@@ -101,16 +105,20 @@ class ProductSearchByQueryViewSet(ProductSearchViewSet):
     def core_user(self):
         if getattr(self, "swagger_fake_view", False) or self.action == "metadata":
             return None  # (OPTIONS describes the route, for any core user)
-        core_user_id = self.request.query_params.get("coreUserId")
-        if not core_user_id:
-            raise ValidationError({"coreUserId": ["This query parameter is required."]})
-        # A value that is no UUID is a malformed query, worded as the `coreUserId` filter of every list words it;
-        # a UUID that names no core user of the owner is a 404, as in the path.
+        # Read as the `coreUserId` filter of every list reads it (any spelling of a UUID, spaces around it taken
+        # away); one that is missing or no UUID is answered with every other error of the query, a UUID naming no
+        # core user of the owner is a 404, as in the path.
         try:
-            uuid.UUID(core_user_id)
-        except ValueError:
-            raise ValidationError({"coreUserId": [wording.NOT_A_UUID]}) from None
-        return owned_core_user_or_404(self.owner, core_user_id)
+            core_user_id = forms.UUIDField().clean(self.request.query_params.get("coreUserId"))
+        except forms.ValidationError as exc:
+            missing = exc.code == "required"
+            errors = {"coreUserId": ["This query parameter is required." if missing else wording.NOT_A_UUID]}
+            try:
+                list_query_check(self, self.request)
+            except ValidationError as others:
+                errors.update(others.detail)
+            raise ValidationError(errors) from None
+        return owned_core_user_or_404(self.owner, str(core_user_id))
 
 
 class VarietyViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):

@@ -266,8 +266,14 @@ def test_a_static_path_with_no_file_is_the_apis_404_on_the_embedded_server(embed
 
 
 def test_static_files_are_still_served_on_the_embedded_server(embedded_server):
+    """...with a request id, as every answer (they are served before the middleware that gives the others one)."""
     with urllib.request.urlopen(embedded_server.base + "/static/admin/css/base.css", timeout=30) as response:
         assert response.status == 200 and response.headers["Content-Type"].startswith("text/css")
+        assert len(response.headers["X-Request-Id"]) == 36
+    missing = urllib.request.Request(embedded_server.base + "/static/no-such.css", headers={"X-Request-Id": "static-1"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(missing, timeout=30)
+    assert (refused.value.code, refused.value.headers["X-Request-Id"]) == (404, "static-1")
 
 
 def test_the_embedded_database_files_are_readable_by_their_owner_only(embedded_server):
@@ -370,6 +376,11 @@ def test_the_longest_request_line_taken_is_gunicorns_and_its_links_stay_readable
     )
     with urllib.request.urlopen(listed, timeout=30) as answer:  # (http.client refuses a header line over 65536)
         assert answer.status == 200 and 'rel="first"' in answer.headers["Link"]
+    # Past it, the query whose Link header no client read (18 KB of it: a header line of 72 KB) is refused first
+    longer = path.replace("sort=", "sort=" + "%2C" * 6000)
+    request = f"GET {longer} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {embedded_server.token}\r\n\r\n"
+    code, _content_type, problem = send_raw(embedded_server.base, request.encode("latin-1"))
+    assert (code, problem["errorKey"]) == (414, "uriTooLong"), problem
 
 
 def _refused_then_sent(base: str, declared: int, sent: int) -> tuple[bytes, bytes]:

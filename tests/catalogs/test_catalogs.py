@@ -251,6 +251,23 @@ class TestProductEndpoints:
         assert listed["fieldErrors"] == problem["fieldErrors"]
         unknown = {"coreUserId": "6f1c5f4e-1111-4111-8111-111111111111"}
         assert_problem(api_client.get(f"{BASE}/products/search", unknown), 404, "notFound")
+        # With the query's other errors, in one 400, as the path's search answers them
+        query = {"coreUserId": "bad", "maxResults": "0", "coreFileId": "x"}
+        together = assert_problem(api_client.get(f"{BASE}/products/search", query), 400, "validation")
+        assert sorted(e["field"] for e in together["fieldErrors"]) == ["coreFileId", "coreUserId", "maxResults"]
+        alone = assert_problem(api_client.get(f"{BASE}/products/search", {"maxResults": "0"}), 400, "validation")
+        assert sorted(e["field"] for e in alone["fieldErrors"]) == ["coreUserId", "maxResults"]
+
+    def test_alias_core_user_in_any_spelling_of_a_uuid_as_the_lists_filter_reads_it(
+        self, api_client, core_user, catalog
+    ):
+        """`{...}`, `urn:uuid:`, 32 hex digits, upper case, spaces around: the lists' `coreUserId` filter reads them
+        all as the core user, and the alias answered 404 for the owner's own core user."""
+        expected = names(api_client.get(products_url(core_user, "search"), {"search": "r"}))
+        for spelling in (f"{{{core_user.id}}}", f"urn:uuid:{core_user.id}", core_user.id.hex, str(core_user.id).upper(),
+                         f" {core_user.id} "):  # fmt: skip
+            found = api_client.get(f"{BASE}/products/search", {"search": "r", "coreUserId": spelling})
+            assert names(found) == expected, (spelling, found.json())
 
     def test_a_method_a_route_has_not_is_405_whatever_the_core_user(self, api_client, other_client, core_user):
         """It was a 400 about the missing `coreUserId` (or a 404 for another owner's) before the method was looked at;

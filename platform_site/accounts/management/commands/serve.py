@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from platform_site.api import request_ids
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE, handler404, problem_body
+from platform_site.api.middleware import answer_headers
 from webhooks.services import deliveries_release
 
 
@@ -274,13 +275,15 @@ class ProblemStaticFilesHandler(StaticFilesHandler):
     """Staticfiles' handler (it serves `/static/...` before any middleware runs), answering a path it has no file
     for with the API's 404 problem document (`errors.handler404`), as any unknown URL. A path climbing out of the
     static folders (`/static/../x`, `/static/%2e%2e/x`) raised SuspiciousFileOperation, which nothing caught: a 500
-    text/plain from wsgiref. A missing file was Django's HTML 404 page (its debug page under `make run`)."""
+    text/plain from wsgiref. A missing file was Django's HTML 404 page (its debug page under `make run`). Its answers
+    get the headers of every answer (`answer_headers`: `X-Request-Id` among them), as the middleware gives the rest."""
 
     def get_response(self, request):
         try:
-            return self.serve(request)
+            response = self.serve(request)
         except (Http404, SuspiciousFileOperation):
-            return handler404(request)
+            response = handler404(request)
+        return answer_headers(request, response)
 
 
 def restart_recovery(started: datetime) -> None:
