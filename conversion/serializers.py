@@ -1,7 +1,7 @@
 """Shapes of batches and files (supplement "Files and batches"), and the upload / merge request bodies."""
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from assets.models import Provider
@@ -180,6 +180,11 @@ class MergeIdsField(serializers.ListField):
     UI's example of one id was refused ("A merge needs at least two different files.", `conversion.merging`)."""
 
 
+# (Swagger UI made its example of the schema's: one id, repeated to two, counted once by `uniqueItems`)
+MERGE_EXAMPLE = {"ids": ["3fa85f64-5717-4562-b3fc-2c963f66afa6", "6f1c5f4e-2222-4222-8222-222222222222"]}
+
+
+@extend_schema_serializer(examples=[OpenApiExample("Two files", value=MERGE_EXAMPLE, request_only=True)])
 class FileMergeSerializer(ApiSerializer):
     """`POST /files/merge` body."""
 

@@ -3,7 +3,7 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from platform_site.api import wording
@@ -56,6 +56,12 @@ MULTIPOLYGON_SCHEMA = {
         "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
     },
 }
+
+
+def body_example(value: dict) -> list[OpenApiExample]:
+    """A request body's example, which Swagger UI fills its form with instead of one of its own: its own gave every
+    key a value, and `farmId`/`growerId` 0 names no farm or grower (a 400 on the first try)."""
+    return [OpenApiExample("Example", value=value, request_only=True)]
 
 
 @extend_schema_field(MULTIPOLYGON_SCHEMA)
@@ -256,6 +262,7 @@ class CoreUserRowIdField(StrictIntegerField):
         return row
 
 
+@extend_schema_serializer(examples=body_example({"name": "North 40", "geometry": MULTIPOLYGON_SCHEMA["example"]}))
 class FieldCreateSerializer(ApiSerializer):
     """POST body: `geometry` required; `id` (client-chosen, kept for ever) and `name` optional."""
 
@@ -268,6 +275,7 @@ class FieldCreateSerializer(ApiSerializer):
     farmId = CoreUserRowIdField(model=Farm, noun="farm", required=False, allow_null=True, source="farm")
 
 
+@extend_schema_serializer(examples=body_example({"name": "North 40"}))
 class FieldUpdateSerializer(ApiSerializer):
     """PATCH body: any of `name`, `farmId` (null detaches), `geometry` (creates a new boundary); at least one."""
 
@@ -285,12 +293,16 @@ class FieldUpdateSerializer(ApiSerializer):
         return attrs
 
 
+@extend_schema_serializer(examples=body_example({"geometry": MULTIPOLYGON_SCHEMA["example"]}))
 class GeometrySerializer(ApiSerializer):
     """`{geometry}`: PUT of the active boundary and the deprecated intersects query."""
 
     geometry = GeoJSONMultiPolygonField()
 
 
+@extend_schema_serializer(
+    examples=body_example({"geometry": MULTIPOLYGON_SCHEMA["example"], "intersectionThreshold": 25})
+)
 class IntersectsSerializer(ApiSerializer):
     """`{geometry, intersectionThreshold}` (percent, 0.01 to 100, default 0.01)."""
 
@@ -415,6 +427,7 @@ class FarmSerializer(ApiModelSerializer):
         return sorted(f.public_id for f in farm.fields.all())
 
 
+@extend_schema_serializer(examples=body_example({"name": "Home"}))
 class FarmWriteSerializer(ApiSerializer):
     """POST / PUT body of a farm: `name`, `growerId`, both optional (PUT: absent means none)."""
 
@@ -467,6 +480,7 @@ class GrowerSerializer(ApiModelSerializer):
         return data
 
 
+@extend_schema_serializer(examples=body_example({"name": "Smith"}))
 class GrowerWriteSerializer(ApiSerializer):
     """POST / PUT body of a grower: `name` only (PUT: absent means none)."""
 

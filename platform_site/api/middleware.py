@@ -48,13 +48,14 @@ class ResponseHeadersMiddleware:
             request_ids.current.reset(served)
 
 
-def answer_headers(request, response):
+def answer_headers(request, response, *, owners_data: bool = True):
     """`response` with the headers of `ResponseHeadersMiddleware`, and its Content-Length where it has none (an
-    answer made before the middleware, `platform_site.wsgi.Handler`'s, has none from CommonMiddleware, nor an id)."""
+    answer made before the middleware, `platform_site.wsgi.Handler`'s, has none from CommonMiddleware, nor an id).
+    `owners_data` False: an answer that is nobody's data (a static file), which caches may keep whoever asks."""
     if not hasattr(request, "request_id"):
         request.request_id = request_ids.request_id(request.META)
     response[request_ids.HEADER] = request.request_id
-    if "HTTP_AUTHORIZATION" in request.META and not response.has_header("Cache-Control"):
+    if owners_data and "HTTP_AUTHORIZATION" in request.META and not response.has_header("Cache-Control"):
         response["Cache-Control"] = "no-store"
     if response.status_code in (204, 304):
         if response.has_header("Content-Length"):

@@ -270,6 +270,13 @@ def test_static_files_are_still_served_on_the_embedded_server(embedded_server):
     with urllib.request.urlopen(embedded_server.base + "/static/admin/css/base.css", timeout=30) as response:
         assert response.status == 200 and response.headers["Content-Type"].startswith("text/css")
         assert len(response.headers["X-Request-Id"]) == 36
+    # (no owner's data, whoever asks: a cache may keep it, unlike every answer of the API to a request with a token)
+    with_token = urllib.request.Request(
+        embedded_server.base + "/static/admin/css/base.css",
+        headers={"Authorization": f"Bearer {embedded_server.token}"},
+    )
+    with urllib.request.urlopen(with_token, timeout=30) as response:
+        assert response.status == 200 and "no-store" not in response.headers.get("Cache-Control", "")
     missing = urllib.request.Request(embedded_server.base + "/static/no-such.css", headers={"X-Request-Id": "static-1"})
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(missing, timeout=30)

@@ -276,14 +276,15 @@ class ProblemStaticFilesHandler(StaticFilesHandler):
     for with the API's 404 problem document (`errors.handler404`), as any unknown URL. A path climbing out of the
     static folders (`/static/../x`, `/static/%2e%2e/x`) raised SuspiciousFileOperation, which nothing caught: a 500
     text/plain from wsgiref. A missing file was Django's HTML 404 page (its debug page under `make run`). Its answers
-    get the headers of every answer (`answer_headers`: `X-Request-Id` among them), as the middleware gives the rest."""
+    get the headers of every answer (`answer_headers`: `X-Request-Id` among them), as the middleware gives the rest,
+    but `no-store`: a static file is no owner's data, whoever asks for it."""
 
     def get_response(self, request):
         try:
             response = self.serve(request)
         except (Http404, SuspiciousFileOperation):
             response = handler404(request)
-        return answer_headers(request, response)
+        return answer_headers(request, response, owners_data=False)
 
 
 def restart_recovery(started: datetime) -> None:
