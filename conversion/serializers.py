@@ -1,12 +1,12 @@
 """Shapes of batches and files (supplement "Files and batches"), and the upload / merge request bodies."""
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from assets.models import Provider
 from configs.serializers import ColorRampField
-from platform_site.api.schema import document_extra_properties
+from platform_site.api.schema import body_example, document_extra_properties
 from platform_site.api.serializers import ApiModelSerializer, ApiSerializer, StrictUUIDField, TimestampField
 
 from .links import file_field_ids, file_machine_ids
@@ -184,7 +184,7 @@ class MergeIdsField(serializers.ListField):
 MERGE_EXAMPLE = {"ids": ["3fa85f64-5717-4562-b3fc-2c963f66afa6", "6f1c5f4e-2222-4222-8222-222222222222"]}
 
 
-@extend_schema_serializer(examples=[OpenApiExample("Two files", value=MERGE_EXAMPLE, request_only=True)])
+@extend_schema_serializer(examples=body_example(MERGE_EXAMPLE, name="Two files"))
 class FileMergeSerializer(ApiSerializer):
     """`POST /files/merge` body."""
 

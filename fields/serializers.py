@@ -3,11 +3,11 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample, extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from platform_site.api import wording
-from platform_site.api.schema import document_extra_properties
+from platform_site.api.schema import body_example, document_extra_properties
 from platform_site.api.serializers import (
     ApiModelSerializer,
     ApiSerializer,
@@ -56,12 +56,6 @@ MULTIPOLYGON_SCHEMA = {
         "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
     },
 }
-
-
-def body_example(value: dict) -> list[OpenApiExample]:
-    """A request body's example, which Swagger UI fills its form with instead of one of its own: its own gave every
-    key a value, and `farmId`/`growerId` 0 names no farm or grower (a 400 on the first try)."""
-    return [OpenApiExample("Example", value=value, request_only=True)]
 
 
 @extend_schema_field(MULTIPOLYGON_SCHEMA)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import append_meta, build_bearer_security_scheme_object, is_field
+from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
 
 from platform_site.api.authentication import BEARER_CHALLENGE
@@ -187,6 +188,13 @@ BEARER_DESCRIPTION = (
     "malformed, expired or revoked token (the password changed since) is a 401 `unauthorized`; a deactivated "
     "owner's a 401 `ownerDeactivated`."
 )
+
+
+def body_example(value: dict, *, name: str = "Example") -> list[OpenApiExample]:
+    """A request body's example (`extend_schema_serializer(examples=...)`), which Swagger UI fills its form with
+    instead of one of its own: its own gave every key a value, and `farmId`/`growerId` 0 names no farm or grower, a
+    merge one id (a 400 on the first try)."""
+    return [OpenApiExample(name, value=value, request_only=True)]
 
 
 def document_extra_properties(
