@@ -60,6 +60,14 @@ IMPLEMENT_SORT_FIELDS = {
 class MachineViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """Machines of one core user; only USER_CREATED ones may be changed or deleted."""
 
+    operation_summaries = {
+        "list": "List a core user's machines",
+        "create": "Create a machine",
+        "retrieve": "Get a machine",
+        "partial_update": "Change a machine (USER_CREATED only)",
+        "destroy": "Delete a machine (USER_CREATED only)",
+    }
+
     queryset = Machine.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = MachineSerializer
     problem_responses = dict.fromkeys(
@@ -99,6 +107,10 @@ class MachineViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserS
 class MachineFileViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
     """The converted files a machine of the core user worked in."""
 
+    operation_summaries = {
+        "list": "List the files a machine worked in",
+    }
+
     queryset = MachineFile.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = MachineFileSerializer
     filterset_class = MachineFileFilterSet
@@ -113,6 +125,11 @@ class MachineFileViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
 class ImplementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """Implements of one core user (read-only)."""
 
+    operation_summaries = {
+        "list": "List a core user's implements",
+        "retrieve": "Get an implement",
+    }
+
     queryset = Implement.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = ImplementSerializer
     filterset_class = ImplementFilterSet
@@ -125,6 +142,11 @@ class ImplementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUse
 
 class OperatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """Operators of one core user (read-only); the list takes only `page` and `size`."""
+
+    operation_summaries = {
+        "list": "List a core user's operators",
+        "retrieve": "Get an operator",
+    }
 
     queryset = Operator.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = OperatorSerializer

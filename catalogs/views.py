@@ -49,6 +49,10 @@ SUMMARY_SORT = OpenApiParameter(
 class ProductViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
     """GET /users/{coreUserId}/products: the core user's product records."""
 
+    operation_summaries = {
+        "list": "List a core user's products",
+    }
+
     queryset = Product.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = ProductSerializer
     filterset_class = ProductFilterSet
@@ -64,6 +68,10 @@ class ProductViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
 class ProductSearchViewSet(CoreUserScopedViewSet):
     """GET /users/{coreUserId}/products/search: at most `maxResults` (<= 20) products whose name
     contains `search`, names that start with it first; optionally only those of `coreFileId`."""
+
+    operation_summaries = {
+        "list": "Search a core user's products by name",
+    }
 
     queryset = Product.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = ProductSerializer
@@ -101,6 +109,10 @@ class ProductSearchByQueryViewSet(ProductSearchViewSet):
     """GET /products/search?coreUserId=...: the same search, for the spec's `/beta/products/search`
     spelling, with the core user in the query string."""
 
+    operation_summaries = {
+        "list": "Search a core user's products by name (core user in the query)",
+    }
+
     @cached_property
     def core_user(self):
         if getattr(self, "swagger_fake_view", False) or self.action == "metadata":
@@ -123,6 +135,10 @@ class ProductSearchByQueryViewSet(ProductSearchViewSet):
 
 class VarietyViewSet(mixins.ListModelMixin, CoreUserScopedViewSet):
     """GET /users/{coreUserId}/varieties: the core user's varieties with their crops."""
+
+    operation_summaries = {
+        "list": "List a core user's varieties",
+    }
 
     queryset = Variety.objects.none()  # for the schema; get_queryset scopes to the core user
     serializer_class = VarietySerializer
@@ -169,6 +185,10 @@ class _OwnerSummaryViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 class OwnerProductViewSet(_OwnerSummaryViewSet):
     """GET /users/products?coreFileId=&normalizedName=: unique products of the owner's core users."""
 
+    operation_summaries = {
+        "list": "List the owner's products by name, with their file counts",
+    }
+
     model = Product
     serializer_class = ProductSummarySerializer
     filterset_class = OwnerProductFilterSet
@@ -177,6 +197,10 @@ class OwnerProductViewSet(_OwnerSummaryViewSet):
 @extend_schema_view(list=extend_schema(operation_id="beta_varieties_summary_list", parameters=[SUMMARY_SORT]))
 class OwnerVarietyViewSet(_OwnerSummaryViewSet):
     """GET /users/varieties: the owner's existing varieties, with crops and related file count."""
+
+    operation_summaries = {
+        "list": "List the owner's varieties by name, with their crops and file counts",
+    }
 
     model = Variety
     serializer_class = VarietySummarySerializer

@@ -24,6 +24,11 @@ def _validated_entries(body) -> dict:
 class OwnerConfigurationView(APIView):
     """GET / PATCH /configs: the API owner's configuration. It can be changed, never deleted."""
 
+    operation_summaries = {
+        "get": "Get the API owner's configuration",
+        "patch": "Change the API owner's configuration",
+    }
+
     @extend_schema(operation_id="configs_owner_retrieve", responses=ConfigurationSerializer)
     def get(self, request):
         entries = services.config_owner_entries(request.user)
@@ -40,6 +45,13 @@ class OwnerConfigurationView(APIView):
 
 class CoreUserConfigurationView(APIView):
     """GET / POST / PATCH / DELETE /configs/{coreUserId}: a core user's configuration."""
+
+    operation_summaries = {
+        "get": "Get a core user's configuration, inherited entries included",
+        "post": "Set a core user's own configuration",
+        "patch": "Change a core user's own configuration",
+        "delete": "Delete a core user's own configuration (inherit the owner's)",
+    }
 
     replacement_actions = ("post",)  # OpenAPI: its body is required (`replacement_document`)
 

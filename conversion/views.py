@@ -137,6 +137,20 @@ class FileListMixin:
 class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """`/files`: the owner's files, each with its outputs."""
 
+    operation_summaries = {
+        "list": "List files",
+        "retrieve": "Get a file",
+        "summary": "Get a file's summary",
+        "units": "Get a file's properties and their units",
+        "images": "List a file's map images",
+        "image": "Get a file's map image of one property (PNG)",
+        "merge": "Merge files into a new one",
+        "step_status": "Get the status of each conversion step of a file",
+        "standard_geojson": "Download a file's standard GeoJSON",
+        "raw_geojson": "Download a file's raw GeoJSON",
+        "original_file": "Download the zip a file came from",
+    }
+
     problem_responses = {
         "merge": {
             400: "Fewer than two files, or files of several core users or operation types, or not processed "
@@ -251,6 +265,14 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
 class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """`/batch`: uploads of the owner's core users."""
 
+    operation_summaries = {
+        "list": "List batches (uploads)",
+        "create": "Upload a zip of machine files",
+        "retrieve": "Get a batch and the files it produced",
+        "batch_status": "Get the status of a batch's data sets",
+        "retry": "Convert a batch's failed data sets again",
+    }
+
     serializer_class = BatchSerializer
     parser_classes = [MultiPartParser]
     problem_responses = {
@@ -343,6 +365,12 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
 class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
     """Operation files of a field, under the fields service: `/users/{coreUserId}/fields/{fieldId}/operations`."""
 
+    operation_summaries = {
+        "list": "List a field's operation files",
+        "retrieve": "Get an operation file of a field",
+        "retrieve_outline": "Get an operation file of a field, as an array (deprecated)",
+    }
+
     queryset = File.objects.none()  # for the schema; get_queryset scopes to the core user and the field
     serializer_class = FileSerializer
     filterset_class = FieldFileFilterSet
@@ -375,3 +403,7 @@ class FieldFileViewSet(FileListMixin, CoreUserScopedViewSet):
 @extend_schema_view(list=extend_schema(deprecated=True))
 class FieldFileDeprecatedListViewSet(FieldFileViewSet):
     """The deprecated path of the same list, `/users/{coreUserId}/fields/{fieldId}/operations`."""
+
+    operation_summaries = {
+        "list": "List a field's operation files (deprecated path)",
+    }

@@ -63,6 +63,11 @@ def _grower_queryset():
 class FieldListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
     """`GET /fields`: the fields of all the owner's core users; the deprecated `POST /fields/query/intersects`."""
 
+    operation_summaries = {
+        "list": "List the fields of every core user",
+        "query_intersects": "Find the fields of every core user that intersect a geometry (deprecated)",
+    }
+
     serializer_class = FieldSerializer
     filterset_class = FieldFilterSet
     sort_fields = FIELD_SORT_FIELDS
@@ -86,6 +91,16 @@ FIELD_READ_ONLY = {403: "The field came from a provider: the API may not change 
 
 class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/fields...`: one core user's fields and the geometric queries over them."""
+
+    operation_summaries = {
+        "create": "Create a field",
+        "retrieve": "Get a field",
+        "partial_update": "Change a field's name, farm or geometry",
+        "destroy": "Delete a field",
+        "intersects": "Find a core user's fields that intersect a geometry",
+        "intersect": "Get the intersection of fields",
+        "weather": "Get the daily weather at a field",
+    }
 
     serializer_class = FieldSerializer
     # The path's id is the field's API id, unique per core user (`Field.public_id`); the primary key is ours.
@@ -160,6 +175,13 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
 class BoundaryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/fields/{fieldId}/boundaries...` and the active `.../boundary` (GET, PUT)."""
 
+    operation_summaries = {
+        "list": "List a field's boundaries, oldest first",
+        "retrieve": "Get a boundary of a field",
+        "active": "Get a field's active boundary",
+        "replace": "Replace a field's boundary",
+    }
+
     serializer_class = BoundarySerializer
     filter_backends: list = []
     pagination_class = None
@@ -190,6 +212,10 @@ class BoundaryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, CoreUser
 class FarmListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
     """`GET /farms` of all the owner's core users."""
 
+    operation_summaries = {
+        "list": "List the farms of every core user",
+    }
+
     serializer_class = FarmSerializer
     filterset_class = FarmFilterSet
     sort_fields = {"id": "id", "name": "name", "growerId": "grower_id"}
@@ -201,6 +227,12 @@ class FarmListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 
 class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/farms...`: create, get, replace (PUT)."""
+
+    operation_summaries = {
+        "create": "Create a farm",
+        "retrieve": "Get a farm",
+        "update": "Replace a farm",
+    }
 
     replacement_actions = ("update",)  # OpenAPI: the PUT's body is required (`replacement_document`)
 
@@ -228,6 +260,10 @@ class FarmViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
 class GrowerListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
     """`GET /growers` of all the owner's core users."""
 
+    operation_summaries = {
+        "list": "List the growers of every core user",
+    }
+
     serializer_class = GrowerSerializer
     filterset_class = GrowerFilterSet
     sort_fields = {"id": "id", "name": "name"}
@@ -239,6 +275,12 @@ class GrowerListViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
 
 class GrowerViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
     """`/users/{coreUserId}/growers...`: create, get, replace (PUT, name only)."""
+
+    operation_summaries = {
+        "create": "Create a grower",
+        "retrieve": "Get a grower",
+        "update": "Replace a grower",
+    }
 
     replacement_actions = ("update",)  # OpenAPI: the PUT's body is required (`replacement_document`)
 

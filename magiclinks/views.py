@@ -81,6 +81,17 @@ class MagicLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
         return deleted_response(services.magic_link_delete(link=self.get_object()))
 
 
+def link_summaries(one: str, many: str) -> dict[str, str]:
+    """The OpenAPI summaries of one kind's operations (`one`: "a provider link", `many`: "provider links")."""
+    return {
+        "list": f"List {many}",
+        "retrieve": f"Get {one}",
+        "create": f"Create {one} for an externalId (its core user found or created)",
+        "create_for_user": f"Create {one} for a core user",
+        "destroy": f"Revoke {one}",
+    }
+
+
 def link_creation_schema(create_serializer, with_user_serializer):
     """The request bodies of one kind's two creations, for the OpenAPI schema (the base class picks the
     serializers at run time). `isolate_view_method` keeps the base class's methods unannotated, as
@@ -104,6 +115,7 @@ def link_creation_schema(create_serializer, with_user_serializer):
 class ProviderLinkViewSet(MagicLinkViewSet):
     """Provider links: the end user connects one or several providers."""
 
+    operation_summaries = link_summaries("a provider link", "provider links")
     widget = MagicLink.Widget.PROVIDER
     create_serializer_class = s.ProviderLinkCreateSerializer
     create_with_user_serializer_class = s.ProviderLinkWithUserCreateSerializer
@@ -113,6 +125,7 @@ class ProviderLinkViewSet(MagicLinkViewSet):
 class AuthenticationLinkViewSet(MagicLinkViewSet):
     """Authentication links: the end user connects one provider."""
 
+    operation_summaries = link_summaries("an authentication link", "authentication links")
     widget = MagicLink.Widget.AUTHENTICATION
     create_serializer_class = s.AuthenticationLinkCreateSerializer
     create_with_user_serializer_class = s.AuthenticationLinkWithUserCreateSerializer
@@ -122,6 +135,7 @@ class AuthenticationLinkViewSet(MagicLinkViewSet):
 class FileUploadLinkViewSet(MagicLinkViewSet):
     """File-upload links: the end user uploads a zip of machine files."""
 
+    operation_summaries = link_summaries("a file-upload link", "file-upload links")
     widget = MagicLink.Widget.FILEUPLOAD
     create_serializer_class = s.FileUploadLinkCreateSerializer
     create_with_user_serializer_class = s.FileUploadLinkWithUserCreateSerializer
@@ -129,6 +143,14 @@ class FileUploadLinkViewSet(MagicLinkViewSet):
 
 class ProviderApplicationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """The owner's OAuth applications at providers, needed before provider and authentication links."""
+
+    operation_summaries = {
+        "list": "List provider applications",
+        "create": "Register a provider application",
+        "retrieve": "Get a provider application",
+        "update": "Replace a provider application",
+        "destroy": "Delete a provider application",
+    }
 
     queryset = ProviderApplication.objects.none()
     serializer_class = s.ProviderApplicationSerializer

@@ -34,6 +34,17 @@ OPERATION_SORT_FIELDS = {
 class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """Operations of the owner's core users, each with its files and the fields it covers."""
 
+    operation_summaries = {
+        "list": "List operations",
+        "retrieve": "Get an operation",
+        "summary": "Get an operation's summary",
+        "units": "Get an operation's properties and their units",
+        "images": "List an operation's map images",
+        "image": "Get an operation's map image of one property (PNG)",
+        "standard_geojson": "Download an operation's standard GeoJSON",
+        "crop": "Crop an operation to a field's boundary",
+    }
+
     serializer_class = OperationSerializer
     filterset_class = OperationFilterSet
     download_renderers = {"image": PNGDownload, "standard_geojson": GeoJSONDownload}

@@ -208,6 +208,7 @@ SPECTACULAR_SETTINGS = {
         "platform_site.api.schema.postprocess_download_headers",
         "platform_site.api.schema.postprocess_created_headers",
         "platform_site.api.schema.postprocess_service_tags",
+        "platform_site.api.schema.postprocess_operation_summaries",
         "platform_site.api.schema.postprocess_query_parameters",
         "platform_site.api.schema.postprocess_request_body_required",
         "platform_site.api.schema.postprocess_path_parameter_names",

@@ -25,6 +25,13 @@ def _events_as_sent(exc: ValidationError | DomainError) -> None:
 class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """Webhooks of the API owner: register, list, read, delete (no update: delete and create again)."""
 
+    operation_summaries = {
+        "list": "List webhooks",
+        "create": "Register a webhook",
+        "retrieve": "Get a webhook",
+        "destroy": "Delete a webhook",
+    }
+
     serializer_class = WebhookSerializer
     # The spec's list answers "all webhooks": with at most one per event type, one default page holds them all.
     page_size_default = 100
@@ -52,6 +59,10 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScop
 
 class FailedCallViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
     """Every failed delivery attempt of the owner's webhooks, newest first."""
+
+    operation_summaries = {
+        "list": "List failed webhook delivery attempts",
+    }
 
     serializer_class = FailedCallSerializer
     filterset_class = FailedCallFilterSet

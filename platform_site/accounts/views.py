@@ -21,6 +21,10 @@ EXTERNAL_ID_TAKEN = "Another core user of the owner has this `externalId` (`exte
 class AuthenticateView(APIView):
     """POST /api/authenticate {username, password, rememberMe} -> {id_token}."""
 
+    operation_summaries = {
+        "post": "Get a bearer token",
+    }
+
     authentication_classes: list = []
     permission_classes = [AllowAny]
     problem_responses = {
@@ -54,6 +58,14 @@ class AuthenticateView(APIView):
 
 class CoreUserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScopedViewSet):
     """Core users of the authenticated API owner."""
+
+    operation_summaries = {
+        "list": "List core users",
+        "create": "Create a core user",
+        "replace": "Replace a core user (its id in the body)",
+        "retrieve": "Get a core user",
+        "destroy": "Delete a core user and all its data",
+    }
 
     serializer_class = CoreUserSerializer
     filterset_class = CoreUserFilterSet

@@ -38,6 +38,9 @@ def broker_state() -> str:
 
 
 class HealthView(APIView):
+    operation_summaries = {
+        "get": "Check whether this instance can serve (no login)",
+    }
     authentication_classes: list = []
     permission_classes: list = []
     problem_responses = {
@@ -46,7 +49,6 @@ class HealthView(APIView):
 
     @extend_schema(
         operation_id="health",
-        summary="Whether this instance can serve (no login)",
         responses=inline_serializer(
             "Health",
             {

@@ -300,6 +300,20 @@ def postprocess_service_tags(result, generator, request, public):
     return result
 
 
+def postprocess_operation_summaries(result, generator, request, public):
+    """Every operation has a one-line `summary`, which Swagger UI shows beside its path: its view's
+    `operation_summaries = {action (a viewset's) or method (an APIView's): summary}`. Without them each operation had
+    only its viewset's docstring, one text for every action of the viewset."""
+    declared = {
+        endpoint: getattr(view_class, "operation_summaries", {}).get(name)
+        for endpoint, view_class, name in _endpoint_views(generator)
+    }
+    for path, method, operation in _operations(result):
+        if summary := declared.get((_path_shape(path), method)):
+            operation["summary"] = summary
+    return result
+
+
 def postprocess_created_headers(result, generator, request, public):
     """Every 201 names the address of what it created (`Location`)."""
     for _, created in _answers(result, "201"):

@@ -389,6 +389,31 @@ def test_every_operation_is_grouped_under_its_service_and_the_token_says_where_i
     assert "POST /api/authenticate" in scheme["description"] and "`id_token`" in scheme["description"]
 
 
+def test_every_operation_has_a_summary_of_its_own(schema):
+    """Swagger UI lists operations by their one-line summary: only the health check had one; every other operation
+    showed its viewset's docstring, one text for up to eleven operations (a file's summary, units, images,
+    downloads...)."""
+    document, *_ = schema
+    operations = {
+        (method.upper(), path): operation.get("summary", "")
+        for path, ops in document["paths"].items()
+        for method, operation in ops.items()
+        if method in ("get", "post", "put", "patch", "delete")
+    }
+    assert [key for key, summary in operations.items() if not summary] == []
+    assert len(set(operations.values())) == len(operations), "two operations share a summary"
+    assert all(
+        summary[0].isupper() and not summary.endswith(".") and len(summary) <= 80 for summary in operations.values()
+    )
+    # Each says what its own operation does, not its neighbour's.
+    assert operations["PUT", f"{FIELDS}{FIELD}/boundary"] == "Replace a field's boundary"
+    assert operations["GET", f"{FIELDS}{FIELD}/boundary"] == "Get a field's active boundary"
+    assert operations["POST", f"{WIDGETS}/magic-link/users/{{coreUserId}}/file-upload"] == (
+        "Create a file-upload link for a core user"
+    )
+    assert operations["GET", f"{OPERATIONS}/files/{{id}}/rawGeojson"] == "Download a file's raw GeoJSON"
+
+
 def test_the_documented_geometry_example_is_a_field_the_server_takes(schema, api_client, core_user):
     """Without an example, Swagger UI filled every geometry with rings of [0, 0], a 400 on each first try."""
     import jsonschema
