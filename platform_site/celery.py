@@ -3,13 +3,19 @@
 import logging
 import os
 
-from celery import Celery, Task
+from celery import Celery, Task, signals
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from kombu.exceptions import KombuError
+
+from platform_site.api import request_ids
+from platform_site.redaction import LinkTokenFilter
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "platform_site.settings")
 
 log = logging.getLogger(__name__)
+
+# The message header naming the request that queued a task.
+REQUEST_ID_HEADER = "request_id"
 
 
 class DatabaseRetryTask(Task):
@@ -38,6 +44,40 @@ class DatabaseRetryTask(Task):
 app = Celery("platform_site", task_cls=DatabaseRetryTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.before_task_publish.connect
+def _request_id_sent(headers=None, **kwargs):
+    """A task queued while a request is served (or by a task that one queued) carries the request's id."""
+    served = request_ids.current.get()
+    if served and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, served)
+
+
+@signals.task_prerun.connect
+def _request_id_taken(task=None, **kwargs):
+    """While the task runs, its log lines name the request that queued it (`request_ids.RequestIdFilter`); a task
+    run in the request's thread (eagerly) keeps the request's."""
+    if sent := task.request.get(REQUEST_ID_HEADER):
+        task.request.request_id_reset = request_ids.current.set(sent)
+
+
+@signals.task_postrun.connect
+def _request_id_dropped(task=None, **kwargs):
+    if (token := getattr(task.request, "request_id_reset", None)) is not None:
+        request_ids.current.reset(token)
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _worker_log_filters(logger=None, **kwargs):
+    """The worker's log lines pass the filters Django's have (settings LOGGING): a worker started from the command
+    line replaces the root logger's handlers with its own (Celery's `worker_hijack_root_logger`), and wrote link
+    tokens and query tokens in full and no request ids. Each handler keeps its format, the request's id before it."""
+    for handler in logger.handlers:
+        handler.addFilter(LinkTokenFilter())
+        handler.addFilter(request_ids.RequestIdFilter())
+        handler.setFormatter(request_ids.RequestIdFormatter(wrapped=handler.formatter))
 
 
 def send_on_commit(task, *args, outbox: bool = True) -> None:

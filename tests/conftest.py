@@ -81,6 +81,7 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
         if process.poll() is not None or time.monotonic() > deadline:
             log.flush()
             pytest.fail("the Celery worker did not start: " + open(log.name).read()[-2000:])
+    process.log_path = Path(log.name)  # (what the worker logged, for the tests of its log lines)
     yield process
     process.terminate()
     try:

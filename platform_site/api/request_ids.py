@@ -15,7 +15,8 @@ HEADER = "X-Request-Id"
 _META_KEY = "HTTP_X_REQUEST_ID"
 _PLAIN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
-# The id of the request this thread is serving (None outside one: a task, a command, the server's own lines).
+# The id of the request this thread is serving, or that queued the task it runs (`platform_site.celery`); None
+# outside both (a periodic task, a command, the server's own lines).
 current: ContextVar[str | None] = ContextVar("request_id", default=None)
 
 
@@ -36,9 +37,14 @@ class RequestIdFilter(logging.Filter):
 
 
 class RequestIdFormatter(logging.Formatter):
-    """A record logged while a request was served starts with `[request <id>] `."""
+    """A record logged while a request was served starts with `[request <id>] `, then as `wrapped` formats it (a
+    Celery worker's formatter, with its time and level), or as a plain `logging.Formatter` does."""
+
+    def __init__(self, *args, wrapped: logging.Formatter | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.wrapped = wrapped
 
     def format(self, record):
-        text = super().format(record)
+        text = self.wrapped.format(record) if self.wrapped is not None else super().format(record)
         served = getattr(record, "request_id", None)
         return f"[request {served}] {text}" if served else text

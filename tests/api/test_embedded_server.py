@@ -365,6 +365,40 @@ def test_a_refused_requests_log_lines_carry_the_id_its_answer_carried(embedded_s
                for line in lines), lines  # fmt: skip
 
 
+def test_the_log_lines_of_a_task_name_the_request_that_queued_it(embedded_server):
+    """The in-process workers' lines about what a request set off (here the failed post of the webhook a field's
+    change fired) carry the request's id, as the request's own lines do."""
+    from tests.receiver import unused_port
+
+    base, token, _ = embedded_server
+    hook = {"name": "closed", "url": f"http://127.0.0.1:{unused_port()}/", "secret": "s" * 16}
+    status, body = _call(
+        base, "POST", "/services/alerts/api/alerts/webhooks", hook | {"events": ["fieldUpdated"]}, token
+    )
+    assert status == 201, body
+    status, user = _call(base, "POST", "/services/usermanagement/api/users", {"name": "task lines"}, token)
+    square = [[[5, 5], [5.01, 5], [5.01, 5.01], [5, 5.01], [5, 5]]]
+    fields = f"/services/fields/api/users/{user['id']}/fields"
+    status, field = _call(base, "POST", fields, {"geometry": {"type": "Polygon", "coordinates": square}}, token)
+    assert status == 201, field
+    sent = "probe-task-2c9e"
+    request = urllib.request.Request(
+        f"{base}{fields}/{field['id']}",
+        data=json.dumps({"name": "renamed"}).encode(),
+        method="PATCH",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}", "X-Request-Id": sent},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        assert (response.status, response.headers["X-Request-Id"]) == (200, sent)
+    log_path = embedded_server.database.parent / "server.log"
+    deadline = time.monotonic() + 30
+    while not (lines := [line for line in log_path.read_text().splitlines() if "attempt 1 failed: " in line]):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert any(line.startswith(f"[request {sent}] webhook delivery ") for line in lines), lines
+
+
 def test_the_longest_request_line_taken_is_gunicorns_and_its_links_stay_readable(embedded_server):
     """A request line of 4094 bytes (gunicorn's default limit) is served, one more byte is 414 (above). The list's
     `Link` header repeats the query up to four times: with Python's limit of 65536 bytes it grew past what clients

@@ -232,6 +232,33 @@ def test_gunicorns_access_and_error_logs_hold_no_token(tmp_path):
     assert NO_BROKER_WARNING in error
 
 
+# A worker started from the command line sets up its logging so (`celery.apps.worker.Worker.setup_logging`), then logs
+WORKER_LOGGING = """
+import django, logging
+django.setup()
+from platform_site.celery import app
+app.log.setup_logging_subsystem(loglevel="INFO")
+logging.getLogger("webhooks.services").info("posted to /links/%s/upload?token=%s", *__import__("sys").argv[1:])
+logging.getLogger("celery.task").warning("task line: /links/%s/x", __import__("sys").argv[1])
+"""
+
+
+def test_a_celery_workers_log_lines_hold_no_token(tmp_path):
+    """A worker started from the command line puts its own handlers in place of those of settings LOGGING (Celery's
+    `worker_hijack_root_logger`): its lines went out without their filters, tokens in full."""
+    env = embedded_env(tmp_path)
+    link_token, query_token = "Lk7secretLinkToken", "Qy9secretQueryToken"
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER_LOGGING, link_token, query_token],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert link_token not in done.stderr and query_token not in done.stderr
+    lines = done.stderr.splitlines()
+    assert any(line.endswith("INFO/MainProcess] posted to /links/[token]/upload?token=[redacted]") for line in lines)
+    assert any(line.endswith(": task line: /links/[token]/x") for line in lines), done.stderr
+
+
 def _wait_for(base: str, server: subprocess.Popen, output: Path) -> None:
     deadline = time.monotonic() + 60
     while True:

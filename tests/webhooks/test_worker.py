@@ -48,3 +48,29 @@ def test_an_owners_deliveries_past_its_share_go_out_as_its_posts_end(
     while Delivery.objects.exclude(status=Delivery.Status.SUCCEEDED).exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert list(Delivery.objects.values_list("status", "attempts").distinct()) == [(Delivery.Status.SUCCEEDED, 1)]
+
+
+def test_the_workers_log_lines_of_a_delivery_name_the_request_that_caused_it(
+    celery_worker, api_client, owner, core_user, subscribe, webhook_receiver
+):
+    """A client quoting the `X-Request-Id` of its request finds the worker's lines about what the request set off
+    (here the failed first attempt of the webhook its new field fired). The worker's lines carried no request id,
+    and passed none of the filters of Django's logging (a worker started from the command line replaces them)."""
+    webhook_receiver.statuses = [500, 200]
+    subscribe(owner, webhook_receiver, ["fieldCreated"], secret="k")
+    square = [[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]
+    response = api_client.post(
+        f"/services/fields/api/users/{core_user.id}/fields",
+        {"id": "north-40", "geometry": {"type": "Polygon", "coordinates": square}},
+        format="json",
+        HTTP_X_REQUEST_ID="client-req-7",
+    )
+    assert response.status_code == 201 and response["X-Request-Id"] == "client-req-7"
+    assert len(webhook_receiver.wait_for(2, timeout=30)) == 2
+    delivery = Delivery.objects.get()
+    line = f"webhook delivery {delivery.pk} attempt 1 failed: 500"
+    deadline = time.monotonic() + 10
+    while line not in (logged := celery_worker.log_path.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [logged_line] = [text for text in logged.splitlines() if line in text]
+    assert logged_line.startswith("[request client-req-7] [")  # then the worker's own time and level
