@@ -19,12 +19,18 @@ class HostCheckMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        try:
-            request.get_host()
-        except DisallowedHost as exc:
-            security_logger.error(str(exc), extra={"status_code": 400, "request": request})
-            return errors.handler400(request, exc)
-        return self.get_response(request)
+        return host_refusal(request) or self.get_response(request)
+
+
+def host_refusal(request):
+    """The 400 problem document for a request whose host is not in ALLOWED_HOSTS (logged as Django logs it), or None.
+    Also `make run`'s static files' (`serve.ProblemStaticFilesHandler`), served before any middleware."""
+    try:
+        request.get_host()
+    except DisallowedHost as exc:
+        security_logger.error(str(exc), extra={"status_code": 400, "request": request})
+        return errors.handler400(request, exc)
+    return None
 
 
 class ResponseHeadersMiddleware:

@@ -265,6 +265,17 @@ def test_a_static_path_with_no_file_is_the_apis_404_on_the_embedded_server(embed
     assert (problem["errorKey"], problem["detail"]) == ("notFound", "No such endpoint or resource.")
 
 
+@pytest.mark.parametrize("path", ["/static/admin/css/base.css", "/services/usermanagement/api/users"])
+def test_a_host_not_allowed_is_refused_on_static_paths_as_on_the_apis(embedded_server, path):
+    """Static files are served before the middleware that refuses a host not in ALLOWED_HOSTS: one was served (200)
+    for `Host: evil.example`, where every other path answered 400."""
+    from tests.api.raw_http import send_raw
+
+    request = f"GET {path} HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n".encode()
+    status, content_type, problem = send_raw(embedded_server.base, request)
+    assert (status, content_type, problem["errorKey"]) == (400, "application/problem+json", "malformedRequest")
+
+
 def test_static_files_are_still_served_on_the_embedded_server(embedded_server):
     """...with a request id, as every answer (they are served before the middleware that gives the others one)."""
     with urllib.request.urlopen(embedded_server.base + "/static/admin/css/base.css", timeout=30) as response:

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from platform_site.api import request_ids
 from platform_site.api.errors import PROBLEM_CONTENT_TYPE, handler404, problem_body
-from platform_site.api.middleware import answer_headers
+from platform_site.api.middleware import answer_headers, host_refusal
 from webhooks.services import deliveries_release
 
 
@@ -277,13 +277,15 @@ class ProblemStaticFilesHandler(StaticFilesHandler):
     static folders (`/static/../x`, `/static/%2e%2e/x`) raised SuspiciousFileOperation, which nothing caught: a 500
     text/plain from wsgiref. A missing file was Django's HTML 404 page (its debug page under `make run`). Its answers
     get the headers of every answer (`answer_headers`: `X-Request-Id` among them), as the middleware gives the rest,
-    but `no-store`: a static file is no owner's data, whoever asks for it."""
+    but `no-store`: a static file is no owner's data, whoever asks for it. A host not in ALLOWED_HOSTS is refused as
+    on every other path (`host_refusal`: it got the file)."""
 
     def get_response(self, request):
-        try:
-            response = self.serve(request)
-        except (Http404, SuspiciousFileOperation):
-            response = handler404(request)
+        if (response := host_refusal(request)) is None:
+            try:
+                response = self.serve(request)
+            except (Http404, SuspiciousFileOperation):
+                response = handler404(request)
         return answer_headers(request, response, owners_data=False)
 
 
