@@ -11,12 +11,15 @@ DURATIONS ?= --durations=15
 
 .PHONY: run test test-postgis test-embedded test-postgis-phase test-embedded-phase lint format bench install system-run system-test system-services migrate clean
 
-$(VENV)/.installed: pyproject.toml
+# `make install INSTALL_EXTRAS=` in production: without the test tools (pytest, selenium, ruff).
+INSTALL_EXTRAS ?= [dev]
+
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@py=$$(scripts/find-python.sh) || { echo "No Python >= 3.11 able to load SQLite extensions (install python3 python3-venv)"; exit 1; }; \
 	echo "Using $$py"; \
 	[ -x $(PY) ] || $$py -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -c constraints.txt -e '.$(INSTALL_EXTRAS)'
 	@touch $@
 
 install: $(VENV)/.installed

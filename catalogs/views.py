@@ -186,7 +186,7 @@ class OwnerProductViewSet(_OwnerSummaryViewSet):
     """GET /users/products?coreFileId=&normalizedName=: unique products of the owner's core users."""
 
     operation_summaries = {
-        "list": "List the owner's products by name, with their file counts",
+        "list": "List the owner's unique product names, with their file counts",
     }
 
     model = Product
@@ -199,7 +199,7 @@ class OwnerVarietyViewSet(_OwnerSummaryViewSet):
     """GET /users/varieties: the owner's existing varieties, with crops and related file count."""
 
     operation_summaries = {
-        "list": "List the owner's varieties by name, with their crops and file counts",
+        "list": "List the owner's unique variety names, with their crops and file counts",
     }
 
     model = Variety

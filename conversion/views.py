@@ -148,7 +148,7 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
         "step_status": "Get the status of each conversion step of a file",
         "standard_geojson": "Download a file's standard GeoJSON",
         "raw_geojson": "Download a file's raw GeoJSON",
-        "original_file": "Download the zip a file came from",
+        "original_file": "Download the original files of a file's data set (zip)",
     }
 
     problem_responses = {
@@ -269,7 +269,7 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
         "list": "List batches (uploads)",
         "create": "Upload a zip of machine files",
         "retrieve": "Get a batch and the files it produced",
-        "batch_status": "Get the status of a batch's data sets",
+        "batch_status": "Get the conversion status of each of a batch's files",
         "retry": "Convert a batch's failed data sets again",
     }
 

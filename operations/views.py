@@ -42,7 +42,7 @@ class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.Retrie
         "images": "List an operation's map images",
         "image": "Get an operation's map image of one property (PNG)",
         "standard_geojson": "Download an operation's standard GeoJSON",
-        "crop": "Crop an operation to a field's boundary",
+        "crop": "Crop an operation to a field's boundary, as a new file",
     }
 
     serializer_class = OperationSerializer

@@ -1,6 +1,7 @@
 """The Celery application. Tasks live in each app's `tasks.py` and are found by autodiscovery."""
 
 import logging
+import logging.config
 import os
 
 from celery import Celery, Task, signals
@@ -8,7 +9,6 @@ from django.db import InterfaceError, OperationalError, close_old_connections, t
 from kombu.exceptions import KombuError
 
 from platform_site.api import request_ids
-from platform_site.redaction import LinkTokenFilter
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "platform_site.settings")
 
@@ -16,6 +16,9 @@ log = logging.getLogger(__name__)
 
 # The message header naming the request that queued a task.
 REQUEST_ID_HEADER = "request_id"
+# The headers of a send whose task names the requests of its log lines itself (a webhook delivery: its row's), not
+# the one served where it was queued (a delivery handed over by another request's).
+UNATTRIBUTED = {REQUEST_ID_HEADER: ""}
 
 
 class DatabaseRetryTask(Task):
@@ -58,7 +61,9 @@ def _request_id_sent(headers=None, **kwargs):
 def _request_id_taken(task=None, **kwargs):
     """While the task runs, its log lines name the request that queued it (`request_ids.RequestIdFilter`); a task
     run in the request's thread (eagerly) keeps the request's."""
-    if sent := task.request.get(REQUEST_ID_HEADER):
+    # (a worker finds a message's own headers among the request's; a task run eagerly, in `headers`)
+    sent = task.request.get(REQUEST_ID_HEADER) or (task.request.get("headers") or {}).get(REQUEST_ID_HEADER)
+    if sent:
         task.request.request_id_reset = request_ids.current.set(sent)
 
 
@@ -68,16 +73,16 @@ def _request_id_dropped(task=None, **kwargs):
         request_ids.current.reset(token)
 
 
-@signals.after_setup_logger.connect
-@signals.after_setup_task_logger.connect
-def _worker_log_filters(logger=None, **kwargs):
-    """The worker's log lines pass the filters Django's have (settings LOGGING): a worker started from the command
-    line replaces the root logger's handlers with its own (Celery's `worker_hijack_root_logger`), and wrote link
-    tokens and query tokens in full and no request ids. Each handler keeps its format, the request's id before it."""
-    for handler in logger.handlers:
-        handler.addFilter(LinkTokenFilter())
-        handler.addFilter(request_ids.RequestIdFilter())
-        handler.setFormatter(request_ids.RequestIdFormatter(wrapped=handler.formatter))
+@signals.setup_logging.connect
+def _django_logging(**kwargs):
+    """Workers and beat log as the API does, through settings LOGGING (its filters: link tokens and query tokens
+    redacted, request ids; its format: time, level, logger; LOG_LEVEL), which `django.setup()` put in place. Without
+    a receiver of this signal, `celery worker` replaced Django's handlers with its own (`worker_hijack_root_logger`):
+    tokens in full, no request id, and its level WARNING unless `--loglevel` said otherwise (no task's line at all).
+    Celery's `--loglevel` and `--logfile` are not used then."""
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
 
 
 def send_on_commit(task, *args, outbox: bool = True) -> None:

@@ -99,6 +99,9 @@ class Delivery(models.Model):
     next_attempt_at = models.DateTimeField()
     # A worker holds the delivery until then; a dead worker's claim simply runs out.
     lease_until = models.DateTimeField(null=True, blank=True)
+    # The X-Request-Id of the request whose change fired it ("" for none): its log lines name it, whichever task
+    # posts it (a post handed over runs in the task of another request's delivery).
+    request_id = models.CharField(max_length=128, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = UpdatedTimeField()
 

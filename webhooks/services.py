@@ -18,10 +18,11 @@ from django.db.models import F, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from platform_site.api import request_ids
 from platform_site.api.errors import DomainError, list_item_errors
 from platform_site.api.serializers import format_timestamp
 from platform_site.api.urlsafety import UnsafeUrl, resolve_public, safe_session
-from platform_site.celery import app, send_on_commit
+from platform_site.celery import UNATTRIBUTED, app, send_on_commit
 from platform_site.db import row_locked, rows_kept
 from platform_site.outbound import call_deadline, connected_to, connection_failure, read_head
 from platform_site.text import storable
@@ -147,6 +148,7 @@ def event_emit(*, type: str, core_user=None, owner=None, payload: dict[str, Any]
                 core_user_id=core_user.pk if core_user is not None else None,
                 body=json.dumps(body, separators=(",", ":"), ensure_ascii=False),
                 next_attempt_at=now,
+                request_id=request_ids.current.get() or "",
             )
         )
     deliveries = Delivery.objects.bulk_create(deliveries)
@@ -257,7 +259,7 @@ def delivery_attempt(delivery_id, lease: str | None = None) -> float | None:
 
     delay, handed = delivery_post(delivery_id, lease)
     if handed is not None:
-        webhooks_delivery_send.delay(*handed)
+        webhooks_delivery_send.apply_async(handed, headers=UNATTRIBUTED)
     return delay
 
 
@@ -268,6 +270,11 @@ def delivery_post(delivery_id, lease: str | None = None) -> tuple[float | None, 
     delivery = delivery_claim(delivery_id, lease)
     if delivery is None:
         return None, None
+    with request_ids.serving(delivery.request_id or None):  # (its own request's, whichever task posts it)
+        return _delivery_post_claimed(delivery, lease)
+
+
+def _delivery_post_claimed(delivery: Delivery, lease: str | None) -> tuple[float | None, HandedOver | None]:
     if lease is None and _owner_busy(delivery):
         # One owner's receivers that hang take at most its share of the delivery workers: the others stay free for
         # every other owner. Held back, the delivery is let go, no attempt counted, and waits: the owner's next post

@@ -5,6 +5,9 @@ validation errors. Services raise `DomainError` subclasses; views never catch an
 """
 
 import errno
+import logging
+import threading
+import time
 from http import HTTPStatus
 from typing import Any
 
@@ -21,6 +24,8 @@ from rest_framework.response import Response
 from platform_site.api.authentication import BEARER_CHALLENGE, OwnerDeactivated
 from platform_site.db import DEADLOCK, database_unavailable, sqlstate
 from platform_site.text import clip, storable
+
+log = logging.getLogger(__name__)
 
 # The detail of every 404: a missing id and another owner's id answer alike.
 NOT_FOUND = "The resource was not found."
@@ -275,6 +280,7 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
         code = exc.status_code
         body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path, field_errors=field_errors)
     elif isinstance(exc, OperationalError) and database_unavailable(exc):
+        _unavailable_cause_logged(exc)
         code = status.HTTP_503_SERVICE_UNAVAILABLE
         detail = "The database cannot be reached right now; try again in a few seconds."
         body = problem_body(status_code=code, error_key="databaseUnavailable", detail=detail, path=path)
@@ -329,6 +335,22 @@ def length_required(request) -> HttpResponse:
         "lengthRequired",
         "Send the body with a Content-Length header: chunked transfer encoding is not accepted.",
     )
+
+
+# Why the database cannot be reached is logged at most once a minute by each process: an outage answers every request
+# 503, and the answer says nothing of the cause (a wrong password or database name looked like a restart).
+UNAVAILABLE_CAUSE_LOG_SECONDS = 60.0
+_unavailable_cause = {"logged_at": None, "lock": threading.Lock()}
+
+
+def _unavailable_cause_logged(exc: OperationalError) -> None:
+    now = time.monotonic()
+    with _unavailable_cause["lock"]:
+        last = _unavailable_cause["logged_at"]
+        if last is not None and now - last < UNAVAILABLE_CAUSE_LOG_SECONDS:
+            return
+        _unavailable_cause["logged_at"] = now
+    log.error("The database cannot be reached (answered 503 databaseUnavailable): %s", exc.__cause__ or exc)
 
 
 def handler404(request, exception=None):

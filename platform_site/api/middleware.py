@@ -47,11 +47,8 @@ class ResponseHeadersMiddleware:
 
     def __call__(self, request):
         request.request_id = request_ids.request_id(request.META)
-        served = request_ids.current.set(request.request_id)
-        try:
+        with request_ids.serving(request.request_id):
             return answer_headers(request, self.get_response(request))
-        finally:
-            request_ids.current.reset(served)
 
 
 def answer_headers(request, response, *, owners_data: bool = True):

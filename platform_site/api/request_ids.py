@@ -9,6 +9,7 @@ log; otherwise a new UUID. Nothing else of a sent value reaches a log line or a 
 import logging
 import re
 import uuid
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 HEADER = "X-Request-Id"
@@ -37,14 +38,23 @@ class RequestIdFilter(logging.Filter):
 
 
 class RequestIdFormatter(logging.Formatter):
-    """A record logged while a request was served starts with `[request <id>] `, then as `wrapped` formats it (a
-    Celery worker's formatter, with its time and level), or as a plain `logging.Formatter` does."""
+    """`<time> <level> <logger>: <message>`, the message of a record logged while a request was served (or a task it
+    set off ran) after `[request <id>] `: the lines of every process (the API's, the workers', beat's) sort by time
+    and say their level and origin."""
 
-    def __init__(self, *args, wrapped: logging.Formatter | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.wrapped = wrapped
+    def __init__(self, fmt="%(asctime)s %(levelname)s %(name)s: %(request)s%(message)s", *args, **kwargs):
+        super().__init__(fmt, *args, **kwargs)
 
-    def format(self, record):
-        text = self.wrapped.format(record) if self.wrapped is not None else super().format(record)
+    def formatMessage(self, record):
         served = getattr(record, "request_id", None)
-        return f"[request {served}] {text}" if served else text
+        return self._style._fmt % {**record.__dict__, "request": f"[request {served}] " if served else ""}
+
+
+@contextmanager
+def serving(request_id: str | None):
+    """Log lines written meanwhile name `request_id` (none: None), whatever they named before."""
+    token = current.set(request_id)
+    try:
+        yield
+    finally:
+        current.reset(token)

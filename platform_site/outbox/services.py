@@ -11,7 +11,8 @@ from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import KombuError
 
-from platform_site.celery import app
+from platform_site.api import request_ids
+from platform_site.celery import REQUEST_ID_HEADER, app
 
 from .models import OutboxTask
 
@@ -29,7 +30,7 @@ def outbox_record(*, task_name: str, args: tuple) -> bool:
     when even that failed (the database away too): the caller logs it, and the sweeps are the last resort."""
     try:
         with transaction.atomic():
-            OutboxTask.objects.create(task_name=task_name, args=list(args))
+            OutboxTask.objects.create(task_name=task_name, args=list(args), request_id=request_ids.current.get() or "")
     except (DatabaseError, TypeError, ValueError) as exc:
         log.warning("task %s%r could not be kept in the outbox either: %s", task_name, tuple(args), exc)
         return False
@@ -40,7 +41,8 @@ def outbox_send(*, limit: int = SEND_MAX) -> dict[str, int]:
     """Hand recorded tasks to the broker, oldest first, at most `limit`, deleting each row once its send succeeded.
     The same send that failed, not a new attempt: nothing of the task's work is counted here. The first send the
     broker refuses ends the run; that row and the ones after it are kept for the next run. A row whose task is not
-    registered here (renamed or removed by an upgrade) is dropped, logged: no worker would run it. Rows are leased
+    registered here (renamed or removed by an upgrade) is dropped, logged: no worker would run it. Each carries the
+    id of the request that queued it, not none (this run is beat's). Rows are leased
     before they are sent, so two runs at once do not send one twice, and nothing is sent under a row lock."""
     now = timezone.now()
     with transaction.atomic():
@@ -57,7 +59,7 @@ def outbox_send(*, limit: int = SEND_MAX) -> dict[str, int]:
             counts["dropped"] += 1
             continue
         try:
-            task.apply_async(args=row.args)
+            task.apply_async(args=row.args, headers={REQUEST_ID_HEADER: row.request_id})
         except (KombuError, OSError) as exc:
             kept = [later.pk for later in rows[position:]]
             OutboxTask.objects.filter(pk__in=kept).update(lease_until=None)

@@ -17,9 +17,9 @@ from tests.receiver import unused_port
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _gunicorn_start(extra_env: dict) -> tuple[str, str, subprocess.Popen]:
+def _gunicorn_start(extra_env: dict, output=None) -> tuple[str, str, subprocess.Popen]:
     """gunicorn serving the project over the test database: (base URL, the application_name of its database sessions,
-    the process)."""
+    the process). `output`: a file for what it writes (its log lines and Django's), else the test run's."""
     if connection.vendor != "postgresql":
         pytest.skip("gunicorn runs over the PostgreSQL test database (the embedded server has its own tests)")
     db = settings.DATABASES["default"]
@@ -34,7 +34,7 @@ def _gunicorn_start(extra_env: dict) -> tuple[str, str, subprocess.Popen]:
         [sys.executable, "-m", "gunicorn", "platform_site.wsgi", "--bind", f"127.0.0.1:{port}",
          "--workers", "1", "--worker-class", "platform_site.server.ProblemThreadWorker", "--threads", "1",
          "--log-level", "warning"],
-        cwd=REPO, env=env,
+        cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT if output is not None else None,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -70,8 +70,8 @@ def gunicorn_server_env(transactional_db):
     """Start gunicorn as `gunicorn_server` does, with more environment variables: `start(env) -> base URL`."""
     processes = []
 
-    def start(extra_env: dict) -> str:
-        base, _, process = _gunicorn_start(extra_env)
+    def start(extra_env: dict, output=None) -> str:
+        base, _, process = _gunicorn_start(extra_env, output)
         processes.append(process)
         return base
 

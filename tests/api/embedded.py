@@ -68,11 +68,11 @@ def embedded_serve(env: dict[str, str], log_path: Path) -> Iterator[str]:
             server.wait(timeout=20)
 
 
-def owner_token(base: str) -> str:
-    """A token of the owner USERNAME."""
+def owner_token(base: str, username: str = USERNAME) -> str:
+    """A token of the owner `username` (its password PASSWORD)."""
     request = urllib.request.Request(
         base + "/api/authenticate",
-        data=json.dumps({"username": USERNAME, "password": PASSWORD}).encode(),
+        data=json.dumps({"username": username, "password": PASSWORD}).encode(),
         headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=30) as response:

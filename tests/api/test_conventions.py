@@ -582,7 +582,12 @@ def test_a_500_names_its_request_id_which_its_logged_traceback_carries(api_clien
     assert problem["detail"] == f"An unexpected error occurred; it has been logged under the request id {served}."
     lines = written.getvalue().splitlines()
     [first] = [line for line in lines if "Internal Server Error" in line]
-    assert first.startswith(f"[request {served}] Internal Server Error: /services/fields/api/users/")
+    # `<date> <time> <level> <logger>: [request <id>] <message>`
+    assert re.fullmatch(
+        rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d{{3}} ERROR django\.request: \[request {served}\] "
+        r"Internal Server Error: /services/fields/api/users/.*",
+        first,
+    ), first
     assert any("RuntimeError: a fault of ours" in line for line in lines)
     logging.getLogger("platform_site").warning("outside any request")
-    assert written.getvalue().splitlines()[-1] == "outside any request"
+    assert written.getvalue().splitlines()[-1].endswith(" WARNING platform_site: outside any request")

@@ -80,3 +80,26 @@ def test_a_database_that_cannot_be_reached_is_503_to_try_again(gunicorn_server_e
         assert (answer.value.code, problem["errorKey"]) == (503, "databaseUnavailable"), problem
         assert answer.value.headers["Retry-After"] == "5"
         assert answer.value.headers["Content-Type"] == "application/problem+json"
+
+
+def test_the_cause_of_a_database_that_cannot_be_reached_is_logged(gunicorn_server_env, tmp_path):
+    """A wrong password answered every request as a stopped server does (503 `databaseUnavailable`, rightly: the
+    client can only wait), and the cause was written nowhere: an operator saw "Service Unavailable" lines only. It
+    is logged once a minute, not at every request of an outage."""
+    import urllib.error
+    import urllib.request
+
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    wrong = f"postgis://{db['USER']}:not-the-password@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    output = tmp_path / "gunicorn.log"
+    with open(output, "w") as written:
+        base = gunicorn_server_env({"DATABASE_URL": wrong}, written)
+        for _ in range(3):
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(base + "/health", timeout=30)
+            assert answer.value.code == 503
+    time.sleep(0.2)
+    causes = [line for line in output.read_text().splitlines() if "cannot be reached (answered 503" in line]
+    assert len(causes) == 1 and "password authentication failed" in causes[0], output.read_text()[-3000:]

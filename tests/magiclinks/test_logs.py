@@ -237,15 +237,16 @@ WORKER_LOGGING = """
 import django, logging
 django.setup()
 from platform_site.celery import app
-app.log.setup_logging_subsystem(loglevel="INFO")
+app.log.setup_logging_subsystem(loglevel="WARNING")  # (the worker's default `--loglevel`)
 logging.getLogger("webhooks.services").info("posted to /links/%s/upload?token=%s", *__import__("sys").argv[1:])
 logging.getLogger("celery.task").warning("task line: /links/%s/x", __import__("sys").argv[1])
 """
 
 
 def test_a_celery_workers_log_lines_hold_no_token(tmp_path):
-    """A worker started from the command line puts its own handlers in place of those of settings LOGGING (Celery's
-    `worker_hijack_root_logger`): its lines went out without their filters, tokens in full."""
+    """A worker started from the command line put its own handlers in place of those of settings LOGGING (Celery's
+    `worker_hijack_root_logger`): its lines went out without their filters, tokens in full, and none under its
+    `--loglevel` (WARNING by default), whatever LOG_LEVEL said."""
     env = embedded_env(tmp_path)
     link_token, query_token = "Lk7secretLinkToken", "Qy9secretQueryToken"
     done = subprocess.run(
@@ -255,8 +256,10 @@ def test_a_celery_workers_log_lines_hold_no_token(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert link_token not in done.stderr and query_token not in done.stderr
     lines = done.stderr.splitlines()
-    assert any(line.endswith("INFO/MainProcess] posted to /links/[token]/upload?token=[redacted]") for line in lines)
-    assert any(line.endswith(": task line: /links/[token]/x") for line in lines), done.stderr
+    assert any(
+        line.endswith(" INFO webhooks.services: posted to /links/[token]/upload?token=[redacted]") for line in lines
+    )
+    assert any(line.endswith(" WARNING celery.task: task line: /links/[token]/x") for line in lines), done.stderr
 
 
 def _wait_for(base: str, server: subprocess.Popen, output: Path) -> None:

@@ -597,7 +597,7 @@ def test_when_a_post_ends_the_owners_next_held_back_delivery_is_sent_at_once(
     # "first" is due to be posted; "held" and "later" wait their turn (held back: pending, due, held by nobody)
     by_name = _delivered_by_name(owner, core_user, subscribe, webhook_receiver, ("first", "held", "later"))
     sent = []
-    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: sent.append(args))
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "apply_async", lambda args, **options: sent.append(tuple(args)))
     settings.CELERY_TASK_ALWAYS_EAGER = False  # as a worker runs it (Celery reads it from Django's settings)
     assert delivery_attempt(str(by_name["first"].pk)) is None
     # The oldest one waiting is sent at once, claimed for it
@@ -645,10 +645,37 @@ def test_a_post_that_ends_hands_its_place_past_a_delivery_another_took(
     # Another post of the owner that ended at the same moment took "taken" (after "first" was claimed, below)
     Delivery.objects.filter(pk=by_name["taken"].pk).update(lease_until=timezone.now() + timedelta(hours=1))
     sent = []
-    monkeypatch.setattr(tasks.webhooks_delivery_send, "delay", lambda *args: sent.append(args))
+    monkeypatch.setattr(tasks.webhooks_delivery_send, "apply_async", lambda args, **options: sent.append(tuple(args)))
     settings.CELERY_TASK_ALWAYS_EAGER = False
     assert delivery_attempt(str(by_name["first"].pk)) is None
     assert [delivery_id for delivery_id, _lease in sent] == [str(by_name["next"].pk)]
+
+
+def test_a_deliverys_log_lines_name_the_request_that_fired_it_whichever_task_posts_it(
+    owner, core_user, subscribe, webhook_receiver, monkeypatch
+):
+    """A delivery held back by its owner's share is posted by the task of the owner's post that ended first, often
+    another request's: its lines and its retries were logged under that request's id."""
+    import io
+    import logging
+
+    from platform_site.api import request_ids
+
+    webhook_receiver.statuses = [500, 500]
+    subscribe(owner, webhook_receiver, ["fieldCreated"])
+    [console] = [h for h in logging.getLogger().handlers if h.name == "console"]
+    written = io.StringIO()
+    monkeypatch.setattr(console, "stream", written)
+    with request_ids.serving("req-B"), transaction.atomic():  # (eagerly, the post runs in the request's thread)
+        event_emit(type="fieldCreated", core_user=core_user, payload={"fieldId": "f-B"})
+    delivery = Delivery.objects.get()
+    assert delivery.request_id == "req-B"
+    Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+    with request_ids.serving("req-A"):  # another request's task posts it (handed over), or the sweep's (none)
+        delivery_attempt(str(delivery.pk))
+    assert [line.split(": ", 1)[1] for line in written.getvalue().splitlines() if "attempt" in line] == [
+        f"[request req-B] webhook delivery {delivery.pk} attempt {n} failed: 500" for n in (1, 2)
+    ]
 
 
 def test_a_delivery_held_back_waits_without_asking_again(
