@@ -11,10 +11,12 @@ DURATIONS ?= --durations=15
 
 .PHONY: run test test-postgis test-embedded test-postgis-phase test-embedded-phase lint format bench install system-run system-test system-services migrate clean
 
-# `make install INSTALL_EXTRAS=` in production: without the test tools (pytest, selenium, ruff).
+# `make install INSTALL_EXTRAS=` in production: without the test tools (pytest, selenium, ruff). One stamp per choice
+# (`.installed-dev`, `.installed`): the other choice installs again (it adds the test tools, never removes them).
 INSTALL_EXTRAS ?= [dev]
+INSTALLED := $(VENV)/.installed$(subst ],,$(subst [,-,$(INSTALL_EXTRAS)))
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(INSTALLED): pyproject.toml constraints.txt
 	@py=$$(scripts/find-python.sh) || { echo "No Python >= 3.11 able to load SQLite extensions (install python3 python3-venv)"; exit 1; }; \
 	echo "Using $$py"; \
 	[ -x $(PY) ] || $$py -m venv $(VENV)
@@ -22,7 +24,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(VENV)/bin/pip install -q -c constraints.txt -e '.$(INSTALL_EXTRAS)'
 	@touch $@
 
-install: $(VENV)/.installed
+install: $(INSTALLED)
 
 system-run:
 	@scripts/system-deps.sh run

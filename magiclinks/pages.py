@@ -19,7 +19,14 @@ from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from assets.models import Provider
-from platform_site.api.errors import PROBLEM_CONTENT_TYPE, DomainError, InsufficientStorage, problem_body, storage_full
+from platform_site.api.errors import (
+    PROBLEM_CONTENT_TYPE,
+    DomainError,
+    InsufficientStorage,
+    database_retry_after,
+    problem_body,
+    storage_full,
+)
 from platform_site.text import binary_size
 
 from . import services
@@ -29,6 +36,10 @@ BROWSER_COOKIE = "magiclink_browser"
 RETURN_COOKIE = "magiclink_return"
 COOKIE_PATH = "/links/"
 UPLOAD_PROVIDERS = Provider.values
+TRY_AGAIN = {
+    "title": "Try again in a moment",
+    "message": "This page cannot be shown right now: the service is busy or restarting. Try again in a few seconds.",
+}
 UNAVAILABLE = {
     "unknown": ("Link not found", "This link does not exist. Check that you copied the whole address."),
     "unknown batch": ("Upload not found", "This link has no upload at this address. Open the link again to upload."),
@@ -114,7 +125,9 @@ def _page(request, template: str, context: dict, *, link: MagicLink | None = Non
 def _allow(*methods: str):
     """The page answers `methods` only; any other is the 405 page (with `Allow`), before the CSRF check: the CSRF
     middleware answered Django's own 403 page ("CSRF verification failed") to a DELETE or a PUT, though this page
-    takes neither and changes nothing for them. A page taking POST checks CSRF itself (`csrf_protect`)."""
+    takes neither and changes nothing for them. A page taking POST checks CSRF itself (`csrf_protect`). A database
+    that cannot be reached or is busy with another change is the page saying to try again (503, `Retry-After`), as
+    the API's 503 says it: it was the 500 of a fault, a problem document in JSON."""
 
     def decorate(view):
         @wraps(view)
@@ -127,7 +140,14 @@ def _allow(*methods: str):
                 )
                 response["Allow"] = ", ".join(methods)
                 return response
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except OperationalError as exc:
+                if (wait := database_retry_after(exc)) is None:
+                    raise
+                response = _page(request, "unavailable.html", TRY_AGAIN, status=503)
+                response["Retry-After"] = str(wait)
+                return response
 
         return csrf_exempt(allowed)
 

@@ -74,15 +74,24 @@ def _request_id_dropped(task=None, **kwargs):
 
 
 @signals.setup_logging.connect
-def _django_logging(**kwargs):
+def _django_logging(logfile=None, **kwargs):
     """Workers and beat log as the API does, through settings LOGGING (its filters: link tokens and query tokens
     redacted, request ids; its format: time, level, logger; LOG_LEVEL), which `django.setup()` put in place. Without
     a receiver of this signal, `celery worker` replaced Django's handlers with its own (`worker_hijack_root_logger`):
     tokens in full, no request id, and its level WARNING unless `--loglevel` said otherwise (no task's line at all).
-    Celery's `--loglevel` and `--logfile` are not used then."""
+    Celery's `--loglevel` is not used then; a `--logfile` (where a detached worker writes: its standard error goes
+    nowhere) gets the lines standard error gets."""
     from django.conf import settings
 
     logging.config.dictConfig(settings.LOGGING)
+    if logfile:
+        root = logging.getLogger()
+        [console] = [handler for handler in root.handlers if handler.name == "console"]
+        written = logging.FileHandler(logfile, encoding="utf-8")
+        written.setFormatter(console.formatter)
+        for kept_out in console.filters:
+            written.addFilter(kept_out)
+        root.addHandler(written)
 
 
 def send_on_commit(task, *args, outbox: bool = True) -> None:

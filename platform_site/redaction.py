@@ -1,14 +1,14 @@
 """Credentials in addresses kept out of the log lines our processes write.
 
 The token in a link's address (`/links/<token>/...`) is the only credential of its pages, so a log line that holds
-it hands the link to whoever reads the logs. Every handler of Django's logging (settings LOGGING), the embedded
-server's access log (Django's `django.server` logger), gunicorn's access and error logs (its worker,
-`platform_site.server.ProblemThreadWorker`) and the handlers a Celery worker puts in place of Django's
-(`platform_site.celery`) pass their records through `LinkTokenFilter`, which writes
-`/links/[token]/...` instead. The OAuth callback's address (`/links/oauth/callback`) holds no link token; its query's
-`code` (a provider's authorization code) and `state` (which names the link's connection under way) are written
-`[redacted]`. So is the value of `access_token`, `id_token` or `token` in any query: a client that sends its bearer
-token there by mistake (the API reads it only from the Authorization header) had it logged in full.
+it hands the link to whoever reads the logs. Every handler of Django's logging (settings LOGGING: the Celery workers'
+and beat's too, `platform_site.celery`), the embedded server's access log (Django's `django.server` logger) and
+gunicorn's access and error logs (its worker, `platform_site.server.ProblemThreadWorker`) pass their records through
+`LinkTokenFilter`, which writes `/links/[token]/...` instead. The OAuth callback's address (`/links/oauth/callback`)
+holds no link token; its query's `code` (a provider's authorization code) and `state` (which names the link's
+connection under way) are written `[redacted]`. So is the value of `access_token`, `id_token` or `token` in any
+query: a client that sends its bearer token there by mistake (the API reads it only from the Authorization header)
+had it logged in full.
 """
 
 import logging

@@ -337,7 +337,8 @@ LOGGING = {
             "format": "[{server_time}] {message}",
             "style": "{",
         },
-        # A line logged while a request was served starts with `[request <its X-Request-Id>]`.
+        # `<date> <time> <level> <logger>: <message>`, `[request <its X-Request-Id>]` before the message of a line
+        # logged while a request was served (or a task it set off ran).
         "request_ids": {"()": "platform_site.api.request_ids.RequestIdFormatter"},
     },
     "handlers": {

@@ -101,7 +101,7 @@ class Delivery(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     # The X-Request-Id of the request whose change fired it ("" for none): its log lines name it, whichever task
     # posts it (a post handed over runs in the task of another request's delivery).
-    request_id = models.CharField(max_length=128, blank=True, default="")
+    request_id = models.CharField(max_length=128, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = UpdatedTimeField()
 

@@ -54,6 +54,16 @@ def database_busy_wait(exc: OperationalError) -> int | None:
     return None
 
 
+def database_retry_after(exc: OperationalError) -> int | None:
+    """Seconds after which a request that failed with `exc` may succeed sent again: the database cannot be reached
+    now (its cause logged: `database_unavailable`), or another request's change was in the way
+    (`database_busy_wait`); None when something is broken. For the pages that answer no problem document."""
+    if database_unavailable(exc):
+        _unavailable_cause_logged(exc)
+        return DATABASE_BUSY_RETRY_SECONDS
+    return database_busy_wait(exc)
+
+
 # SQLite could not grow its database file (SQLITE_FULL); PostgreSQL's disk_full.
 SQLITE_FULL = "database or disk is full"
 POSTGRESQL_DISK_FULL = "53100"

@@ -14,7 +14,7 @@ class OutboxTask(models.Model):
     # Held by the run sending it until then (a run that died leaves it to the next one once this has passed).
     lease_until = models.DateTimeField(null=True, blank=True)
     # The X-Request-Id of the request that queued it ("" for none), sent on with it (`platform_site.celery`).
-    request_id = models.CharField(max_length=128, blank=True, default="")
+    request_id = models.CharField(max_length=128, blank=True, default="", db_default="")
 
     def __str__(self):
         return f"{self.task_name}{tuple(self.args)!r} (not sent since {self.created_at:%Y-%m-%d %H:%M:%S})"

@@ -80,6 +80,11 @@ def test_a_database_that_cannot_be_reached_is_503_to_try_again(gunicorn_server_e
         assert (answer.value.code, problem["errorKey"]) == (503, "databaseUnavailable"), problem
         assert answer.value.headers["Retry-After"] == "5"
         assert answer.value.headers["Content-Type"] == "application/problem+json"
+    # A grower's link page says it in words (it was the 500 of a fault, in JSON)
+    with pytest.raises(urllib.error.HTTPError) as page:
+        urllib.request.urlopen(base + "/links/a-token-of-a-link", timeout=30)
+    assert (page.value.code, page.value.headers["Retry-After"]) == (503, "5")
+    assert "Try again in a moment" in page.value.read().decode()
 
 
 def test_the_cause_of_a_database_that_cannot_be_reached_is_logged(gunicorn_server_env, tmp_path):

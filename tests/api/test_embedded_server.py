@@ -218,6 +218,30 @@ def test_a_request_that_waits_too_long_for_the_database_is_503_to_try_again(embe
     assert status == 201, user
 
 
+def test_a_link_page_that_waits_too_long_for_the_database_says_to_try_again(embedded_server):
+    """A grower opening a link while another writer held the database past the wait got the 500 of a fault, a JSON
+    problem document, in the browser; the page says to try again, and when (the API's 503, as a page)."""
+    import sqlite3
+
+    base, token, database = embedded_server
+    status, created = _call(base, "POST", "/services/widgets/api/magic-link/file-upload", {"externalId": "busy"}, token)
+    assert status == 201, created
+    page_url = base + urlsplit(created["link"]).path
+    holder = sqlite3.connect(database, timeout=30)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # (opening the page counts its use: a write)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(page_url, timeout=60)
+    finally:
+        holder.rollback()
+        holder.close()
+    page = refused.value.read().decode()
+    assert (refused.value.code, refused.value.headers["Retry-After"]) == (503, "5")
+    assert refused.value.headers["Content-Type"].startswith("text/html") and "Try again in a moment" in page
+    with urllib.request.urlopen(page_url, timeout=60) as response:
+        assert response.status == 200
+
+
 def test_a_long_read_does_not_hold_back_writers(embedded_server):
     """A read transaction that lasts (a large export, an admin page, a backup) while requests write: in SQLite's
     rollback journal every writer waited for it to end and then failed (the server's wait here is 5 s); the embedded

@@ -237,9 +237,10 @@ WORKER_LOGGING = """
 import django, logging
 django.setup()
 from platform_site.celery import app
-app.log.setup_logging_subsystem(loglevel="WARNING")  # (the worker's default `--loglevel`)
-logging.getLogger("webhooks.services").info("posted to /links/%s/upload?token=%s", *__import__("sys").argv[1:])
-logging.getLogger("celery.task").warning("task line: /links/%s/x", __import__("sys").argv[1])
+link_token, query_token, logfile = __import__("sys").argv[1:]
+app.log.setup_logging_subsystem(loglevel="WARNING", logfile=logfile)  # (the worker's default `--loglevel`)
+logging.getLogger("webhooks.services").info("posted to /links/%s/upload?token=%s", link_token, query_token)
+logging.getLogger("celery.task").warning("task line: /links/%s/x", link_token)
 """
 
 
@@ -249,12 +250,14 @@ def test_a_celery_workers_log_lines_hold_no_token(tmp_path):
     `--loglevel` (WARNING by default), whatever LOG_LEVEL said."""
     env = embedded_env(tmp_path)
     link_token, query_token = "Lk7secretLinkToken", "Qy9secretQueryToken"
+    logfile = tmp_path / "worker.log"  # (`--logfile`: where a detached worker writes, its standard error lost)
     done = subprocess.run(
-        [sys.executable, "-c", WORKER_LOGGING, link_token, query_token],
+        [sys.executable, "-c", WORKER_LOGGING, link_token, query_token, str(logfile)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert link_token not in done.stderr and query_token not in done.stderr
+    assert logfile.read_text().splitlines() == done.stderr.splitlines()[-2:]
     lines = done.stderr.splitlines()
     assert any(
         line.endswith(" INFO webhooks.services: posted to /links/[token]/upload?token=[redacted]") for line in lines
