@@ -41,9 +41,9 @@ def outbox_send(*, limit: int = SEND_MAX) -> dict[str, int]:
     """Hand recorded tasks to the broker, oldest first, at most `limit`, deleting each row once its send succeeded.
     The same send that failed, not a new attempt: nothing of the task's work is counted here. The first send the
     broker refuses ends the run; that row and the ones after it are kept for the next run. A row whose task is not
-    registered here (renamed or removed by an upgrade) is dropped, logged: no worker would run it. Each carries the
-    id of the request that queued it, not none (this run is beat's). Rows are leased
-    before they are sent, so two runs at once do not send one twice, and nothing is sent under a row lock."""
+    registered here (renamed or removed by an upgrade) is dropped, logged: no worker would run it. Each is sent with
+    the id of the request that queued it, not this run's (beat's: none). Rows are leased before they are sent, so two
+    runs at once do not send one twice, and nothing is sent under a row lock."""
     now = timezone.now()
     with transaction.atomic():
         free = OutboxTask.objects.filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
