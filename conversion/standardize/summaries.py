@@ -140,14 +140,14 @@ def _mean(values: np.ndarray, weights: np.ndarray | None = None) -> float:
     value, so it is a float even where their sum is not: then it is taken on values and weights scaled to at most 1."""
     with np.errstate(over="ignore", invalid="ignore"):
         mean = float(np.mean(values) if weights is None else np.average(values, weights=weights))
-        if math.isfinite(mean):
-            return mean
-        scale = float(np.abs(values).max())
-        if weights is None:
-            mean = scale * float(np.mean(values / scale))
-        else:
-            mean = scale * float(np.average(values / scale, weights=weights / float(weights.max())))
-    return float(np.clip(mean, values.min(), values.max()))  # a rounding past the greatest value would overflow
+        if not math.isfinite(mean):
+            scale = float(np.abs(values).max())
+            if weights is None:
+                mean = scale * float(np.mean(values / scale))
+            else:
+                mean = scale * float(np.average(values / scale, weights=weights / float(weights.max())))
+    # Rounding put the mean of equal values past them (428579.9999999999 of 428580.0), and past the greatest float
+    return float(np.clip(mean, values.min(), values.max()))
 
 
 def totals(table: PointTable) -> dict[str, dict]:

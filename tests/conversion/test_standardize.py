@@ -212,6 +212,14 @@ def test_derived_heading_is_the_compass_bearing_of_travel(dlon, dlat, heading):
     assert standardize.derive(table).columns["heading"][1:] == pytest.approx([heading, heading], abs=1e-3)
 
 
+def test_a_point_that_did_not_move_has_no_heading():
+    """The bearing of no move is no direction: geodesy answers 180 for it, which pulled a Topcon file's heading
+    average from 63.8 to 142.2 degrees and its maximum to 180."""
+    table = _table(4, lon=np.array([10.0, 10.0001, 10.0001, 10.0002]), lat=np.full(4, 54.0))
+    heading = standardize.derive(table).columns["heading"]
+    assert np.isnan(heading[2]) and heading[[1, 3]] == pytest.approx([90.0, 90.0], abs=1e-3)
+
+
 def test_a_point_without_moisture_takes_the_mean_of_the_usable_ones():
     """A moisture of 0 is no reading (cleaning drops that point): it does not pull the mean down."""
     table = _table(
@@ -549,3 +557,16 @@ def test_steps_that_go_back_in_time_are_said_they_add_no_distance():
     one_back[3] = one_back[1]
     assert standardize.derive(_table(6, timestamp=one_back)).warnings[0].startswith("1 of 5 steps")
     assert standardize.derive(_table(6)).warnings == []
+
+
+def test_a_constant_rates_average_is_that_rate():
+    """The area-weighted mean of one rate logged throughout came out a rounding off it, outside the summary's own
+    min and max (a planter's 428580 seeds/ha target: avg 428579.99999999994)."""
+    weights = np.array([15.403, 28.519, 4.41, 28.465, 9.424, 12.757, 24.848])
+    table = _table(7, seedRateTarget=np.full(7, 428580.0), area=weights)
+    assert standardize.summary(table)["properties"]["seedRateTarget"] | {"unit": None} == {
+        "avg": 428580.0,
+        "min": 428580.0,
+        "max": 428580.0,
+        "unit": None,
+    }

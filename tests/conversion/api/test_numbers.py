@@ -279,6 +279,11 @@ def test_units_and_images_name_only_properties_some_point_has(api_client, core_u
     images = _get(api_client, f"{FILES_URL}/{file_id}/images").json()
     assert images and {i["property"] for i in images} <= with_values
     assert "speed" not in {i["property"] for i in images}
+    # And each property of the units map has its image
+    assert {i["property"] for i in images} == set(units)
+    # And a distance derived from the positions is in feet on request, as the source's own lengths are
+    imperial = _get(api_client, f"{FILES_URL}/{file_id}/units?unitSystem=imperial").json()
+    assert (units["distance"], imperial["distance"]) == ("m", "ft")
 
 
 def _time_log(ddis: list[int], values: list[int], *, first_second: int) -> tuple[bytes, bytes]:

@@ -145,6 +145,7 @@ def _records_of(extracted, relative: str) -> list[list[tuple[list[float], dict]]
         ("AppliedRate seeds/ac", "seedRate", "seeds/ha", SEEDS_AC_IN_SEEDS_HA),
         ("Rt_Apd_sds_ac", "seedRate", "seeds/ha", SEEDS_AC_IN_SEEDS_HA),
         ("Rt_Apd_ksds", "seedRate", "seeds/ha", 1000 * SEEDS_AC_IN_SEEDS_HA),
+        ("Rt_Apd_sds", "seedRate", "seeds/ha", SEEDS_AC_IN_SEEDS_HA),  # seeds, not thousands (as `ksds`)
     ],
 )
 def test_a_rate_whose_name_says_its_unit_is_in_that_unit(tmp_path, name, prop, unit, factor):
