@@ -210,3 +210,20 @@ def test_a_time_out_of_range_or_unreadable_leaves_that_point_without_one(tmp_pat
     assert len(times) == 10
     assert times[:9] == [f"2024-05-01T10:00:0{i}" for i in range(9)]
     assert times[9] == ("NaT" if read_as is None else read_as)
+
+
+def test_points_on_the_edges_of_the_globe_are_kept_and_past_them_left_out(tmp_path):
+    """Longitude -180 and 180, latitude -90 and 90 are on the globe; a point past them is left out, said."""
+    features = [
+        _point(180.0, 10.0, appliedRate=1.0),
+        _point(-180.0, 10.0, appliedRate=2.0),
+        _point(10.0, 90.0, appliedRate=3.0),
+        _point(10.0, -90.0, appliedRate=4.0),
+        _point(180.0001, 10.0, appliedRate=5.0),
+        _point(10.0, -90.0001, appliedRate=6.0),
+    ]
+    (tmp_path / "edges.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert sorted(table.columns["appliedRate"].tolist()) == [1.0, 2.0, 3.0, 4.0]
+    assert any(warning.startswith("2 of 6 points left out") for warning in table.warnings), table.warnings

@@ -412,6 +412,16 @@ def test_an_elevation_column_wins_over_the_points_z(tmp_path):
     np.testing.assert_allclose(_read(without).columns["elevation"], [500.0, 501.0])
 
 
+def test_a_pointz_whose_z_is_zero_everywhere_has_no_elevation(tmp_path):
+    """Exporters that write PointZ without a height fill z with 0: that is no elevation of 0 m (it gave an elevation
+    in the units, the summary and an image)."""
+    dataset = _write(
+        tmp_path / "flat.shp", [("Yld_Mass_D", "N", 8, 2)], [(100.0,), (100.0,)], shape_type=shapefile.POINTZ, z=[0, 0]
+    )
+    table = _read(dataset)
+    assert "elevation" not in table.columns and "elevation" not in table.units
+
+
 def test_longitudes_past_180_without_a_prj_are_refused(tmp_path):
     from conversion.readers import UnreadableDataset
 
