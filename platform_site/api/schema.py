@@ -304,10 +304,7 @@ def postprocess_operation_summaries(result, generator, request, public):
     """Every operation has a one-line `summary`, which Swagger UI shows beside its path: its view's
     `operation_summaries = {action (a viewset's) or method (an APIView's): summary}`. Without them each operation had
     only its viewset's docstring, one text for every action of the viewset."""
-    declared = {
-        endpoint: getattr(view_class, "operation_summaries", {}).get(name)
-        for endpoint, view_class, name in _endpoint_views(generator)
-    }
+    declared = _declared(generator, "operation_summaries", None)
     for path, method, operation in _operations(result):
         if summary := declared.get((_path_shape(path), method)):
             operation["summary"] = summary
@@ -380,11 +377,11 @@ def _not_acceptable(operation: dict) -> str:
     return DOWNLOAD_NOT_ACCEPTABLE.format(media_types=" or ".join(f"`{m}`" for m in downloads))
 
 
-def _declared_problems(generator) -> dict[tuple[str, str], dict[int, str]]:
-    """`problem_responses` of each endpoint's view: `{action (a viewset's) or method (an APIView's): {status:
-    description}}`, the statuses its rules (services) answer besides those of `problem_statuses`."""
+def _declared(generator, attribute: str, default) -> dict[tuple[str, str], object]:
+    """What each endpoint's view declares of itself in `attribute`, `{action (a viewset's) or method (an APIView's):
+    value}` (`problem_responses`, `operation_summaries`): the endpoint's own value, else `default`."""
     return {
-        endpoint: getattr(view_class, "problem_responses", {}).get(name, {})
+        endpoint: getattr(view_class, attribute, {}).get(name, default)
         for endpoint, view_class, name in _endpoint_views(generator)
     }
 
@@ -424,7 +421,8 @@ def postprocess_problem_responses(result, generator, request, public):
     """Every operation documents its error answers: `application/problem+json` bodies (`ProblemDetail`) with the
     statuses of `problem_statuses` and those its view declares in `problem_responses`."""
     result.setdefault("components", {}).setdefault("schemas", {}).update(PROBLEM_SCHEMAS)
-    declared = _declared_problems(generator)
+    # (`problem_responses`: `{status: description}`, the statuses its services answer besides `problem_statuses`')
+    declared = _declared(generator, "problem_responses", {})
     for path, method, operation in _operations(result):
         statuses = {**problem_statuses(operation, method), **declared.get((_path_shape(path), method), {})}
         responses = operation.setdefault("responses", {})
