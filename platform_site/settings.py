@@ -68,6 +68,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "platform_site.api.middleware.ResponseHeadersMiddleware",  # (outside CommonMiddleware, which adds a length)
     "platform_site.api.middleware.HostCheckMiddleware",
+    "platform_site.api.middleware.DatabaseOutageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -54,14 +54,37 @@ def database_busy_wait(exc: OperationalError) -> int | None:
     return None
 
 
-def database_retry_after(exc: OperationalError) -> int | None:
-    """Seconds after which a request that failed with `exc` may succeed sent again: the database cannot be reached
-    now (its cause logged: `database_unavailable`), or another request's change was in the way
-    (`database_busy_wait`); None when something is broken. For the pages that answer no problem document."""
+def database_problem(exc: BaseException) -> tuple[str, str, int] | None:
+    """The 503 of a request that failed with `exc` and may succeed sent again, as (errorKey, detail, seconds for
+    Retry-After): the database cannot be reached now (its cause logged), or another request's change was in the way
+    (`database_busy_wait`); None when something is broken."""
+    if not isinstance(exc, OperationalError):
+        return None
     if database_unavailable(exc):
         _unavailable_cause_logged(exc)
-        return DATABASE_BUSY_RETRY_SECONDS
-    return database_busy_wait(exc)
+        detail = "The database cannot be reached right now; try again in a few seconds."
+        return "databaseUnavailable", detail, DATABASE_BUSY_RETRY_SECONDS
+    if (wait := database_busy_wait(exc)) is not None:
+        return "databaseBusy", "The database is busy with another request's change; try again in a few seconds.", wait
+    return None
+
+
+def database_retry_after(exc: OperationalError) -> int | None:
+    """Seconds after which a request that failed with `exc` may succeed sent again (`database_problem`), None when
+    something is broken. For the pages that answer no problem document."""
+    problem = database_problem(exc)
+    return problem[2] if problem else None
+
+
+def database_outage(request, exc: BaseException) -> HttpResponse | None:
+    """The 503 problem document, with Retry-After, of a request outside DRF (the admin, the API's documentation)
+    that failed with `exc` (`database_problem`); None when `exc` says something is broken."""
+    if (problem := database_problem(exc)) is None:
+        return None
+    error_key, detail, wait = problem
+    response = _plain_problem(request, 503, error_key, detail)
+    response["Retry-After"] = str(wait)
+    return response
 
 
 # SQLite could not grow its database file (SQLITE_FULL); PostgreSQL's disk_full.
@@ -289,16 +312,10 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             exc.status_code = status.HTTP_401_UNAUTHORIZED
         code = exc.status_code
         body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path, field_errors=field_errors)
-    elif isinstance(exc, OperationalError) and database_unavailable(exc):
-        _unavailable_cause_logged(exc)
+    elif (problem := database_problem(exc)) is not None:
+        error_key, detail, wait = problem
         code = status.HTTP_503_SERVICE_UNAVAILABLE
-        detail = "The database cannot be reached right now; try again in a few seconds."
-        body = problem_body(status_code=code, error_key="databaseUnavailable", detail=detail, path=path)
-        headers["Retry-After"] = str(DATABASE_BUSY_RETRY_SECONDS)
-    elif isinstance(exc, OperationalError) and (wait := database_busy_wait(exc)) is not None:
-        code = status.HTTP_503_SERVICE_UNAVAILABLE
-        detail = "The database is busy with another request's change; try again in a few seconds."
-        body = problem_body(status_code=code, error_key="databaseBusy", detail=detail, path=path)
+        body = problem_body(status_code=code, error_key=error_key, detail=detail, path=path)
         headers["Retry-After"] = str(wait)
     else:
         return None

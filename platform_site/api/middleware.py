@@ -33,6 +33,21 @@ def host_refusal(request):
     return None
 
 
+class DatabaseOutageMiddleware:
+    """A view outside DRF (the admin, the API's documentation) that failed because the database cannot be reached
+    now, or was busy past its wait, answers the 503 problem document of the API's views, with Retry-After
+    (`errors.database_outage`), not the 500 of a fault. The magic link pages answer a page of their own first."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return errors.database_outage(request, exception)
+
+
 class ResponseHeadersMiddleware:
     """Headers every answer of the API gets right (outermost, so the refusal of a host has them too):
     - an answer to a request with credentials (`Authorization`) is one owner's data, which no cache may keep:

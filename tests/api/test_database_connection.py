@@ -85,6 +85,18 @@ def test_a_database_that_cannot_be_reached_is_503_to_try_again(gunicorn_server_e
         urllib.request.urlopen(base + "/links/a-token-of-a-link", timeout=30)
     assert (page.value.code, page.value.headers["Retry-After"]) == (503, "5")
     assert "Try again in a moment" in page.value.read().decode()
+    # An operator signed in to the admin (a session to read): the same 503 problem (it was the 500 of a fault)
+    signed_in = {"Cookie": "sessionid=a0b1c2d3e4f5g6h7i8j9k0l1m2n3o4p5"}
+    for path in ("/admin/", "/admin/fields/field/"):
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(urllib.request.Request(base + path, headers=signed_in), timeout=30)
+        problem = json.loads(answer.value.read())
+        assert (answer.value.code, problem["errorKey"]) == (503, "databaseUnavailable"), (path, problem)
+        assert answer.value.headers["Retry-After"] == "5"
+    # Pages that need no database still answer: the admin's login form (no one signed in), the API's documentation
+    for path in ("/admin/login/", "/api/docs/"):
+        with urllib.request.urlopen(base + path, timeout=30) as page:
+            assert page.status == 200
 
 
 def test_the_cause_of_a_database_that_cannot_be_reached_is_logged(gunicorn_server_env, tmp_path):
