@@ -5,6 +5,7 @@ A boundary's geometry is drawn on a Leaflet map with no drawing or editing tools
 `services.field_delete`, with their rules and events (a provider field is neither: its provider owns it); nothing
 else is added or changed here."""
 
+import shapely
 from django import forms
 from django.conf import settings
 from django.contrib import admin
@@ -30,12 +31,32 @@ class ImmutableGeometryAdminMixin:
         name = f"geometry_{obj.pk.hex}"  # one map per boundary on a field's page
         # (the API's GeoJSON, every position exact: GDAL's, `geometry.geojson`, rounded them to 15 decimals)
         data = {"shape": to_geojson(from_geos(obj.geometry)), "tiles": settings.ADMIN_MAP_TILES_URL}
-        context = {"id": f"id_{name}", "data_id": f"id_{name}_data", "data": data}
+        context = {
+            "id": f"id_{name}", "data_id": f"id_{name}_data", "data": data, "description": describe(obj.geometry)
+        }  # fmt: skip
         return render_to_string("fields/readonly_map.html", context)
 
     @property
     def media(self):
         return super().media + MAP_MEDIA
+
+
+def describe(geometry) -> str:
+    """A MultiPolygon in words: its polygons, holes and positions, and the longitudes and latitudes it spans (the
+    map's text alternative)."""
+    shape = from_geos(geometry)
+    polygons = list(getattr(shape, "geoms", [shape]))
+    holes = sum(len(polygon.interiors) for polygon in polygons)
+    west, south, east, north = shape.bounds
+    parts = [_count(len(polygons), "polygon")] + ([_count(holes, "hole")] if holes else [])
+    return (
+        f"{' with '.join(parts)}, {_count(shapely.get_num_coordinates(shape), 'position')}, from longitude "
+        f"{west:.6f} to {east:.6f} and latitude {south:.6f} to {north:.6f}."
+    )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 BOUNDARY_READONLY_FIELDS = ["id", "field", "status", "provider_status", "provider_boundary_id", "area_ha", "created_at"]

@@ -611,7 +611,7 @@ def test_a_page_shows_the_latest_files_of_its_row_and_links_to_them_all(superuse
     shown = [file_id for file_id in newest_first if file_id in page]
     assert shown == newest_first[:10]
     assert page_queries(superuser_client, url) == queries
-    [link] = re.findall(r'<a href="([^"]+)">All 13 of its files</a> \(the latest 10 below\)', page)
+    [link] = re.findall(r'<a href="([^"]+)"[^>]*>All 13 of its files</a> \(the latest 10 below\)', page)
     listed = superuser_client.get(link.replace("&amp;", "&"))
     assert listed.status_code == 200 and listed.context["cl"].result_count == 13
 

@@ -51,6 +51,27 @@ def test_the_map_draws_the_boundary_as_stored(api_client, core_user, admin_clien
     assert json.loads(script[1])["shape"]["coordinates"][0][0][0] == [0.30000000000000004, 5e-324]
 
 
+def test_the_map_is_a_named_region_described_in_words(api_client, core_user, admin_client_superuser):
+    """The map was a focusable element with no name, and the shape was nowhere on the page as text (WCAG 1.1.1,
+    4.1.2): a screen reader could not tell what the boundary was."""
+    outer = [[8.5, 47.25], [8.5125, 47.25], [8.5125, 47.2625], [8.5, 47.2625], [8.5, 47.25]]
+    hole = [[8.505, 47.255], [8.5075, 47.255], [8.5075, 47.2575], [8.505, 47.255]]
+    geometry = {"type": "MultiPolygon", "coordinates": [[outer, hole], [[[9, 48], [9.01, 48], [9, 48.01], [9, 48]]]]}
+    field = create_field(api_client, core_user, geometry)
+    boundary = UUID(field["boundaries"][0])
+    page = admin_client_superuser.get(f"/admin/fields/boundary/{boundary}/change/").content.decode()
+    map_id = f"id_geometry_{boundary.hex}"
+    assert re.search(
+        rf'<div id="{map_id}" class="readonly-map" role="region" aria-label="Map of the boundary" '
+        rf'aria-describedby="{map_id}_text"',
+        page,
+    )
+    words = re.search(rf'<p id="{map_id}_text" class="help">(.*?)</p>', page)[1]
+    assert words == (
+        "2 polygons with 1 hole, 13 positions, from longitude 8.500000 to 9.010000 and latitude 47.250000 to 48.010000."
+    )
+
+
 def test_the_field_page_shows_each_boundary_on_its_own_map(api_client, core_user, admin_client_superuser):
     field = create_field(api_client, core_user, square(0, 0))
     moved = api_client.patch(field_url(core_user, field["id"]), {"geometry": square(1, 1)}, format="json").json()
@@ -188,7 +209,10 @@ def test_a_fields_page_maps_its_latest_boundaries_in_as_many_queries_however_man
     page = admin_client_superuser.get(url)
     maps = re.findall(r'<div id="id_geometry_([0-9a-f]{32})" class="readonly-map"', page.content.decode())
     assert len(maps) == BoundaryInline.shown and UUID(maps[0]) == field.boundary_id
-    [link] = re.findall(r'<a href="([^"]+)">All 151 of its boundaries</a>', page.content.decode())
+    # (underlined: the admin tells links from text by colour alone)
+    [link] = re.findall(
+        r'<a href="([^"]+)" style="text-decoration: underline">All 151 of its boundaries</a>', page.content.decode()
+    )
     listed = admin_client_superuser.get(link.replace("&amp;", "&"))
     assert listed.status_code == 200 and listed.context["cl"].result_count == 151
     assert not listed.context["cl"].queryset.filter(field=other).exists()

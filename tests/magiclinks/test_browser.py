@@ -222,6 +222,68 @@ def test_the_status_line_is_written_only_when_it_changes(browser, shoot, public_
     shoot("1-processed")
 
 
+def test_focus_on_refresh_goes_on_to_the_next_action_when_the_batch_finishes(browser, shoot, public_base, core_user):
+    """The script hides "Refresh status" once the batch is finished: a keyboard user on it was left on the page's
+    body, with no visible focus and nothing announced of where they were."""
+    from selenium.webdriver.common.by import By
+
+    from conversion.models import Batch
+
+    _link, _token, batch = _received_batch_page(browser, core_user)
+    # Given the keyboard's focus on "Refresh status" while the batch is processed
+    refresh = browser.find_element(By.CSS_SELECTOR, "#batch-refresh a")
+    browser.execute_script("arguments[0].focus()", refresh)
+    assert browser.switch_to.active_element == refresh
+    # When the batch finishes
+    Batch.objects.filter(pk=batch.pk).update(status="PROCESSED")
+    wait_for(lambda: not refresh.is_displayed(), timeout=20)
+    # Then the focus is on the next thing to do, not lost
+    focused = browser.switch_to.active_element
+    assert (focused.get_attribute("id"), focused.text) == ("batch-next", "Upload another file")
+    shoot("1-processed")
+
+
+def _broken_words(browser, selector: str) -> list[str]:
+    """The texts of the cells `selector` finds that the browser laid out on more than one line."""
+    return browser.execute_script(
+        """
+        return Array.from(document.querySelectorAll(arguments[0])).filter(function (cell) {
+          var range = document.createRange();
+          range.selectNodeContents(cell);
+          return new Set(Array.from(range.getClientRects()).map(function (r) { return Math.round(r.top); })).size > 1;
+        }).map(function (cell) { return cell.textContent; });
+        """,
+        selector,
+    )
+
+
+def test_the_files_table_never_breaks_its_headers_or_a_status_mid_word(browser, shoot, public_base, core_user):
+    """With every cell allowed to wrap anywhere, the table squeezed its short columns: "processe/d" and "Messag/e" at
+    1000 px, "St/at/us" on a phone (found with axe-core's review of the pages)."""
+    from selenium.webdriver.common.by import By
+
+    from conversion.models import File
+
+    # Given a finished batch whose files have long messages
+    link, token, batch = _received_batch_page(browser, core_user)
+    for number, state in enumerate(("processed", "failed")):
+        File.objects.create(
+            core_user=core_user, batch=batch, file_name=f"Harvest_NorthField_{number}.zip", file_format="ISOXML",
+            provider="Other", status=state,
+            status_message="The time log could not be read: its binary ends inside a record. " * 3,
+        )  # fmt: skip
+    batch.status = "PROCESSED"
+    batch.save(update_fields=["status"])
+    for width in (1000, 360):
+        browser.set_window_size(width, 900)
+        browser.refresh()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#batch-files tr[data-status]"))
+        # Then the headers and the statuses each take one line, at a desktop's width and a phone's
+        assert _broken_words(browser, ".files th, .files td:nth-child(2)") == [], width
+        shoot(f"{width}px")
+    browser.set_window_size(1000, 900)
+
+
 def _computed_rgb(browser, element, prop: str) -> tuple[int, int, int]:
     value = browser.execute_script(
         "return getComputedStyle(arguments[0]).getPropertyValue(arguments[1])", element, prop

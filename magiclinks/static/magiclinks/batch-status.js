@@ -28,7 +28,13 @@
     var finished = batch.status === "PROCESSED" || batch.status === "FAILED";
     if (root.getAttribute("data-status") !== batch.status) { root.setAttribute("data-status", batch.status); }
     var refresh = document.getElementById("batch-refresh");
-    if (refresh && finished && !refresh.hidden) { refresh.hidden = true; }
+    if (refresh && finished && !refresh.hidden) {
+      // Focus on the link would fall to the page's body, nowhere for a keyboard or a screen reader: it goes on to
+      // what follows, the next thing to do.
+      var focused = refresh.contains(document.activeElement);
+      refresh.hidden = true;
+      if (focused) { document.getElementById("batch-next").focus(); }
+    }
     setText("batch-status", batch.status);
     setText("batch-message", messages[batch.status] ||
       ("Processing failed" + (batch.statusDetails ? ": " + batch.statusDetails : "") + "."));
