@@ -88,7 +88,7 @@ class BatchDataset(models.Model):
     # The database retries (`platform_site.celery.DatabaseRetryTask`) of the task whose run last began it: a run of a
     # later retry of that task continues the same attempt; a run of the same one again is its redelivery (the worker
     # died), a new attempt.
-    task_retries = models.PositiveIntegerField(default=0)
+    task_retries = models.PositiveIntegerField(default=0, db_default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     # Last sign of life of the task converting it (its start, then each file it finishes): the sweep judges from it.
     progress_at = models.DateTimeField(null=True, blank=True)
@@ -155,7 +155,7 @@ class File(models.Model):
     point_count = models.BigIntegerField(null=True, blank=True)
     # What the reader and the standardisation noted about the points (data left unread, values kept unconverted...),
     # in their order, cleaned and capped (`outputs.file_warnings`); replaced by each completion, [] when it fails.
-    warnings = models.JSONField(default=list, blank=True)
+    warnings = models.JSONField(default=list, db_default=[], blank=True)
     crops = models.JSONField(default=list, blank=True)
     # "|corn|soybeans|": the crops lower-case, for the `crop` filter on every database.
     crop_keys = models.CharField(max_length=1024, blank=True, default="", editable=False)
@@ -180,7 +180,7 @@ class File(models.Model):
     images = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     # Re-sends of a merged or cropped file's task by the sweeps (its first send is not counted).
-    sweep_attempts = models.PositiveSmallIntegerField(default=0)
+    sweep_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["-created_time", "id"]

@@ -43,7 +43,7 @@ class Operation(models.Model):
     version = models.PositiveIntegerField(default=1)
     built_version = models.PositiveIntegerField(default=0)
     # How often the sweep re-sent the build of the current version (a lost task, a dead worker).
-    sweep_attempts = models.PositiveSmallIntegerField(default=0)
+    sweep_attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["-start_time", "id"]

@@ -97,7 +97,7 @@ class ProviderCredential(models.Model):
     authenticated_at = models.DateTimeField(null=True, blank=True)
     # The token server that issued the tokens (`oauth.token_server` of the application's token URL then); a refresh
     # goes there or nowhere. Empty: connected before it was recorded (taken as the application's at migration).
-    token_server = models.CharField(max_length=300, blank=True, default="")
+    token_server = models.CharField(max_length=300, blank=True, default="", db_default="")
     # A refresh under way holds the tokens until then (`services.provider_credential_refresh_claim`).
     refresh_claimed_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
