@@ -3,6 +3,7 @@
 Run: `make bench BENCH=conversion` (SAMPLES_DIR overrides the samples folder, REPEAT the ISOXML scale-up,
 UPLOAD_MB the size of the generated upload, default 1024).
 
+- The shapefile reader on 200,000 polygons (a yield export as cells), each measured on the ellipsoid.
 - Reader alone, each stage, and the whole file pipeline (read, derive, clean, summary, units, the points file,
   standardGeojson and rawGeojson written to disk) for ISOXML binary time logs and for the JD harvest shapefile.
 - Peak resident memory of a process that receives a generated zip upload of 64 MB and of UPLOAD_MB through
@@ -35,6 +36,11 @@ SAMPLES = Path(os.environ.get("SAMPLES_DIR", REPO.parent / "shared" / "samples")
 VALID = SAMPLES / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
 JD_HARVEST = SAMPLES / "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip"
 TARGET_RECORDS = 1_000_000
+POLYGONS = 200_000
+WGS84_PRJ = (
+    'GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],'
+    'PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]'
+)
 
 
 def best_of(fn, runs: int = 3) -> tuple[float, object]:
@@ -112,7 +118,29 @@ def main() -> None:
         print(f"  whole file pipeline       {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s (read to outputs)")
         seconds, n = best_of(lambda: whole_pipeline("ISOXML", dataset, tmp_path), runs=1)
         print(f"ISOXML whole file pipeline  {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s (read to outputs)")
+        polygons = write_polygon_shapefile(tmp_path / "polygons")
+        seconds, tables = best_of(lambda: get_reader("SHAPEFILE").read(polygons), runs=3)
+        n = len(tables[0])
+        print(f"polygon shapefile reader    {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s ({n:,} polygons)")
     upload_memory()
+
+
+def write_polygon_shapefile(folder: Path, count: int = POLYGONS) -> Dataset:
+    """A yield export as polygons: `count` cells of 1.5 x 1 m in rows, each with a yield, in WGS84."""
+    import shapefile
+
+    folder.mkdir()
+    writer = shapefile.Writer(str(folder / "Yield"), shapeType=shapefile.POLYGON)
+    writer.field("VRYIELDVOL", "N", size=12, decimal=3)
+    width, height = 1.5 / 73_000, 1 / 111_000  # (degrees near 49 N)
+    for i in range(count):
+        x, y = -96.0 + (i % 1000) * width, 49.0 + (i // 1000) * height
+        writer.poly([[(x, y), (x, y + height), (x + width, y + height), (x + width, y), (x, y)]])
+        writer.record(150 + i % 50)
+    writer.close()
+    (folder / "Yield.prj").write_text(WGS84_PRJ)
+    [dataset] = detect(folder).datasets
+    return dataset
 
 
 def whole_pipeline(fmt: str, dataset: Dataset, out: Path) -> int:

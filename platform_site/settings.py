@@ -361,5 +361,8 @@ LOGGING = {
     "loggers": {
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+        # pyshp warns once per polygon whose rings all run counter-clockwise (it reads them as outer rings, as we
+        # want): a line a record, a million for some exporters' files.
+        "shapefile": {"level": "ERROR"},
     },
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import os
+from collections import deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -214,28 +215,36 @@ def render_property_images(
     raster = build(x, y, cell, max_side)
     outside = None
     if coverage is not None:
-        inside = _inside_with_points(coverage_cells(coverage, transformer, raster), coverage, lon, lat, raster)
-        outside = np.flatnonzero(~inside)
+        # (a mask, a byte a cell: an index of the cells outside took eight)
+        outside = ~_inside_with_points(coverage_cells(coverage, transformer, raster), coverage, lon, lat, raster)
     occupancy = _Occupancy.of(raster)
 
     # Colouring is numpy; PNG compression (most of the time for large rasters) runs in threads: zlib releases the GIL.
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        pending = []
+    # A property's colours (4 bytes a cell) are made when a thread is free for them, not all before the first PNG:
+    # 14 properties at the size cap held 433 MB.
+    threads = min(4, os.cpu_count() or 1)
+    encoded: list[tuple[str, np.ndarray | None, bytes]] = []
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        encoding: deque = deque()
         for name, values in columns.items():
+            if len(encoding) == threads:
+                done, done_stops, png = encoding.popleft()
+                encoded.append((done, done_stops, png.result()))
             colors, stops = _cell_colors(values, occupancy, raster.cell_count, ramp, outside)
-            pending.append((name, stops, pool.submit(_encode_png, colors, raster)))
-        images = [
-            PropertyImage(
-                property=name,
-                png=png.result(),
-                width=raster.width,
-                height=raster.height,
-                extent=raster.extent,
-                projection=projection,
-                cell_size=raster.cell_size,
-                legend=ramp.legend(stops),
-                unit=(units or {}).get(name),
-            )
-            for name, stops, png in pending
-        ]
-    return images
+            encoding.append((name, stops, pool.submit(_encode_png, colors, raster)))
+            del colors
+        encoded.extend((name, stops, png.result()) for name, stops, png in encoding)
+    return [
+        PropertyImage(
+            property=name,
+            png=png,
+            width=raster.width,
+            height=raster.height,
+            extent=raster.extent,
+            projection=projection,
+            cell_size=raster.cell_size,
+            legend=ramp.legend(stops),
+            unit=(units or {}).get(name),
+        )
+        for name, stops, png in encoded
+    ]

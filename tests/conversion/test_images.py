@@ -2,6 +2,7 @@
 
 import io
 import math
+import os
 import re
 
 import numpy as np
@@ -503,3 +504,32 @@ def test_partial_ramp_is_extended_flat_to_0_and_100_percent():
     assert tuple(pixels[0, 0]) == (0, 0, 0, 255)  # value 0, below the 25% stop
     assert tuple(pixels[9, 11]) == (200, 0, 0, 255)  # value 100 (cell 200), above the 75% stop
     assert [r["min"] for r in image.legend["ranges"]] == [0.0, 25.0, 75.0]
+
+
+def test_memory_follows_one_image_not_one_raster_per_property():
+    """Every property's full colour raster (4 bytes a cell) was made before any PNG was collected, with an index of
+    8 bytes a cell outside the coverage: two far apart patches of 3,520 points with 14 properties drew at the 4096 px
+    cap and took 433 MB more (performance review). At most one raster per encoding thread is alive now."""
+    import tracemalloc
+
+    from shapely.geometry import box
+
+    from conversion.images import render
+
+    rng = np.random.default_rng(7)
+    lon = np.concatenate([rng.uniform(8.0, 8.001, 500), rng.uniform(8.1, 8.101, 500)])
+    lat = np.concatenate([rng.uniform(47.0, 47.001, 500), rng.uniform(47.1, 47.101, 500)])
+    properties = {f"p{n}": rng.uniform(0, 10, len(lon)) for n in range(12)}
+    coverage = box(8.0, 47.0, 8.001, 47.001).union(box(8.1, 47.1, 8.101, 47.101))
+    options = {"resolution": 0.00001, "projection": "EPSG:4326", "coverage": coverage, "max_side": 1500}
+    tracemalloc.start()
+    try:
+        images = render.render_property_images(lon, lat, properties, **options)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    cells = images[0].width * images[0].height
+    assert len(images) == 12 and cells > 2_000_000
+    threads = min(4, os.cpu_count() or 1)
+    # (a raster per thread encoding, the one being coloured, and the PNG encoder's copy of one)
+    assert peak < (threads + 4) * 4 * cells, (peak / cells, threads)
