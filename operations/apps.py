@@ -6,8 +6,9 @@ class OperationsConfig(AppConfig):
     name = "operations"
 
     def ready(self):
-        from conversion.signals import file_processed
+        from conversion.signals import batch_ended, file_processed
 
-        from .services import on_file_processed
+        from .services import on_batch_ended, on_file_processed
 
         file_processed.connect(on_file_processed, dispatch_uid="operations.file_processed")
+        batch_ended.connect(on_batch_ended, dispatch_uid="operations.batch_ended")

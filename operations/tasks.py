@@ -20,6 +20,12 @@ def operation_build(operation_id: str, version: int | None = None) -> None:
 
 
 @app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def operation_batch_builds(batch_id: str) -> None:
+    """A batch ended: send the builds its files' operations put off while it was converted."""
+    services.operation_batch_builds(batch_id)
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def operation_crop_process(crop_id: str) -> None:
     """Write the points of an operation inside a field into the crop's file."""
     services.operation_crop_process(crop_id)

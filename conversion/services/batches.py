@@ -31,6 +31,7 @@ from ..models import (
     File,
     FileStatus,
 )
+from ..signals import batch_ended
 from .files import NAME_LENGTH, _file_fail, _file_for
 
 log = logging.getLogger(__name__)
@@ -211,13 +212,14 @@ def _batch_finish(batch: Batch) -> None:
 
 def _batch_end(batch: Batch) -> None:
     """Inside a transaction: record the batch's final status, announce it (a failed batch with its `statusDetails`
-    and reason as `message`), drop its work folder after commit."""
+    and reason as `message`) and to the apps above (`signals.batch_ended`), drop its work folder after commit."""
     batch.finished_at = timezone.now()
     batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])
     payload = {"batchId": str(batch.pk), "status": batch.status}
     if batch.status == BatchStatus.FAILED:
         payload["message"] = ": ".join(part for part in (batch.status_details, batch.failure_reason) if part)
     event_emit(type=EventType.BATCH_UPLOAD_PROCESSING_FINISHED, core_user=batch.core_user, payload=payload)
+    batch_ended.send(sender=Batch, batch=batch)
     transaction.on_commit(lambda: storage.remove_work_dir(batch.pk), robust=True)
 
 

@@ -6,7 +6,9 @@
 
 from .crop import operation_crop, operation_crop_process
 from .grouping import (
+    on_batch_ended,
     on_file_processed,
+    operation_batch_builds,
     operation_build,
     operation_file_group,
     operation_window,
@@ -14,7 +16,9 @@ from .grouping import (
 )
 
 __all__ = [
+    "on_batch_ended",
     "on_file_processed",
+    "operation_batch_builds",
     "operation_build",
     "operation_crop",
     "operation_crop_process",

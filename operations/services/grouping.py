@@ -21,13 +21,14 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from conversion import merging, outputs
 from conversion import services as conversion
 from conversion.links import coverage_geometry, linked_file_ids
 from conversion.merge import tables_merge
-from conversion.models import DISK_FAILED, INTERNAL_ERROR, File, FileOrigin, FileStatus, OperationType
+from conversion.models import DISK_FAILED, INTERNAL_ERROR, BatchStatus, File, FileOrigin, FileStatus, OperationType
 from fields.geodesy import SQUARE_METRES_PER_HECTARE
 from fields.geometry import from_geos, overlaps
 from fields.models import Boundary, Field, FieldFile
@@ -68,6 +69,30 @@ def on_file_processed(sender, file: File, **kwargs) -> None:
         return
     file_id = str(file.pk)
     send_on_commit(_tasks().operation_file_group, file_id)
+
+
+def on_batch_ended(sender, batch, **kwargs) -> None:
+    """`conversion.signals.batch_ended` receiver: after commit, the builds put off while the batch was converted
+    (`operation_batch_builds`)."""
+    send_on_commit(_tasks().operation_batch_builds, str(batch.pk))
+
+
+def _waits_for_a_batch(operation: Operation) -> bool:
+    """Whether a file of the operation belongs to a batch still being converted. Its build is put off until that
+    batch ends (`operation_batch_builds`): each file of a batch that joined the operation rebuilt it from all its
+    files, so a task data file of eight tasks on one field took twice as long with its field as without."""
+    return operation.files.filter(batch__status=BatchStatus.RECEIVED).exists()
+
+
+def operation_batch_builds(batch_id: str) -> int:
+    """Send the build of every operation holding a file of the batch that is not built at its version (their
+    builds were put off while the batch was converted: `_waits_for_a_batch`); how many. Run after the batch ended
+    was committed: a file that joins an operation later sends its build itself, which then finds the batch ended."""
+    outdated = Operation.objects.filter(files__batch_id=batch_id, built_version__lt=F("version")).distinct()
+    operations = list(outdated.only("pk", "version"))
+    for operation in operations:
+        _enqueue_build(operation)
+    return len(operations)
 
 
 def _file_field_ids(file_ids: list[str]) -> set[str]:
@@ -210,6 +235,8 @@ def _operation_build(operation_id: str, version: int | None) -> Operation | None
         return None
     if operation.built_version >= operation.version and operation.merged_file.status != FileStatus.PROCESSING:
         return operation
+    if _waits_for_a_batch(operation):
+        return None  # built when the batch ends (`operation_batch_builds`), with every file of it that joins
     version = operation.version
 
     def still_current() -> bool:
@@ -296,7 +323,9 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     now = timezone.now()
     limit = conversion.stuck_limit(limit)
     counts = {"resent": 0, "failed": 0, "grouped": 0}
-    stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit)
+    stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit).exclude(
+        files__batch__status=BatchStatus.RECEIVED  # (built when the batch ends; the conversion sweep ends a stuck one)
+    )
     for operation_id in stuck.values_list("pk", flat=True):
         with transaction.atomic():
             operation = _sweep_lock(operation_id, Operation.Status.PROCESSING, limit)

@@ -405,3 +405,39 @@ def test_time_filters_hold_their_bounds_and_end_time_sorts_by_the_end(api_client
     Operation.objects.filter(pk=planted.pk).update(updated_time=datetime(2030, 1, 1, tzinfo=UTC))
     assert ids(updatedTime="2030-01-01T00:00:00.000Z") == [str(planted.pk)]
     assert ids(updatedTime="2030-01-01T00:00:00.001Z") == []
+
+
+def test_the_files_of_one_upload_build_their_operation_once_when_it_ends(
+    api_client, owner, core_user, samples_dir, webhook_receiver, subscribe
+):
+    """Each file of an upload that joined an operation rebuilt it from all its files while the upload's other files
+    were converted: a task data file of eight tasks on one field took twice as long with its field as without
+    (performance review). An operation is built once the upload ends, with every file of it that joined."""
+    from shapely.geometry import MultiPolygon, box
+
+    from conversion.readers import Dataset, get_reader
+    from tests.conversion.api.conftest import uploaded_batch, zip_folder
+
+    folder = samples_dir / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
+    # Given a field around every point the task data logged
+    tables = get_reader("ISOXML").read(Dataset("ISOXML", folder / "TASKDATA.XML", folder, "ValidTimeLogs"))
+    lon = np.concatenate([t.columns["lon"] for t in tables])
+    lat = np.concatenate([t.columns["lat"] for t in tables])
+    margin = 0.001
+    bounds = (np.nanmin(lon) - margin, np.nanmin(lat) - margin, np.nanmax(lon) + margin, np.nanmax(lat) + margin)
+    field_create(core_user=core_user, geometry=MultiPolygon([box(*bounds)]), name="Around")
+    subscribe(owner, webhook_receiver, ["operationProcessingFinished", "batchUploadProcessingFinished"])
+    # When it is uploaded
+    batch = uploaded_batch(api_client, core_user, zip_folder(folder))
+    assert batch["status"] == "PROCESSED"
+    # Then every operation was built once, at its last version, from all its files
+    operations = list(Operation.objects.prefetch_related("files"))
+    assert max(len(operation.files.all()) for operation in operations) > 1  # (an operation of several files)
+    expected = 1 + len(operations)
+    events = [json.loads(event.body) for event in webhook_receiver.wait_for(expected)]
+    finished = [event["operationId"] for event in events if event["type"] == "operationProcessingFinished"]
+    assert sorted(finished) == sorted(str(operation.pk) for operation in operations)
+    for operation in operations:
+        assert (operation.status, operation.built_version) == (Operation.Status.PROCESSED, operation.version)
+        assert operation.merged_file.status == FileStatus.PROCESSED
+        assert operation.merged_file.point_count == sum(f.point_count for f in operation.files.all())
