@@ -114,10 +114,11 @@ def partial_writes() -> Iterator[Path]:
 
 
 def store_zip_of(name: str, paths: list[Path], base: Path) -> str:
-    """Store a zip of `paths` (named relative to `base`) under `name`."""
+    """Store a zip of `paths` (named relative to `base`) under `name`, deflated at zlib's fastest level: at its
+    default a 184 MB time log took 9.8 s to store (a 61 MB one 2.8 s, 0.65 s at level 1 for 13 % more bytes)."""
 
     def write(fileobj: IO[bytes]) -> None:
-        with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
             for path in paths:
                 zf.write(path, path.relative_to(base).as_posix())
 
