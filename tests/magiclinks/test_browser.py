@@ -219,6 +219,8 @@ def test_the_status_line_is_written_only_when_it_changes(browser, shoot, public_
     wait_for(lambda: browser.find_element(By.ID, "batch-status").text == "PROCESSED", timeout=20)
     assert browser.execute_script("return window.liveChanges") > 0
     assert not browser.find_element(By.ID, "batch-refresh").is_displayed()
+    # and the title says it (it stayed "Upload status")
+    assert browser.title == "Upload processed"
     shoot("1-processed")
 
 

@@ -655,6 +655,7 @@ def test_a_failed_upload_says_no_file_was_read_and_pages_answer_head(client, cor
     page = client.get(location).content.decode()
     assert "No file could be read from the upload." in page and "No files yet." not in page
     assert 'http-equiv="refresh"' not in page  # a failed batch is final: the page stops reloading
+    assert "<title>Upload failed</title>" in page  # (it said "Upload status" whatever the end)
     for target in (url, location, f"{location}/status"):
         head = client.head(target)
         assert head.status_code == 200 and head.content == b"", target

@@ -8,6 +8,9 @@
     RECEIVED: "Your files were received and are being processed.",
     PROCESSED: "Your files have been processed."
   };
+  // The page's title says how the upload ended, as the page rendered then would (the tab a user comes back to).
+  var titles = { PROCESSED: "Upload processed", FAILED: "Upload failed" };
+  var company = document.title.indexOf(" · ") >= 0 ? document.title.slice(document.title.indexOf(" · ")) : "";
 
   function cell(text) {
     var td = document.createElement("td");
@@ -27,6 +30,9 @@
   function draw(batch) {
     var finished = batch.status === "PROCESSED" || batch.status === "FAILED";
     if (root.getAttribute("data-status") !== batch.status) { root.setAttribute("data-status", batch.status); }
+    if (titles[batch.status] && document.title !== titles[batch.status] + company) {
+      document.title = titles[batch.status] + company;
+    }
     var refresh = document.getElementById("batch-refresh");
     if (refresh && finished && !refresh.hidden) {
       // Focus on the link would fall to the page's body, nowhere for a keyboard or a screen reader: it goes on to
