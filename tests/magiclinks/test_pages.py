@@ -69,6 +69,8 @@ def test_upload_page_is_branded_counts_visits_and_is_private(client, core_user):
     page = response.content.decode()
     assert "Acme Agronomy" in page and "https://cdn.example.com/logo.png" in page and "header.jpg" in page
     assert "--page-bg: #0A3D2E; --page-fg: #FFFFFF" in page  # white text on the dark green
+    # The logo beside the company's name is not read out again ("Acme Agronomy logo, Acme Agronomy")
+    assert re.search(r'<img class="brand-logo" src="https://cdn.example.com/logo.png" alt="" ', page)
     assert core_user.name in page
     assert '<label for="file">' in page and 'name="provider"' in page
     assert response["Referrer-Policy"] == "same-origin" and "no-store" in response["Cache-Control"]
