@@ -21,7 +21,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from conversion import merging, outputs
@@ -85,10 +85,13 @@ def _waits_for_a_batch(operation: Operation) -> bool:
 
 
 def operation_batch_builds(batch_id: str) -> int:
-    """Send the build of every operation holding a file of the batch that is not built at its version (their
-    builds were put off while the batch was converted: `_waits_for_a_batch`); how many. Run after the batch ended
-    was committed: a file that joins an operation later sends its build itself, which then finds the batch ended."""
-    outdated = Operation.objects.filter(files__batch_id=batch_id, built_version__lt=F("version")).distinct()
+    """Send the build of every operation holding a file of the batch that waits for one (their builds were put off
+    while the batch was converted: `_waits_for_a_batch`), as `_operation_build` tells: not built at its version, or
+    its automerged file reopened (the sweep's rebuild after a full disk keeps the version); how many. Run after the
+    batch ended was committed: a file that joins an operation later sends its build itself, which then finds the
+    batch ended."""
+    waiting = Q(built_version__lt=F("version")) | Q(merged_file__status=FileStatus.PROCESSING)
+    outdated = Operation.objects.filter(waiting, files__batch_id=batch_id).distinct()
     operations = list(outdated.only("pk", "version"))
     for operation in operations:
         _enqueue_build(operation)

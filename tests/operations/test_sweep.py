@@ -9,7 +9,16 @@ import pytest
 from django.utils import timezone
 
 from conversion import outputs
-from conversion.models import INTERNAL_ERROR, File, FileOrigin, FileStatus
+from conversion.models import (
+    INTERNAL_ERROR,
+    Batch,
+    BatchDataset,
+    BatchStatus,
+    DatasetStatus,
+    File,
+    FileOrigin,
+    FileStatus,
+)
 from conversion.services import conversion_sweep
 from fields.services import field_create
 from operations import tasks
@@ -113,6 +122,59 @@ def test_a_build_failed_on_a_full_disk_says_it_is_ours_and_is_built_again(api_cl
     assert api_client.get(operation_url).json()["status"] == "processed"
     assert api_client.get(f"{FILES_URL}/{body['coreFileId']}").json()["status"] == "processed"
     assert api_client.get(f"{operation_url}/summary").json()["properties"]["pointCount"] == 200
+
+
+def _batch_of(file_ids, core_user, **values) -> Batch:
+    """A batch (RECEIVED unless `values` say otherwise) holding the files `file_ids` as its upload's."""
+    batch = Batch.objects.create(
+        core_user=core_user, provider="Other", file_name="upload.zip", size=1, upload="batches/upload.zip", **values
+    )
+    File.objects.filter(pk__in=file_ids).update(batch=batch)
+    return batch
+
+
+def test_the_sweep_leaves_an_operation_waiting_for_its_running_upload_to_it(core_user, lost_build, settings):
+    """An operation is built once the uploads of its files end: the sweep re-sent its build again and again meanwhile,
+    counting each against its attempts, and failed it after the last (regression review)."""
+    _batch_of(lost_build.files.values_list("pk", flat=True), core_user)  # (still being converted)
+    for _ in range(settings.CONVERSION_MAX_ATTEMPTS + 1):
+        Operation.objects.update(updated_time=_long_ago(settings))
+        assert operations_sweep()["resent"] == 0
+    operation = Operation.objects.get()
+    assert (operation.status, operation.sweep_attempts) == (Operation.Status.PROCESSING, 0)
+
+
+def test_an_operation_rebuilt_after_a_full_disk_while_its_upload_is_retried_is_built_when_the_upload_ends(
+    core_user, disk_failed_build, settings, monkeypatch
+):
+    """The sweep's rebuild after a full disk keeps the operation's version; put off by the retried upload of one of
+    its files, it was not sent when the upload ended (the batch's end sent only builds behind their version): the
+    operation stayed processing until the next sweep (regression review)."""
+    from conversion import tasks as conversion_tasks
+    from conversion.services import batch_retry
+    from conversion.services.datasets import _dataset_fail
+
+    # Given the upload of the operation's file, ended with a data set that failed, retried now (slow to convert)
+    batch = _batch_of(
+        disk_failed_build.files.values_list("pk", flat=True), core_user, status=BatchStatus.PROCESSED,
+        finished_at=timezone.now(),
+    )  # fmt: skip
+    failed = BatchDataset.objects.create(
+        batch=batch, position=1, format="ISOXML", path="b/TASKDATA.XML", root="b", name="b",
+        status=DatasetStatus.FAILED, message="unreadable",
+    )  # fmt: skip
+    monkeypatch.setattr(conversion_tasks.dataset_convert, "delay", lambda *args: None)
+    batch_retry(batch=batch)
+    # And the sweep's rebuild of the operation, which waits for the upload
+    Operation.objects.update(updated_time=_long_ago(settings))
+    assert operations_sweep()["resent"] == 1
+    assert Operation.objects.get().status == Operation.Status.PROCESSING
+    # When the upload ends (its data set fails again)
+    _dataset_fail(BatchDataset.objects.get(pk=failed.pk), "still unreadable", "still unreadable")
+    assert Batch.objects.get(pk=batch.pk).status == BatchStatus.PROCESSED
+    # Then the operation is built
+    operation = Operation.objects.get()
+    assert (operation.status, operation.merged_file.status) == (Operation.Status.PROCESSED, FileStatus.PROCESSED)
 
 
 def test_a_build_that_keeps_failing_on_the_disk_stays_failed_after_the_last_attempt(
