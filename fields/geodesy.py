@@ -103,6 +103,10 @@ def geodesic_areas_m2(geometries) -> np.ndarray:
     areas = np.zeros(len(geometries))
     polygons, owners = polygon_parts(geometries)
     rings, ring_polygons, outer = polygon_rings(polygons)
+    # A ring of one position repeated has no area, and GEOS cannot segmentize it (a machine file's degenerate cell
+    # failed its whole data set)
+    measurable = shapely.length(rings) > 0
+    rings, ring_polygons, outer = rings[measurable], ring_polygons[measurable], outer[measurable]
     rings = shapely.segmentize(rings, MAX_EDGE_DEGREES)
     coordinates = shapely.get_coordinates(rings)
     ring_of = np.repeat(np.arange(len(rings)), shapely.get_num_coordinates(rings))

@@ -333,6 +333,28 @@ def test_polygons_read_in_chunks_are_each_measured_as_alone(tmp_path, monkeypatc
     assert not [record for record in caplog.records if record.name == "shapefile"]
 
 
+def test_a_degenerate_polygon_is_a_cell_without_area_not_a_failed_data_set(tmp_path):
+    """A ring of one position repeated (GEOS cannot segmentize it to measure it) failed the whole data set with an
+    internal error (regression review); it is read as a cell of no area, the others as they are."""
+    from shapely.geometry import Polygon
+
+    from fields.geodesy import geodesic_area_m2
+
+    square = [(-93.0, 41.0), (-93.0, 41.0001), (-92.9999, 41.0001), (-92.9999, 41.0), (-93.0, 41.0)]
+    path = tmp_path / "cells.shp"
+    with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
+        writer.field("AppliedRate", "N", 10, 2)
+        for number, ring in enumerate([square, [(-93.0, 41.0)] * 4, square]):
+            writer.poly([ring])
+            writer.record(10.0 + number)
+    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
+    table = _read(Dataset("SHAPEFILE", path, tmp_path, "cells"))
+    assert len(table) == 3
+    assert table.columns["area"][1] == 0
+    assert table.columns["area"][0] == table.columns["area"][2] == pytest.approx(geodesic_area_m2(Polygon(square)))
+    assert (table.columns["lon"][1], table.columns["lat"][1]) == (-93.0, 41.0)
+
+
 def test_projected_polygons_are_measured_on_the_ellipsoid(tmp_path):
     """A polygon export in UTM metres: the area is that of the polygon on the ground, not of its metre
     coordinates read as degrees. Checked against the projection's own areal scale at that place: a UTM square
