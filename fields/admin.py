@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin
 from django.template.loader import render_to_string
+from shapely.geometry import MultiPolygon
 
 from platform_site.accounts.admin import LatestRowsInline, ServiceOwnedAdmin, latest_rows_display
 
@@ -30,10 +31,9 @@ class ImmutableGeometryAdminMixin:
             return "-"
         name = f"geometry_{obj.pk.hex}"  # one map per boundary on a field's page
         # (the API's GeoJSON, every position exact: GDAL's, `geometry.geojson`, rounded them to 15 decimals)
-        data = {"shape": to_geojson(from_geos(obj.geometry)), "tiles": settings.ADMIN_MAP_TILES_URL}
-        context = {
-            "id": f"id_{name}", "data_id": f"id_{name}_data", "data": data, "description": describe(obj.geometry)
-        }  # fmt: skip
+        shape = from_geos(obj.geometry)
+        data = {"shape": to_geojson(shape), "tiles": settings.ADMIN_MAP_TILES_URL}
+        context = {"id": f"id_{name}", "data_id": f"id_{name}_data", "data": data, "description": describe(shape)}
         return render_to_string("fields/readonly_map.html", context)
 
     @property
@@ -41,11 +41,10 @@ class ImmutableGeometryAdminMixin:
         return super().media + MAP_MEDIA
 
 
-def describe(geometry) -> str:
+def describe(shape: MultiPolygon) -> str:
     """A MultiPolygon in words: its polygons, holes and positions, and the longitudes and latitudes it spans (the
     map's text alternative)."""
-    shape = from_geos(geometry)
-    polygons = list(getattr(shape, "geoms", [shape]))
+    polygons = shape.geoms
     holes = sum(len(polygon.interiors) for polygon in polygons)
     west, south, east, north = shape.bounds
     parts = [_count(len(polygons), "polygon")] + ([_count(holes, "hole")] if holes else [])
