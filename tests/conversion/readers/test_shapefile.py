@@ -284,14 +284,23 @@ def test_iso_times_with_an_offset_are_taken_to_utc(tmp_path):
     ]
 
 
-def test_polygon_export_gives_centroids_and_areas(tmp_path):
-    path = tmp_path / "poly.shp"
+def _read_polygons(tmp_path, records: list, crs: CRS | None = None):
+    """A polygon export (an `AppliedRate` per record) of `records`, each a record's rings, in `crs` (WGS84), read."""
+    crs = crs or CRS.from_epsg(4326)
+    path = tmp_path / "cells.shp"
     with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
         writer.field("AppliedRate", "N", 10, 2)
-        writer.poly([[(-93.0, 41.0), (-93.0, 41.0001), (-92.9999, 41.0001), (-92.9999, 41.0), (-93.0, 41.0)]])
-        writer.record(20.0)
-    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
-    table = _read(Dataset("SHAPEFILE", path, tmp_path, "poly"))
+        for number, rings in enumerate(records):
+            writer.poly(rings)
+            writer.record(10.0 + number)
+    path.with_suffix(".prj").write_text(crs.to_wkt("WKT1_ESRI"))
+    return _read(Dataset("SHAPEFILE", path, tmp_path, "cells"))
+
+
+def test_polygon_export_gives_centroids_and_areas(tmp_path):
+    table = _read_polygons(
+        tmp_path, [[[(-93.0, 41.0), (-93.0, 41.0001), (-92.9999, 41.0001), (-92.9999, 41.0), (-93.0, 41.0)]]]
+    )
     assert table.columns["lon"][0] == pytest.approx(-92.99995)
     assert table.columns["lat"][0] == pytest.approx(41.00005)
     # 0.0001 deg x 0.0001 deg at 41 N is about 11.1 m x 8.4 m.
@@ -315,14 +324,7 @@ def test_polygons_read_in_chunks_are_each_measured_as_alone(tmp_path, monkeypatc
     hole = [(-92.99997, 41.00003), (-92.99993, 41.00003), (-92.99993, 41.00007), (-92.99997, 41.00003)]
     east = [(x + 0.001, y) for x, y in square]
     records = [[square], [bow_tie], [square, hole], [square[::-1]], [east]]
-    path = tmp_path / "cells.shp"
-    with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
-        writer.field("AppliedRate", "N", 10, 2)
-        for number, rings in enumerate(records):
-            writer.poly(rings)
-            writer.record(10.0 + number)
-    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
-    table = _read(Dataset("SHAPEFILE", path, tmp_path, "cells"))
+    table = _read_polygons(tmp_path, records)
     assert len(table) == len(records)
     for number, rings in enumerate(records):
         polygon = Polygon(rings[0], rings[1:])
@@ -341,14 +343,7 @@ def test_a_degenerate_polygon_is_a_cell_without_area_not_a_failed_data_set(tmp_p
     from fields.geodesy import geodesic_area_m2
 
     square = [(-93.0, 41.0), (-93.0, 41.0001), (-92.9999, 41.0001), (-92.9999, 41.0), (-93.0, 41.0)]
-    path = tmp_path / "cells.shp"
-    with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
-        writer.field("AppliedRate", "N", 10, 2)
-        for number, ring in enumerate([square, [(-93.0, 41.0)] * 4, square]):
-            writer.poly([ring])
-            writer.record(10.0 + number)
-    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
-    table = _read(Dataset("SHAPEFILE", path, tmp_path, "cells"))
+    table = _read_polygons(tmp_path, [[square], [[(-93.0, 41.0)] * 4], [square]])
     assert len(table) == 3
     assert table.columns["area"][1] == 0
     assert table.columns["area"][0] == table.columns["area"][2] == pytest.approx(geodesic_area_m2(Polygon(square)))
@@ -361,14 +356,9 @@ def test_projected_polygons_are_measured_on_the_ellipsoid(tmp_path):
     of 100 m x 100 m covers 10,000 m2 / areal scale of the ground."""
     utm = CRS.from_epsg(32615)
     x0, y0 = Transformer.from_crs(4326, utm, always_xy=True).transform(-93.4, 41.67)
-    path = tmp_path / "utm_poly.shp"
-    with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
-        writer.field("AppliedRate", "N", 10, 2)
-        writer.poly([[(x0, y0), (x0, y0 + 100), (x0 + 100, y0 + 100), (x0 + 100, y0), (x0, y0)]])
-        writer.record(20.0)
-    path.with_suffix(".prj").write_text(utm.to_wkt("WKT1_ESRI"))
-
-    table = _read(Dataset("SHAPEFILE", path, tmp_path, "utm_poly"))
+    table = _read_polygons(
+        tmp_path, [[[(x0, y0), (x0, y0 + 100), (x0 + 100, y0 + 100), (x0 + 100, y0), (x0, y0)]]], utm
+    )
 
     lon, lat = Transformer.from_crs(utm, 4326, always_xy=True).transform(x0 + 50, y0 + 50)
     assert table.columns["lon"][0] == pytest.approx(lon, abs=1e-9)
