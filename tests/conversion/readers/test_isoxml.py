@@ -397,11 +397,12 @@ def _hand_log(folder: Path, stem: str, ddis_logged: list[int], records: list[tup
     (folder / f"{stem}.bin").write_bytes(data)
 
 
-def _hand_task(folder: Path, stems: list[str]) -> Path:
+def _hand_task(folder: Path, stems: list[str], *, name: str = "Harvest", devices: str = "") -> Path:
+    """TASKDATA.XML of one task `name` logged in the time logs `stems`, after the devices `devices` (DVC elements)."""
     logs = "".join(f'<TLG A="{stem}"/>' for stem in stems)
     (folder / "TASKDATA.XML").write_text(
         '<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="3" '
-        f'DataTransferOrigin="1"><TSK A="TSK1" B="Harvest" G="4">{logs}</TSK></ISO11783_TaskData>'
+        f'DataTransferOrigin="1">{devices}<TSK A="TSK1" B="{name}" G="4">{logs}</TSK></ISO11783_TaskData>'
     )
     return folder / "TASKDATA.XML"
 

@@ -18,12 +18,8 @@ def _name(device_class: int) -> str:
 
 
 def _devices_task(folder: Path, devices: str) -> Path:
-    """TASKDATA.XML of the devices `devices` (DVC elements) and one task logged in TLG00001."""
-    (folder / "TASKDATA.XML").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="3" '
-        f'DataTransferOrigin="1">{devices}<TSK A="TSK1" B="Work" G="4"><TLG A="TLG00001"/></TSK></ISO11783_TaskData>'
-    )
-    return folder / "TASKDATA.XML"
+    """TASKDATA.XML of the devices `devices` (DVC elements) and one task logged in TLG00001, named for no operation."""
+    return _hand_task(folder, ["TLG00001"], name="Work", devices=devices)
 
 
 def test_an_element_logging_a_volume_and_a_mass_rate_has_the_volume_rate(tmp_path):
