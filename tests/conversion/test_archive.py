@@ -232,6 +232,27 @@ def test_other_proprietary_formats_are_recognised(tmp_path):
     assert found.datasets == []
 
 
+@pytest.mark.parametrize(
+    ("rel", "format_name"),
+    [
+        ("card/RCD/EIC/x.fdd", JD_GS),
+        ("card/rcd/EIC/x.FDL", JD_GS),
+        ("card/RCD/EIC/x.fdr", JD_GS),
+        ("card/RCD/global.ver", JD_GS),
+        ("card/Rcd/notes.txt", None),  # an RCD folder without display files is no GreenStar card
+        ("card/jd-data/Log/x.jdl", JD_GEN4),
+        ("card/JD-Data/log/x.JDL", JD_GEN4),
+        ("card/jd-data/other/x.jdl", None),  # Gen4 logs live in its log folder
+    ],
+)
+def test_each_file_that_marks_a_john_deere_card_is_enough(tmp_path, rel, format_name):
+    (tmp_path / rel).parent.mkdir(parents=True)
+    (tmp_path / rel).write_bytes(b"\0")
+    found = detect(tmp_path)
+    assert [u.format_name for u in found.unsupported] == ([format_name] if format_name else [])
+    assert found.datasets == []
+
+
 def test_several_data_sets_case_insensitive(tmp_path):
     for rel in ("a/taskdata/taskdata.xml", "b/TaskData/TASKDATA.XML"):
         (tmp_path / rel).parent.mkdir(parents=True)
