@@ -1,5 +1,6 @@
 """Shapefile reader on John Deere and SMS-style exports; totals recomputed independently from the raw DBF."""
 
+import json
 import re
 import shutil
 from datetime import datetime
@@ -418,6 +419,28 @@ def test_applied_rate_columns_of_exporters_and_their_re_exports(tmp_path, column
     dataset = _write(tmp_path / "a.shp", [(column, "N", 8, 2)], [(50.0,), (60.0,)])
     table = _read(dataset)
     assert table.operation_type == "applied" and table.units["appliedRate"] == unit
+    np.testing.assert_allclose(table.columns["appliedRate"], np.array([50.0, 60.0]) * factor)
+
+
+@pytest.mark.parametrize(
+    ("attributes", "unit", "factor"),
+    [
+        # a DBF name is cut to 10 characters: the metadata's full name it begins is the column's
+        ([("AppliedRate", "gal1ac-1")], "L/ha", 9.353956228956228),
+        # a name of its own wins over a longer name it begins
+        ([("AppliedRateTarget", "gal1ac-1"), ("AppliedRat", "lb1ac-1")], "kg/ha", 1.120851156194456),
+        # two full names it begins, of two units: neither is known to be the column's
+        ([("AppliedRateA", "gal1ac-1"), ("AppliedRateB", "lb1ac-1")], "unknown", 1.0),
+        # a full name that only shares its start is another column's
+        ([("AppliedRa", "gal1ac-1")], "unknown", 1.0),
+    ],
+)
+def test_a_cut_column_name_takes_the_unit_of_the_one_metadata_name_it_begins(tmp_path, attributes, unit, factor):
+    dataset = _write(tmp_path / "rate.shp", [("AppliedRat", "N", 8, 2)], [(50.0,), (60.0,)])
+    metadata = {"DataAttributes": [{"Name": name, "Unit": value} for name, value in attributes]}
+    (tmp_path / "rate-Deere-Metadata.json").write_text(json.dumps(metadata))
+    table = _read(dataset)
+    assert table.units["appliedRate"] == unit
     np.testing.assert_allclose(table.columns["appliedRate"], np.array([50.0, 60.0]) * factor)
 
 
