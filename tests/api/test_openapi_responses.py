@@ -458,6 +458,32 @@ def test_query_parameters_the_server_honours_are_documented(schema, api_client, 
     assert api_client.get(f"{FIELDS}/farms", {"size": 1000}).status_code == 200
 
 
+def test_numbers_the_server_reads_as_doubles_are_documented_as_doubles(schema):
+    """The distance and area filters were documented as 32-bit floats: a client generated from the document could
+    not send the distance a file reports, and an exact `distanceValue` then matched nothing."""
+    formats = set()
+
+    def collect(node):
+        if isinstance(node, dict):
+            if node.get("type") == "number" or "number" in (node.get("type") or []):
+                formats.add(node.get("format"))
+            for value in node.values():
+                collect(value)
+        elif isinstance(node, list):
+            for value in node:
+                collect(value)
+
+    collect(schema)
+    assert formats == {"double", None}  # (no format: a GeoJSON position's numbers)
+    machine_files = operation(schema, "get", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}/files")
+    for path_operation, names in (
+        (operation(schema, "get", f"{OPERATIONS}/files"), ["minArea"]),
+        (machine_files, ["distanceValue", "greaterThanDistanceValue", "lessThanDistanceValue"]),
+    ):
+        parameters = {p["name"]: p for p in path_operation["parameters"]}
+        assert [parameters[name]["schema"] for name in names] == [{"type": "number", "format": "double"}] * len(names)
+
+
 @pytest.mark.parametrize(
     ("method", "template", "body", "field", "taken"),
     [
