@@ -151,6 +151,17 @@ def test_a_token_with_stray_characters_is_401(owner, api_client, make_client, ex
     assert_problem(client.get(USERS_URL), 401)
 
 
+def test_createapiowner_says_that_staff_sees_every_owners_data(db, capsys):
+    """`--staff` ("also allow the Django admin") made the owner a superuser, whose admin shows every tenant's data;
+    nothing said so to an operator giving it to a tenant."""
+    call_command("createapiowner", "acme", "--password", "first-password")
+    assert "superuser" not in capsys.readouterr().out
+    assert not get_user_model().objects.get(username="acme").is_superuser
+    call_command("createapiowner", "root", "--password", "first-password", "--staff")
+    assert "is a Django superuser: /admin/ shows and changes every owner's data" in capsys.readouterr().out
+    assert get_user_model().objects.get(username="root").is_superuser
+
+
 def test_createapiowner_is_idempotent_and_updates_the_password(db):
     call_command("createapiowner", "acme", "--password", "first-password")
     call_command("createapiowner", "acme", "--password", "second-password")

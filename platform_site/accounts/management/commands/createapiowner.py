@@ -14,7 +14,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("--password", required=True)
-        parser.add_argument("--staff", action="store_true", help="also allow the Django admin")
+        parser.add_argument(
+            "--staff",
+            action="store_true",
+            help="also make it a Django superuser, for /admin/, which shows and changes EVERY owner's data: for the "
+            "platform's own operators, never for a tenant on a shared server",
+        )
         parser.add_argument(
             "--activate",
             action="store_true",
@@ -27,6 +32,10 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"API owner '{username}' {'created' if created else 'updated'}.")
+        if staff:
+            self.stdout.write(
+                f"API owner '{username}' is a Django superuser: /admin/ shows and changes every owner's data to it."
+            )
         if not owner.is_active:
             self.stdout.write(
                 f"API owner '{username}' is deactivated and stays so: its tokens and logins are refused "
