@@ -561,8 +561,19 @@ def _answers(base: str, request: bytes) -> list[tuple[int, dict]]:
         "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 13\r\nTransfer-Encoding: chunked\r\n",
         "delete /health HTTP/1.1\r\nHost: 127.0.0.1\r\n",
         "GET /health HTTP/1.1\r\n",
+        "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\rContent-Length: 13\r\n",
+        "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\x00b\r\n",
     ],
-    ids=["length no number", "length with a sign", "two lengths", "length and chunked", "lower-case method", "no host"],
+    ids=[
+        "length no number",
+        "length with a sign",
+        "two lengths",
+        "length and chunked",
+        "lower-case method",
+        "no host",
+        "a length behind a bare CR",
+        "a NUL",
+    ],
 )
 def test_a_request_of_ambiguous_framing_is_refused_and_its_connection_closed(embedded_server, head):
     """Python's server read `Content-Length: abc` as 0 (the write ran with an empty body, and the body was read as

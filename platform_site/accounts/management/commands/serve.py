@@ -166,7 +166,16 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
             self.requestline = self.request_version = self.command = ""
             self.send_error(414)
             return
-        if not self.parse_request():
+        reader = self.rfile
+        self.rfile = lines = _LinesRead(reader)  # (the header lines as sent: `bare_cr_or_nul`)
+        try:
+            if not self.parse_request():
+                return
+        finally:
+            self.rfile = reader
+        if (refused := bare_cr_or_nul([self.raw_requestline, *lines.lines])) is not None:
+            self.send_error(400, refused)
+            self.close_connection = True
             return
         if (refused := framing_error(self.command, self.request_version, self.headers)) is not None:
             self.send_error(400, refused)
@@ -216,6 +225,18 @@ METHOD = re.compile(r"[A-Z]+")  # (methods are case-sensitive, RFC 9110 9.1: `de
 DECIMAL = re.compile(r"[0-9]+")
 
 
+def bare_cr_or_nul(lines: list[bytes]) -> str | None:
+    """Why the request line or a header line is refused for a CR not followed by LF or a NUL, or None. Python's
+    header parser ends a line at a bare CR too: `X-Foo: a<CR>Authorization: ...` was taken as two headers, where a
+    proxy that keeps the CR (RFC 9112 2.2 lets a recipient) sees one, and forwards a header it never checked. gunicorn
+    refuses such lines; RFC 9110 5.5 calls a CR, LF or NUL in a field value invalid and dangerous."""
+    for line in lines:
+        text = line.removesuffix(b"\n").removesuffix(b"\r")
+        if b"\r" in text or b"\0" in text:
+            return "a line of the request holds a CR not followed by LF, or a NUL"
+    return None
+
+
 def framing_error(method: str, version: str, headers) -> str | None:
     """Why a request's framing is ambiguous, or None. Python's server took a Content-Length of `abc` as 0 (the body
     then read as the next request) and framed a request with both a Content-Length and a Transfer-Encoding by the
@@ -231,6 +252,22 @@ def framing_error(method: str, version: str, headers) -> str | None:
     if version == "HTTP/1.1" and len(headers.get_all("Host") or []) != 1:
         return "an HTTP/1.1 request has one Host header"
     return None
+
+
+class _LinesRead:
+    """A reader of the request socket that keeps the lines read through it (the header lines `parse_request` reads)."""
+
+    def __init__(self, reader):
+        self._reader = reader
+        self.lines: list[bytes] = []
+
+    def readline(self, *args):
+        line = self._reader.readline(*args)
+        self.lines.append(line)
+        return line
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
 
 
 class _AbortOnTimeout:
