@@ -15,28 +15,29 @@ import environ
 import pyproj  # noqa: F401
 from kombu import Queue
 
+from platform_site import configuration as checked
 from platform_site.secret_key import stored_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
-VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR = Path(checked.raw("VAR_DIR") or BASE_DIR / "var")
 
-DEBUG = env.bool("DEBUG", default=False)
+DEBUG = checked.flag("DEBUG", False)
 # Without SECRET_KEY, a random key made on the first start and kept in VAR_DIR/secret-key (never one in the code).
-SECRET_KEY = env.str("SECRET_KEY", default="") or stored_secret_key(VAR_DIR / "secret-key")
+SECRET_KEY = checked.secret_key("SECRET_KEY") or stored_secret_key(VAR_DIR / "secret-key")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # A link page's form refused for CSRF gets the link's own page; the admin gets Django's.
 CSRF_FAILURE_VIEW = "magiclinks.pages.csrf_failure"
 # Public address of the API, used in links we hand out (magic links, download links).
-PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+PUBLIC_BASE_URL = checked.url("PUBLIC_BASE_URL", "http://127.0.0.1:8000", schemes=("http", "https"))
 # Served over TLS (a public https:// address): the admin's session cookie and the CSRF cookie (the admin, the magic
 # link pages' forms) are sent over HTTPS only.
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = PUBLIC_BASE_URL.startswith("https://")
 # Behind a proxy that ends TLS, links built from the request (paging `Link` headers, file downloads) would say
 # http://: trust its `X-Forwarded-Proto: https` then. Only behind a proxy that sets (or strips) that header.
-if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
+if checked.flag("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
@@ -100,7 +101,12 @@ TEMPLATES = [
 ]
 
 # Database: SpatiaLite file under var/ unless DATABASE_URL names PostGIS.
-DATABASES = {"default": env.db("DATABASE_URL", default=f"spatialite:///{VAR_DIR / 'platform.sqlite3'}")}
+DATABASE_URL = checked.url(
+    "DATABASE_URL", f"spatialite:///{VAR_DIR / 'platform.sqlite3'}", schemes=("postgis", "spatialite"), host=False
+)
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+# (read whatever the database, so a value of no use is refused before it is used)
+DATABASE_CONN_MAX_AGE = checked.whole("DATABASE_CONN_MAX_AGE", 300, minimum=0)
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
 if DATABASES["default"]["ENGINE"].endswith("spatialite"):
     # Concurrent writers (request threads and the in-process worker) wait instead of failing: up to `timeout`
@@ -122,7 +128,7 @@ else:
     # A server database keeps each worker's connection between requests (opening one costs more than most
     # requests); a connection found broken is replaced before use. The embedded server opens a thread per
     # request, where a kept connection would only leak, so SpatiaLite keeps the default of 0.
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
+    DATABASES["default"]["CONN_MAX_AGE"] = DATABASE_CONN_MAX_AGE
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.contrib.gis.db.backends.postgis":
         # The same backend, with a health check that asks the server only when its socket says something
@@ -144,16 +150,16 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
-MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
+MEDIA_ROOT = Path(checked.raw("MEDIA_ROOT") or VAR_DIR / "media")
 MEDIA_URL = "media/"
 STORAGES = {
-    "default": {"BACKEND": env.str("FILE_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage")},
+    "default": {"BACKEND": checked.raw("FILE_STORAGE_BACKEND") or "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 # Uploads go to disk past this size, so a request body is never held whole in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
-FILE_UPLOAD_TEMP_DIR = env.str("FILE_UPLOAD_TEMP_DIR", default=None)
+FILE_UPLOAD_TEMP_DIR = checked.raw("FILE_UPLOAD_TEMP_DIR")
 
 # --- API ------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -221,24 +227,24 @@ SPECTACULAR_SETTINGS = {
     # (DRF's import of a setting: a string is imported as it is), which webhooks/schema.py builds from EventType.
     "WEBHOOKS": "webhooks.schema.WEBHOOKS",
 }
-JWT_LIFETIME = timedelta(hours=env.int("JWT_LIFETIME_HOURS", default=24))
-JWT_REMEMBER_ME_LIFETIME = timedelta(days=env.int("JWT_REMEMBER_ME_DAYS", default=30))
+JWT_LIFETIME = timedelta(hours=checked.whole("JWT_LIFETIME_HOURS", 24, minimum=1, maximum=24 * 3660))
+JWT_REMEMBER_ME_LIFETIME = timedelta(days=checked.whole("JWT_REMEMBER_ME_DAYS", 30, minimum=1, maximum=3660))
 # On PostgreSQL the owner (and core user) a token names is kept between requests until a change to it is announced
 # (platform_site/api/owner_cache.py), and at most this long; 0 reads it on every request.
-AUTH_CACHE_SECONDS = env.float("AUTH_CACHE_SECONDS", default=30.0)
+AUTH_CACHE_SECONDS = checked.number("AUTH_CACHE_SECONDS", 30.0, minimum=0)
 # Password guessing (`platform_site.accounts.throttle`): failures per user name and address, per address, in a window.
-LOGIN_FAILURES_PER_USER_AND_ADDRESS = env.int("LOGIN_FAILURES_PER_USER_AND_ADDRESS", default=10)
-LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=100)
-LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=900)
+LOGIN_FAILURES_PER_USER_AND_ADDRESS = checked.whole("LOGIN_FAILURES_PER_USER_AND_ADDRESS", 10, minimum=0)
+LOGIN_FAILURES_PER_ADDRESS = checked.whole("LOGIN_FAILURES_PER_ADDRESS", 100, minimum=0)
+LOGIN_FAILURE_WINDOW_SECONDS = checked.whole("LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=0)
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
 
 # --- Celery ---------------------------------------------------------------------------------------
 # No broker configured: tasks run in-process (an in-memory broker served by a worker thread of
 # `manage.py serve`, or eagerly when CELERY_TASK_ALWAYS_EAGER is set, as the test suite does).
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "memory://"
+CELERY_BROKER_URL = checked.url("CELERY_BROKER_URL", "memory://", schemes=("redis", "rediss", "memory"), host=False)
 CELERY_EMBEDDED = CELERY_BROKER_URL.startswith("memory://")
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_ALWAYS_EAGER = checked.flag("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
@@ -246,16 +252,16 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # With a threads pool on Redis, a multiplier of 1 starves the worker (about one task a second,
 # measured in bench/webhooks_delivery.py); 4 keeps every thread busy and acks_late keeps it safe.
-CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
+CELERY_WORKER_PREFETCH_MULTIPLIER = checked.whole("CELERY_WORKER_PREFETCH_MULTIPLIER", 4, minimum=0)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis redelivers an unacknowledged task after this long (a worker that died mid-task).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": checked.whole("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
 # A task acknowledged late whose database failed under it is sent again after this many seconds, doubling each
 # time, up to TASK_DATABASE_RETRIES times (10 s to 160 s: about five minutes of outage); then the sweeps see to it.
-TASK_DATABASE_RETRY_SECONDS = env.float("TASK_DATABASE_RETRY_SECONDS", default=10.0)
-TASK_DATABASE_RETRIES = env.int("TASK_DATABASE_RETRIES", default=5)
+TASK_DATABASE_RETRY_SECONDS = checked.number("TASK_DATABASE_RETRY_SECONDS", 10.0, minimum=0)
+TASK_DATABASE_RETRIES = checked.whole("TASK_DATABASE_RETRIES", 5, minimum=0)
 # Webhook deliveries have a queue of their own: a receiver that hangs holds a delivery up to twice
 # WEBHOOK_TIMEOUT_SECONDS, and on one queue a few such receivers of one owner held up every owner's conversions.
 # A worker started without `-Q` takes both queues (nothing is left unserved); production runs one for each (README).
@@ -277,50 +283,52 @@ CELERY_BEAT_SCHEDULE: dict = {
 
 # The embedded server (`make run`) closes a connection that sends nothing for this long: a client that announced a
 # longer body than it sends, or keeps an idle connection open, held one of its threads for as long as it stayed.
-EMBEDDED_READ_TIMEOUT_SECONDS = env.float("EMBEDDED_READ_TIMEOUT_SECONDS", default=60.0)
+EMBEDDED_READ_TIMEOUT_SECONDS = checked.number("EMBEDDED_READ_TIMEOUT_SECONDS", 60.0, minimum=0, above=True)
 
 # --- Webhooks -------------------------------------------------------------------------------------
-WEBHOOK_ALLOW_PRIVATE_URLS = env.bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=CELERY_EMBEDDED)
+WEBHOOK_ALLOW_PRIVATE_URLS = checked.flag("WEBHOOK_ALLOW_PRIVATE_URLS", CELERY_EMBEDDED)
 # Seconds to wait before each retry after a failed attempt: about 1, 30, 60 and 240 minutes.
-WEBHOOK_RETRY_SCHEDULE = [int(s) for s in env.list("WEBHOOK_RETRY_SCHEDULE", default=["60", "1800", "3600", "14400"])]
-WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+WEBHOOK_RETRY_SCHEDULE = checked.wholes("WEBHOOK_RETRY_SCHEDULE", [60, 1800, 3600, 14400], minimum=0)
+WEBHOOK_TIMEOUT_SECONDS = checked.number("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0, above=True)
 # A delivered event is kept this long (for operators, in the admin), then forgotten; failed ones stay (failed-calls).
-WEBHOOK_DELIVERED_KEEP_DAYS = env.float("WEBHOOK_DELIVERED_KEEP_DAYS", default=7.0)
+WEBHOOK_DELIVERED_KEEP_DAYS = checked.number("WEBHOOK_DELIVERED_KEEP_DAYS", 7.0, minimum=0)
 # At most this many deliveries of one owner are posted at once (0: no limit); the rest wait their turn.
-WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = env.int("WEBHOOK_MAX_IN_FLIGHT_PER_OWNER", default=4)
+WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = checked.whole("WEBHOOK_MAX_IN_FLIGHT_PER_OWNER", 4, minimum=0)
 
 # --- Conversion (operations service) --------------------------------------------------------------
 # The upload cap of POST /batch: 3 GB (GiB), enforced while the body streams.
-CONVERSION_UPLOAD_MAX_BYTES = env.int("CONVERSION_UPLOAD_MAX_BYTES", default=3 * 1024**3)
+CONVERSION_UPLOAD_MAX_BYTES = checked.whole("CONVERSION_UPLOAD_MAX_BYTES", 3 * 1024**3, minimum=1)
 # Where uploads stream to (default: MEDIA_ROOT/.uploads, so storing a batch is a rename) and where batch zips are
 # extracted for conversion (default: MEDIA_ROOT/.work); both on local disk.
-UPLOAD_TEMP_DIR = env.str("UPLOAD_TEMP_DIR", default=None)
-CONVERSION_WORK_DIR = env.str("CONVERSION_WORK_DIR", default=None)
+UPLOAD_TEMP_DIR = checked.raw("UPLOAD_TEMP_DIR")
+CONVERSION_WORK_DIR = checked.raw("CONVERSION_WORK_DIR")
 # Zip safety limits: entries, total bytes once expanded, expansion ratio of one entry, nesting of zips in zips.
-CONVERSION_MAX_ENTRIES = env.int("CONVERSION_MAX_ENTRIES", default=100_000)
-CONVERSION_MAX_EXPANDED_BYTES = env.int("CONVERSION_MAX_EXPANDED_BYTES", default=20 * 1024**3)
-CONVERSION_MAX_RATIO = env.int("CONVERSION_MAX_RATIO", default=200)
-CONVERSION_MAX_DEPTH = env.int("CONVERSION_MAX_DEPTH", default=3)
+CONVERSION_MAX_ENTRIES = checked.whole("CONVERSION_MAX_ENTRIES", 100_000, minimum=1)
+CONVERSION_MAX_EXPANDED_BYTES = checked.whole("CONVERSION_MAX_EXPANDED_BYTES", 20 * 1024**3, minimum=1)
+CONVERSION_MAX_RATIO = checked.whole("CONVERSION_MAX_RATIO", 200, minimum=1)
+CONVERSION_MAX_DEPTH = checked.whole("CONVERSION_MAX_DEPTH", 3, minimum=0)
 # A batch or data set still processing after this many seconds is retried (a worker died) up to
 # CONVERSION_MAX_ATTEMPTS times, then failed with a reason by the periodic sweep.
-CONVERSION_STUCK_AFTER_SECONDS = env.int("CONVERSION_STUCK_AFTER_SECONDS", default=3600)
-CONVERSION_MAX_ATTEMPTS = env.int("CONVERSION_MAX_ATTEMPTS", default=3)
+CONVERSION_STUCK_AFTER_SECONDS = checked.whole("CONVERSION_STUCK_AFTER_SECONDS", 3600, minimum=1)
+CONVERSION_MAX_ATTEMPTS = checked.whole("CONVERSION_MAX_ATTEMPTS", 3, minimum=1)
 
 # --- Provider applications and credentials (magic links) -----------------------------------------------------
 # Fernet keys: the first encrypts, all decrypt (rotation). Without any, a key is derived from SECRET_KEY.
-PROVIDER_SECRETS_KEYS = env.list("PROVIDER_SECRETS_KEYS", default=[])
-PROVIDER_TOKEN_TIMEOUT_SECONDS = env.float("PROVIDER_TOKEN_TIMEOUT_SECONDS", default=10.0)
+PROVIDER_SECRETS_KEYS = checked.fernet_keys("PROVIDER_SECRETS_KEYS")
+PROVIDER_TOKEN_TIMEOUT_SECONDS = checked.number("PROVIDER_TOKEN_TIMEOUT_SECONDS", 10.0, minimum=0, above=True)
 # Provider tokens expiring within this many seconds are refreshed by the periodic sweep (every 5 minutes).
-CREDENTIAL_REFRESH_AHEAD_SECONDS = env.int("CREDENTIAL_REFRESH_AHEAD_SECONDS", default=900)
+CREDENTIAL_REFRESH_AHEAD_SECONDS = checked.whole("CREDENTIAL_REFRESH_AHEAD_SECONDS", 900, minimum=0)
 
 # --- Weather (fields service) ---------------------------------------------------------------------
 # Any server speaking the Open-Meteo historical API protocol.
 # The base map behind the admin's maps of boundaries (Leaflet's {z}/{x}/{y} template); empty: none, the shapes alone.
 ADMIN_MAP_TILES_URL = env.str("ADMIN_MAP_TILES_URL", default="https://tile.openstreetmap.org/{z}/{x}/{y}.png")
-WEATHER_BASE_URL = env.str("WEATHER_BASE_URL", default="https://archive-api.open-meteo.com/v1/archive")
-WEATHER_TIMEOUT_SECONDS = env.float("WEATHER_TIMEOUT_SECONDS", default=10.0)
+WEATHER_BASE_URL = checked.url(
+    "WEATHER_BASE_URL", "https://archive-api.open-meteo.com/v1/archive", schemes=("http", "https")
+)
+WEATHER_TIMEOUT_SECONDS = checked.number("WEATHER_TIMEOUT_SECONDS", 10.0, minimum=0, above=True)
 # Another weather source: the dotted path of a class (`fields.weather.WeatherSource`); empty: Open-Meteo's protocol.
-WEATHER_SOURCE = env.str("WEATHER_SOURCE", default="")
+WEATHER_SOURCE = checked.raw("WEATHER_SOURCE") or ""
 
 # Every handler writes its lines without magic link tokens (`platform_site.redaction`: a link's address is its only
 # credential, and Django logs the path of each refused request). Django's own handlers are replaced by ours: its
@@ -357,7 +365,7 @@ LOGGING = {
             "level": "WARNING",
         },
     },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": checked.log_level("LOG_LEVEL", "INFO")},
     "loggers": {
         "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},

@@ -1,0 +1,174 @@
+"""Settings read from the environment, each checked as it is read (README "Configuration").
+
+A value the platform cannot work with stops the process as it starts (gunicorn, a Celery worker, beat, any
+`manage.py` command) with ImproperlyConfigured naming the variable, what it holds and what it takes. Unchecked, such
+values started cleanly and failed later, some without a word: `WEBHOOK_MAX_IN_FLIGHT_PER_OWNER=-1` held every
+delivery back for ever, `CELERY_WORKER_PREFETCH_MULTIPLIER=-1` made a worker that answered pings and took no task,
+`WEBHOOK_TIMEOUT_SECONDS=-1` failed each delivery outside its failed-calls record, `AUTH_CACHE_SECONDS=30s` was read
+as 30 and `abc` as "could not convert string to float: ''".
+
+A variable set to the empty string counts as unset (its default), as `SECRET_KEY=` and `CELERY_BROKER_URL=`
+always did. Numbers are written in decimal (`1e3` and `2.5` are numbers of seconds; a whole number has digits
+only); flags are true/false, yes/no, on/off or 1/0, in any case.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+WHOLE = re.compile(r"[+-]?[0-9]+")
+# The password of a URL's user (`redis://:pw@host`, `postgis://user:pw@host/db`): never in a message.
+URL_PASSWORD = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
+FLAGS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# HS256 tokens are signed with SECRET_KEY: RFC 7518 3.2 asks for a key of at least 256 bits.
+SECRET_KEY_MIN_LENGTH = 32
+
+
+def raw(name: str) -> str | None:
+    """The variable's value without surrounding whitespace; None when it is unset or empty."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def refused(name: str, value: str, takes: str) -> ImproperlyConfigured:
+    shown = URL_PASSWORD.sub(r"\1:***@", value)
+    return ImproperlyConfigured(f'{name}={shown!r} is refused: {name} takes {takes} (README "Configuration").')
+
+
+def _bounds(minimum: float, maximum: float | None, above: bool) -> str:
+    low = f"above {minimum:g}" if above else f"{minimum:g} or more"
+    return low if maximum is None else f"{low}, at most {maximum:g}"
+
+
+def whole(name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
+    """A whole number from `minimum` (to `maximum`)."""
+    value = raw(name)
+    if value is None:
+        return default
+    takes = f"a whole number, {_bounds(minimum, maximum, False)}"
+    if not WHOLE.fullmatch(value):
+        raise refused(name, value, takes)
+    number = int(value)
+    if number < minimum or (maximum is not None and number > maximum):
+        raise refused(name, value, takes)
+    return number
+
+
+def number(name: str, default: float, *, minimum: float, above: bool = False, maximum: float | None = None) -> float:
+    """A finite number from `minimum` (over it, with `above`), up to `maximum`."""
+    value = raw(name)
+    if value is None:
+        return default
+    takes = f"a number, {_bounds(minimum, maximum, above)}"
+    try:
+        if "_" in value:  # (Python reads `1_0` as 10)
+            raise ValueError(value)
+        result = float(value)
+    except ValueError:
+        raise refused(name, value, takes) from None
+    if (
+        not math.isfinite(result)
+        or result < minimum
+        or (above and result == minimum)
+        or (maximum is not None and result > maximum)
+    ):
+        raise refused(name, value, takes)
+    return result
+
+
+def wholes(name: str, default: list[int], *, minimum: int) -> list[int]:
+    """Comma-separated whole numbers, each from `minimum`."""
+    value = raw(name)
+    if value is None:
+        return default
+    parts = [part.strip() for part in value.split(",")]
+    if not all(WHOLE.fullmatch(part) and int(part) >= minimum for part in parts):
+        raise refused(name, value, f"comma-separated whole numbers, each {minimum} or more")
+    return [int(part) for part in parts]
+
+
+def flag(name: str, default: bool) -> bool:
+    value = raw(name)
+    if value is None:
+        return default
+    if value.lower() not in FLAGS:
+        raise refused(name, value, "true or false (yes/no, on/off, 1/0)")
+    return FLAGS[value.lower()]
+
+
+def log_level(name: str, default: str) -> str:
+    value = raw(name)
+    if value is None:
+        return default
+    if value.upper() not in LOG_LEVELS:
+        raise refused(name, value, f"one of {', '.join(LOG_LEVELS)}")
+    return value.upper()
+
+
+def url(name: str, default: str, *, schemes: tuple[str, ...], host: bool = True) -> str:
+    """An absolute URL of one of `schemes` (with a host unless `host` is false)."""
+    value = raw(name)
+    if value is None:
+        return default
+    takes = f"a URL of {' or '.join(f'{scheme}://' for scheme in schemes)}" + (" with a host" if host else "")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a port that is no number raises)
+    except ValueError:
+        raise refused(name, value, takes) from None
+    if "://" not in value or parts.scheme.lower() not in schemes or (host and not parts.hostname):
+        raise refused(name, value, takes)
+    return value
+
+
+def secret_key(name: str) -> str | None:
+    """A SECRET_KEY set in the environment, of at least SECRET_KEY_MIN_LENGTH characters; None when unset."""
+    value = os.environ.get(name) or None  # (a key is taken as it is, whitespace and all)
+    if value is not None and len(value) < SECRET_KEY_MIN_LENGTH:
+        raise ImproperlyConfigured(
+            f"{name} is refused: it has {len(value)} character{'' if len(value) == 1 else 's'}, and tokens are signed "
+            f"with it: set one of at least {SECRET_KEY_MIN_LENGTH} random characters (for example "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(50))'`), or leave it unset to have one made "
+            "and kept in VAR_DIR/secret-key "
+            '(README "Configuration").'
+        )
+    return value
+
+
+def fernet_keys(name: str) -> list[str]:
+    """Comma-separated Fernet keys (32 bytes in URL-safe base64 each)."""
+    value = raw(name)
+    if value is None:
+        return []
+    from cryptography.fernet import Fernet
+
+    keys = [key.strip() for key in value.split(",")]
+    for position, key in enumerate(keys, start=1):
+        try:
+            Fernet(key)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} is refused: its key {position} is no Fernet key (32 bytes in URL-safe base64; make one with "
+                "`python3 -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`) "
+                '(README "Configuration").'
+            ) from None
+    return keys
+
+
+def importable(name: str, dotted: str) -> None:
+    """Check that the class a setting names (`name`, holding `dotted`) can be imported; at the apps' start."""
+    from django.utils.module_loading import import_string
+
+    try:
+        import_string(dotted)
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"{name}={dotted!r} is refused: no class of that dotted path can be imported ({exc}) "
+            '(README "Configuration").'
+        ) from None

@@ -1,0 +1,234 @@
+"""Configuration from the environment is checked as a process starts (`platform_site.configuration`): a value the
+platform cannot work with stops it, naming the variable, where it used to start and fail later (or never say)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from platform_site import configuration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Reloads the settings module once per (name, value), in one process: what each start of a process would do.
+RELOADS = """
+import importlib, json, os, sys
+from django.core.exceptions import ImproperlyConfigured
+import platform_site.settings as settings
+answers = []
+for name, value in json.loads(sys.argv[1]):
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        importlib.reload(settings)
+        answers.append(None)
+    except ImproperlyConfigured as exc:
+        answers.append(str(exc))
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+print(json.dumps(answers))
+"""
+
+
+def _environment(tmp_path) -> dict:
+    drop = {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "PROVIDER_SECRETS_KEYS"}
+    return {k: v for k, v in os.environ.items() if k not in drop} | {
+        "VAR_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "platform_site.settings",
+    }
+
+
+def _settings_answers(tmp_path, pairs: list[tuple[str, str]]) -> list[str | None]:
+    """For each (variable, value): None when the settings take it, else the refusal's message."""
+    done = subprocess.run(
+        [sys.executable, "-c", RELOADS, json.dumps(pairs)],
+        env=_environment(tmp_path),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def _documented_numbers() -> list[tuple[str, str]]:
+    """(variable, its meaning) of every variable of README "Configuration" whose default is a number."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration (environment variables)")[1].split("\n\n")[1]
+    found = []
+    for row in table.splitlines()[2:]:
+        names_cell, defaults_cell, meaning = (cell.strip() for cell in row.strip("|").split("|", 2))
+        names = re.findall(r"`([A-Z_]+)`", names_cell)
+        defaults = [part.strip() for part in defaults_cell.split(",")]
+        if len(names) == len(defaults) and all(re.match(r"[0-9]", part) for part in defaults):
+            found += [(name, meaning) for name in names]
+    return found
+
+
+def test_every_documented_number_is_refused_unless_it_is_one_the_variable_takes(tmp_path):
+    """`WEBHOOK_MAX_IN_FLIGHT_PER_OWNER=-1` held every delivery back, unsaid; `CELERY_WORKER_PREFETCH_MULTIPLIER=-1`
+    made a worker that answered pings and took no task; `AUTH_CACHE_SECONDS=30s` was read as 30."""
+    documented = _documented_numbers()
+    assert len(documented) >= 20, documented  # (the table was read)
+    bad = ["abc", "-1", "30s", "1_0", "nan", "inf", "0x10"]
+    pairs = [(name, value) for name, _ in documented for value in bad]
+    # 0 is taken where the README gives it a meaning ("0 turns a limit off", "0: no limit", "0 reads them...")
+    zeros = [(name, "0") for name, meaning in documented if re.search(r"\b0\b", meaning)]
+    assert len(zeros) >= 5, zeros
+    answers = _settings_answers(tmp_path, pairs + zeros + [(name, "  12 ") for name, _ in documented])
+    refusals, zero_answers, padded = (
+        answers[: len(pairs)],
+        answers[len(pairs) : len(pairs) + len(zeros)],
+        answers[len(pairs) + len(zeros) :],
+    )
+    for (name, value), refusal in zip(pairs, refusals, strict=True):
+        assert refusal is not None, f"{name}={value} was taken"
+        assert refusal.startswith(f"{name}={value!r} is refused: {name} takes "), refusal
+    assert zero_answers == [None] * len(zeros), list(zip(zeros, zero_answers, strict=True))
+    assert padded == [None] * len(documented)  # (spaces around a number are no fault)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "takes"),
+    [
+        ("DATABASE_URL", "postgis//db", "a URL of postgis:// or spatialite://"),
+        ("DATABASE_URL", "postgres://u@h/db", "a URL of postgis:// or spatialite://"),
+        ("CELERY_BROKER_URL", "foo://bar", "a URL of redis:// or rediss:// or memory://"),
+        ("CELERY_BROKER_URL", "redis//x", "a URL of redis:// or rediss:// or memory://"),
+        ("CELERY_BROKER_URL", "redis://h:port/0", "a URL of redis:// or rediss:// or memory://"),
+        ("PUBLIC_BASE_URL", "not a url", "a URL of http:// or https:// with a host"),
+        ("PUBLIC_BASE_URL", "https://", "a URL of http:// or https:// with a host"),
+        ("WEATHER_BASE_URL", "ftp://weather.example", "a URL of http:// or https:// with a host"),
+        ("DEBUG", "maybe", "true or false (yes/no, on/off, 1/0)"),
+        ("WEBHOOK_ALLOW_PRIVATE_URLS", "sometimes", "true or false (yes/no, on/off, 1/0)"),
+        ("LOG_LEVEL", "LOUD", "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+        ("WEBHOOK_RETRY_SCHEDULE", "60,-5", "comma-separated whole numbers, each 0 or more"),
+        ("WEBHOOK_RETRY_SCHEDULE", "60,,120", "comma-separated whole numbers, each 0 or more"),
+        ("WEBHOOK_TIMEOUT_SECONDS", "0", "a number, above 0"),
+        ("JWT_LIFETIME_HOURS", "99999999999", "a whole number, 1 or more, at most 87840"),
+    ],
+)
+def test_a_value_of_no_use_is_refused_with_what_the_variable_takes(tmp_path, name, value, takes):
+    [refusal] = _settings_answers(tmp_path, [(name, value)])
+    assert refusal == f'{name}={value!r} is refused: {name} takes {takes} (README "Configuration").'
+
+
+def test_values_the_readme_gives_are_taken(tmp_path):
+    pairs = [
+        ("DATABASE_URL", "postgis://platform:secret@db:5432/platform"),
+        ("DATABASE_URL", "postgis:///platform"),  # (a local socket)
+        ("CELERY_BROKER_URL", "redis://redis:6379/0"),
+        ("CELERY_BROKER_URL", "rediss://:pw@redis.example:6380/1"),
+        ("PUBLIC_BASE_URL", "https://api.example.com"),
+        ("DEBUG", "TRUE"),
+        ("DEBUG", "off"),
+        ("LOG_LEVEL", "warning"),
+        ("WEBHOOK_RETRY_SCHEDULE", "60, 1800,3600"),
+        ("AUTH_CACHE_SECONDS", "2.5"),
+        ("CONVERSION_UPLOAD_MAX_BYTES", ""),  # (empty: the default)
+        ("SECRET_KEY", "k" * 32),
+        ("PROVIDER_SECRETS_KEYS", "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU=, " + "A" * 43 + "="),
+    ]
+    assert _settings_answers(tmp_path, pairs) == [None] * len(pairs)
+
+
+def test_a_password_in_a_refused_url_is_not_repeated(tmp_path):
+    answers = _settings_answers(
+        tmp_path, [("DATABASE_URL", "postgres://platform:s3cret@db/platform"), ("CELERY_BROKER_URL", "x://:pw@r/0")]
+    )
+    assert "s3cret" not in answers[0] and "'postgres://platform:***@db/platform'" in answers[0]
+    assert "pw" not in answers[1] and "'x://:***@r/0'" in answers[1]
+
+
+def test_a_short_secret_key_and_a_key_that_is_no_fernet_key_are_refused_without_being_repeated(tmp_path):
+    short, no_key = _settings_answers(
+        tmp_path,
+        [
+            ("SECRET_KEY", "s3cret-but-short"),
+            ("PROVIDER_SECRETS_KEYS", "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU=,nope"),
+        ],
+    )
+    assert short.startswith("SECRET_KEY is refused: it has 16 characters, and tokens are signed with it: set one of at")
+    assert "s3cret" not in short
+    assert no_key.startswith("PROVIDER_SECRETS_KEYS is refused: its key 2 is no Fernet key") and "nope" not in no_key
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("FILE_STORAGE_BACKEND", "nope.Storage"), ("WEATHER_SOURCE", "fields.weather.Nowhere")]
+)
+def test_a_class_that_cannot_be_imported_stops_every_process_as_it_starts(tmp_path, name, value):
+    """They started cleanly, and every upload (or weather request) was a 500."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        env=_environment(tmp_path) | {name: value},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert done.stderr.splitlines()[-1].startswith(
+        f"django.core.exceptions.ImproperlyConfigured: {name}={value!r} is refused: no class of that dotted path"
+    ), done.stderr[-2000:]
+
+
+def test_a_worker_with_a_refused_value_does_not_start(tmp_path):
+    """A Celery worker reads the settings as it starts: it stops there, naming the variable."""
+    done = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "platform_site", "worker", "--pool", "solo"],
+        env=_environment(tmp_path) | {"CELERY_WORKER_PREFETCH_MULTIPLIER": "-1"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "CELERY_WORKER_PREFETCH_MULTIPLIER='-1' is refused" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("value", "minimum", "above", "answer"),
+    [("1e3", 0, False, 1000.0), ("0", 0, False, 0.0), ("0.001", 0, True, 0.001), (" 7 ", 5, False, 7.0)],
+)
+def test_numbers_within_their_bounds_are_read(monkeypatch, value, minimum, above, answer):
+    monkeypatch.setenv("SOME_SECONDS", value)
+    assert configuration.number("SOME_SECONDS", 1.0, minimum=minimum, above=above) == answer
+
+
+def test_unset_and_empty_variables_are_their_default(monkeypatch):
+    monkeypatch.delenv("SOME_COUNT", raising=False)
+    assert configuration.whole("SOME_COUNT", 4, minimum=1) == 4
+    monkeypatch.setenv("SOME_COUNT", "  ")
+    assert configuration.whole("SOME_COUNT", 4, minimum=1) == 4
+    assert configuration.flag("SOME_COUNT", True) is True
+    monkeypatch.setenv("SOME_COUNT", "0")
+    with pytest.raises(ImproperlyConfigured, match=r"SOME_COUNT='0' is refused: SOME_COUNT takes a whole number, 1"):
+        configuration.whole("SOME_COUNT", 4, minimum=1)
+
+
+def test_the_readmes_command_gives_the_key_provider_secrets_were_kept_under(settings):
+    """Replacing a short SECRET_KEY: the README's one-line command gives the key derived from the old one, which
+    PROVIDER_SECRETS_KEYS then takes to read what was stored under it."""
+    from platform_site.accounts.crypto import _derived_key, secret_decrypt, secret_encrypt
+
+    readme = (ROOT / "README.md").read_text()
+    [command] = re.findall(r"`(python3 -c 'import base64,hashlib,sys;[^`]*)`", readme)
+    assert command.endswith(' "$OLD_SECRET_KEY"')
+    old_key = "a-short-key"
+    done = subprocess.run(
+        ["bash", "-c", command], env={**os.environ, "OLD_SECRET_KEY": old_key}, capture_output=True, text=True
+    )
+    derived = done.stdout.strip()
+    assert derived == _derived_key(old_key).decode()
+    settings.PROVIDER_SECRETS_KEYS, settings.SECRET_KEY = [], old_key
+    stored = secret_encrypt("client-secret")
+    settings.SECRET_KEY = "k" * 40
+    settings.PROVIDER_SECRETS_KEYS = ["47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU=", derived]
+    assert secret_decrypt(stored) == "client-secret"
