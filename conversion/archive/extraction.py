@@ -122,7 +122,10 @@ def _open_zip(path: Path, label: str) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
     except OSError as exc:
-        if disk_failure(exc):
+        # A disk that failed, or the file itself that cannot be opened (an error naming it: the stored upload gone,
+        # its folder not this process's MEDIA_ROOT, no permission): ours, not the archive's. Blamed on the upload,
+        # it said "Files found but unable to read" and showed the server's path of the file.
+        if disk_failure(exc) or exc.filename is not None:
             raise
         raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
     except zipfile.BadZipFile as exc:

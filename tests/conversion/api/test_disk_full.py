@@ -17,7 +17,7 @@ from conversion.archive import extraction
 from conversion.models import INTERNAL_ERROR, Batch, BatchDataset, DatasetStatus, File, FileStatus
 from conversion.services import datasets
 
-from .conftest import BATCH_URL, opened_batch, upload, zip_folder
+from .conftest import BATCH_URL, opened_batch, upload, upload_lost, zip_folder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
@@ -108,6 +108,27 @@ def test_a_full_disk_while_the_upload_is_extracted_fails_it_as_ours_and_a_retry_
     assert "No space left on device" in batch["failureReason"]
     assert not storage.batch_work_root().exists() or not any(storage.batch_work_root().iterdir())
     # And once there is room, a retry converts it
+    _assert_retry_converts(api_client, batch_id)
+
+
+def test_a_stored_upload_this_process_cannot_open_fails_as_ours_without_its_path(
+    api_client, core_user, valid_timelogs, monkeypatch
+):
+    """A worker whose MEDIA_ROOT was not the API's found no stored upload: the batch failed as "Files found but
+    unable to read" ("... cannot be opened as a zip archive ([Errno 2] No such file or directory: '/srv/...zip')"),
+    blaming a file that was fine and showing the tenant the server's path."""
+    # Given an upload whose stored zip is not where the worker looks when the batch is opened
+    batch_id = upload_lost(api_client, core_user, valid_timelogs, monkeypatch)
+    stored = Path(default_storage.path(Batch.objects.get(pk=batch_id).upload.name))
+    aside = stored.with_name("aside.zip")
+    stored.rename(aside)
+    tasks.batch_open(batch_id)
+    # Then it fails with the internal error text, and the reason names no path of the server
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "FAILED" and batch["statusDetails"] == INTERNAL_ERROR
+    assert batch["failureReason"] == "Internal error while opening the archive."
+    # And once the storage is right again, a retry converts it
+    aside.rename(stored)
     _assert_retry_converts(api_client, batch_id)
 
 
