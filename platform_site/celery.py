@@ -3,6 +3,7 @@
 import logging
 import logging.config
 import os
+import threading
 
 from celery import Celery, Task, signals
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
@@ -45,6 +46,9 @@ class DatabaseRetryTask(Task):
 
 
 app = Celery("platform_site", task_cls=DatabaseRetryTask)
+# Set once `manage.py serve` runs its worker threads on the in-memory broker: then, and only then, a task sent
+# without a broker runs (`health.broker_state`).
+embedded_workers = threading.Event()
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -3,7 +3,9 @@ nothing of any tenant in it: `{status, database, broker, outbox}`.
 
 - 200 while the database answers: the API takes requests. `status` is `ok`, or `degraded` when the broker cannot be
   reached or sends are waiting in the outbox (`platform_site.outbox`): uploads and merges are accepted, and wait
-  for the broker's return. A load balancer keeps the instance; a monitor alerts on `degraded`.
+  for the broker's return. A load balancer keeps the instance; a monitor alerts on `degraded`. Also `degraded`: no
+  broker and no worker in this process (`broker: none`; gunicorn started without CELERY_BROKER_URL), where uploads
+  are taken and never converted.
 - 503 `databaseUnavailable` (the API's own problem, `Retry-After`) when the database does not answer: no request
   can be served.
 """
@@ -22,11 +24,14 @@ BROKER_CHECK_TIMEOUT_SECONDS = 2.0
 
 
 def broker_state() -> str:
-    """`embedded` (tasks run in this process: no broker), `ok`, or `unavailable`."""
-    from platform_site.celery import app
+    """`embedded` (tasks run in this process: no broker), `none` (no broker, and no worker in this process: what is
+    sent is never run), `ok`, or `unavailable`."""
+    from platform_site.celery import app, embedded_workers
 
-    if app.conf.broker_url.startswith("memory://") or app.conf.task_always_eager:
+    if app.conf.task_always_eager:
         return "embedded"
+    if app.conf.broker_url.startswith("memory://"):
+        return "embedded" if embedded_workers.is_set() else "none"
     try:
         # (Redis's own timeouts too: a host that drops packets held the check for the system's connect timeout.)
         quick = {"socket_connect_timeout": BROKER_CHECK_TIMEOUT_SECONDS, "socket_timeout": BROKER_CHECK_TIMEOUT_SECONDS}
@@ -54,7 +59,7 @@ class HealthView(APIView):
             {
                 "status": serializers.ChoiceField(["ok", "degraded"]),
                 "database": serializers.ChoiceField(["ok"]),
-                "broker": serializers.ChoiceField(["ok", "unavailable", "embedded"]),
+                "broker": serializers.ChoiceField(["ok", "unavailable", "embedded", "none"]),
                 "outbox": serializers.ChoiceField(["empty", "waiting"]),
             },
         ),
@@ -64,6 +69,6 @@ class HealthView(APIView):
             cursor.execute("SELECT 1")
         broker = broker_state()
         outbox = "waiting" if OutboxTask.objects.exists() else "empty"
-        healthy = broker != "unavailable" and outbox == "empty"
+        healthy = broker in ("ok", "embedded") and outbox == "empty"
         body = {"status": "ok" if healthy else "degraded", "database": "ok", "broker": broker, "outbox": outbox}
         return Response(body, headers={"Cache-Control": "no-store"})

@@ -601,6 +601,12 @@ def test_a_chunked_body_nobody_reads_is_not_read_as_the_next_request(embedded_se
     assert answers[0][1]["connection"] == "close"  # (and said so)
 
 
+def test_the_embedded_servers_health_says_its_tasks_run_in_the_process(embedded_server):
+    """`make run` has no broker and runs its tasks itself: healthy (gunicorn without a broker says `none`)."""
+    with urllib.request.urlopen(f"{embedded_server.base}/health", timeout=30) as answer:
+        assert json.load(answer) == {"status": "ok", "database": "ok", "broker": "embedded", "outbox": "empty"}
+
+
 def test_a_target_in_absolute_form_is_taken(embedded_server):
     """RFC 9112 3.2.2: a server must take `GET http://host/path`; it was a 404 (Django's HTML debug page)."""
     request = f"GET {embedded_server.base}/health HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n".encode()

@@ -217,6 +217,9 @@ def test_gunicorns_access_and_error_logs_hold_no_token(tmp_path):
             # A request gunicorn itself refuses (a request line over its limit) is logged by the worker too
             long_line = requests.get(f"{base}/links/{token}/upload?q={'x' * 5000}", timeout=30)
             assert long_line.status_code == 414
+            # No broker and no worker in the process: the instance says so to its monitor (it said "ok")
+            health = requests.get(f"{base}/health", timeout=30).json()
+            assert (health["status"], health["broker"]) == ("degraded", "none")
         finally:
             server.terminate()
             server.wait(timeout=30)

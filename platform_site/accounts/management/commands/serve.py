@@ -348,11 +348,12 @@ def start_embedded_worker() -> None:
     rest, so a hanging receiver never holds up a conversion."""
     from celery.beat import EmbeddedService
 
-    from platform_site.celery import app
+    from platform_site.celery import app, embedded_workers
 
     # (8 delivery threads: one owner's receivers take at most WEBHOOK_MAX_IN_FLIGHT_PER_OWNER, 4, of them)
     for queue, concurrency in (("celery", 2), ("webhooks", 8)):
         _worker_start(app, queue, concurrency)
+    embedded_workers.set()
     beat = EmbeddedService(app, thread=True, schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"))
     beat.start()
 
