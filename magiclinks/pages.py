@@ -10,7 +10,7 @@ keeps a page to our own script and forms, should a text of the owner's ever slip
 import secrets
 from functools import wraps
 
-from django.db import OperationalError
+from django.db import DatabaseError, OperationalError
 from django.http import HttpResponseRedirect, JsonResponse, UnreadablePostError
 from django.shortcuts import render
 from django.urls import reverse
@@ -144,7 +144,7 @@ def _allow(*methods: str):
                 return response
             try:
                 return view(request, *args, **kwargs)
-            except OperationalError as exc:
+            except DatabaseError as exc:
                 if (wait := database_retry_after(exc)) is None:
                     raise
                 response = _page(request, "unavailable.html", TRY_AGAIN, status=503)

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import OperationalError
+from django.db import OperationalError, ProgrammingError
 from django.http import Http404, HttpResponse, UnreadablePostError
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
@@ -54,14 +54,39 @@ def database_busy_wait(exc: OperationalError) -> int | None:
     return None
 
 
+# A table or a column the code reads is not in the database: PostgreSQL's undefined_table and undefined_column;
+# SQLite says it in words.
+POSTGRESQL_UNDEFINED = frozenset({"42P01", "42703"})
+SQLITE_UNDEFINED = ("no such table: ", "no such column: ")
+NOT_MIGRATED_RETRY_SECONDS = 60
+
+
+def database_not_migrated(exc: BaseException) -> bool:
+    """Whether `exc` says the database's tables are not those of this release: `manage.py migrate` has not run (a
+    new installation, a DATABASE_URL naming another database, an upgrade's code started before its migrations)."""
+    if not isinstance(exc, (OperationalError, ProgrammingError)):
+        return False
+    return sqlstate(exc) in POSTGRESQL_UNDEFINED or str(exc).startswith(SQLITE_UNDEFINED)
+
+
 def database_problem(exc: BaseException) -> tuple[str, str, int] | None:
     """The 503 of a request that failed with `exc` and may succeed sent again, as (errorKey, detail, seconds for
-    Retry-After): the database cannot be reached now (its cause logged), or another request's change was in the way
-    (`database_busy_wait`); None when something is broken."""
+    Retry-After): the database cannot be reached now (its cause logged), another request's change was in the way
+    (`database_busy_wait`), or its tables are not yet those of this release (logged, with what to do); None when
+    something is broken."""
+    if database_not_migrated(exc):
+        _cause_logged(
+            "not_migrated",
+            "The database's tables are not those of this release (answered 503 databaseNotMigrated): run "
+            "`manage.py migrate` with this DATABASE_URL: %s",
+            exc,
+        )
+        detail = "The API's database is being set up or upgraded; try again in a minute."
+        return "databaseNotMigrated", detail, NOT_MIGRATED_RETRY_SECONDS
     if not isinstance(exc, OperationalError):
         return None
     if database_unavailable(exc):
-        _unavailable_cause_logged(exc)
+        _cause_logged("unavailable", "The database cannot be reached (answered 503 databaseUnavailable): %s", exc)
         detail = "The database cannot be reached right now; try again in a few seconds."
         return "databaseUnavailable", detail, DATABASE_BUSY_RETRY_SECONDS
     if (wait := database_busy_wait(exc)) is not None:
@@ -69,7 +94,7 @@ def database_problem(exc: BaseException) -> tuple[str, str, int] | None:
     return None
 
 
-def database_retry_after(exc: OperationalError) -> int | None:
+def database_retry_after(exc: BaseException) -> int | None:
     """Seconds after which a request that failed with `exc` may succeed sent again (`database_problem`), None when
     something is broken. For the pages that answer no problem document."""
     problem = database_problem(exc)
@@ -364,20 +389,22 @@ def length_required(request) -> HttpResponse:
     )
 
 
-# Why the database cannot be reached is logged at most once a minute by each process: an outage answers every request
-# 503, and the answer says nothing of the cause (a wrong password or database name looked like a restart).
-UNAVAILABLE_CAUSE_LOG_SECONDS = 60.0
-_unavailable_cause = {"logged_at": None, "lock": threading.Lock()}
+# Why the database cannot serve is logged at most once a minute by each process, for each kind of cause: an outage
+# answers every request 503, and the answer says nothing of the cause (a wrong password or database name looked like
+# a restart).
+CAUSE_LOG_SECONDS = 60.0
+_causes_logged: dict[str, float] = {}
+_causes_lock = threading.Lock()
 
 
-def _unavailable_cause_logged(exc: OperationalError) -> None:
+def _cause_logged(kind: str, message: str, exc: BaseException) -> None:
     now = time.monotonic()
-    with _unavailable_cause["lock"]:
-        last = _unavailable_cause["logged_at"]
-        if last is not None and now - last < UNAVAILABLE_CAUSE_LOG_SECONDS:
+    with _causes_lock:
+        last = _causes_logged.get(kind)
+        if last is not None and now - last < CAUSE_LOG_SECONDS:
             return
-        _unavailable_cause["logged_at"] = now
-    log.error("The database cannot be reached (answered 503 databaseUnavailable): %s", exc.__cause__ or exc)
+        _causes_logged[kind] = now
+    log.error(message, exc.__cause__ or exc)
 
 
 def handler404(request, exception=None):
