@@ -26,6 +26,9 @@ WHOLE = re.compile(r"[+-]?[0-9]+")
 URL_PASSWORD = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
 FLAGS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# The longest duration a setting takes (seconds, and days): longer ones overflowed the dates they were added to.
+TEN_YEARS_SECONDS = 3650 * 86400
+TEN_YEARS_DAYS = 3650
 # HS256 tokens are signed with SECRET_KEY: RFC 7518 3.2 asks for a key of at least 256 bits.
 SECRET_KEY_MIN_LENGTH = 32
 
@@ -41,9 +44,13 @@ def refused(name: str, value: str, takes: str) -> ImproperlyConfigured:
     return ImproperlyConfigured(f'{name}={shown!r} is refused: {name} takes {takes} (README "Configuration").')
 
 
+def _shown(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
 def _bounds(minimum: float, maximum: float | None, above: bool) -> str:
-    low = f"above {minimum:g}" if above else f"{minimum:g} or more"
-    return low if maximum is None else f"{low}, at most {maximum:g}"
+    low = f"above {_shown(minimum)}" if above else f"{_shown(minimum)} or more"
+    return low if maximum is None else f"{low}, at most {_shown(maximum)}"
 
 
 def whole(name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
@@ -82,14 +89,14 @@ def number(name: str, default: float, *, minimum: float, above: bool = False, ma
     return result
 
 
-def wholes(name: str, default: list[int], *, minimum: int) -> list[int]:
-    """Comma-separated whole numbers, each from `minimum`."""
+def wholes(name: str, default: list[int], *, minimum: int, maximum: int) -> list[int]:
+    """Comma-separated whole numbers, each from `minimum` to `maximum`."""
     value = raw(name)
     if value is None:
         return default
     parts = [part.strip() for part in value.split(",")]
-    if not all(WHOLE.fullmatch(part) and int(part) >= minimum for part in parts):
-        raise refused(name, value, f"comma-separated whole numbers, each {minimum} or more")
+    if not all(WHOLE.fullmatch(part) and minimum <= int(part) <= maximum for part in parts):
+        raise refused(name, value, f"comma-separated whole numbers, each {minimum} or more, at most {maximum}")
     return [int(part) for part in parts]
 
 

@@ -106,7 +106,7 @@ DATABASE_URL = checked.url(
 )
 DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 # (read whatever the database, so a value of no use is refused before it is used)
-DATABASE_CONN_MAX_AGE = checked.whole("DATABASE_CONN_MAX_AGE", 300, minimum=0)
+DATABASE_CONN_MAX_AGE = checked.whole("DATABASE_CONN_MAX_AGE", 300, minimum=0, maximum=checked.TEN_YEARS_SECONDS)
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
 if DATABASES["default"]["ENGINE"].endswith("spatialite"):
     # Concurrent writers (request threads and the in-process worker) wait instead of failing: up to `timeout`
@@ -227,15 +227,19 @@ SPECTACULAR_SETTINGS = {
     # (DRF's import of a setting: a string is imported as it is), which webhooks/schema.py builds from EventType.
     "WEBHOOKS": "webhooks.schema.WEBHOOKS",
 }
-JWT_LIFETIME = timedelta(hours=checked.whole("JWT_LIFETIME_HOURS", 24, minimum=1, maximum=24 * 3660))
-JWT_REMEMBER_ME_LIFETIME = timedelta(days=checked.whole("JWT_REMEMBER_ME_DAYS", 30, minimum=1, maximum=3660))
+JWT_LIFETIME = timedelta(hours=checked.whole("JWT_LIFETIME_HOURS", 24, minimum=1, maximum=24 * checked.TEN_YEARS_DAYS))
+JWT_REMEMBER_ME_LIFETIME = timedelta(
+    days=checked.whole("JWT_REMEMBER_ME_DAYS", 30, minimum=1, maximum=checked.TEN_YEARS_DAYS)
+)
 # On PostgreSQL the owner (and core user) a token names is kept between requests until a change to it is announced
 # (platform_site/api/owner_cache.py), and at most this long; 0 reads it on every request.
-AUTH_CACHE_SECONDS = checked.number("AUTH_CACHE_SECONDS", 30.0, minimum=0)
+AUTH_CACHE_SECONDS = checked.number("AUTH_CACHE_SECONDS", 30.0, minimum=0, maximum=checked.TEN_YEARS_SECONDS)
 # Password guessing (`platform_site.accounts.throttle`): failures per user name and address, per address, in a window.
 LOGIN_FAILURES_PER_USER_AND_ADDRESS = checked.whole("LOGIN_FAILURES_PER_USER_AND_ADDRESS", 10, minimum=0)
 LOGIN_FAILURES_PER_ADDRESS = checked.whole("LOGIN_FAILURES_PER_ADDRESS", 100, minimum=0)
-LOGIN_FAILURE_WINDOW_SECONDS = checked.whole("LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=0)
+LOGIN_FAILURE_WINDOW_SECONDS = checked.whole(
+    "LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=0, maximum=checked.TEN_YEARS_SECONDS
+)
 PAGE_SIZE_DEFAULT = 20
 PAGE_SIZE_MAX = 100
 
@@ -257,11 +261,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis redelivers an unacknowledged task after this long (a worker that died mid-task).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": checked.whole("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": checked.whole("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1, maximum=checked.TEN_YEARS_SECONDS)
+}
 # A task acknowledged late whose database failed under it is sent again after this many seconds, doubling each
 # time, up to TASK_DATABASE_RETRIES times (10 s to 160 s: about five minutes of outage); then the sweeps see to it.
-TASK_DATABASE_RETRY_SECONDS = checked.number("TASK_DATABASE_RETRY_SECONDS", 10.0, minimum=0)
-TASK_DATABASE_RETRIES = checked.whole("TASK_DATABASE_RETRIES", 5, minimum=0)
+TASK_DATABASE_RETRY_SECONDS = checked.number("TASK_DATABASE_RETRY_SECONDS", 10.0, minimum=0, maximum=86400)
+TASK_DATABASE_RETRIES = checked.whole("TASK_DATABASE_RETRIES", 5, minimum=0, maximum=20)
 # Webhook deliveries have a queue of their own: a receiver that hangs holds a delivery up to twice
 # WEBHOOK_TIMEOUT_SECONDS, and on one queue a few such receivers of one owner held up every owner's conversions.
 # A worker started without `-Q` takes both queues (nothing is left unserved); production runs one for each (README).
@@ -283,15 +289,23 @@ CELERY_BEAT_SCHEDULE: dict = {
 
 # The embedded server (`make run`) closes a connection that sends nothing for this long: a client that announced a
 # longer body than it sends, or keeps an idle connection open, held one of its threads for as long as it stayed.
-EMBEDDED_READ_TIMEOUT_SECONDS = checked.number("EMBEDDED_READ_TIMEOUT_SECONDS", 60.0, minimum=0, above=True)
+EMBEDDED_READ_TIMEOUT_SECONDS = checked.number(
+    "EMBEDDED_READ_TIMEOUT_SECONDS", 60.0, minimum=0, above=True, maximum=checked.TEN_YEARS_SECONDS
+)
 
 # --- Webhooks -------------------------------------------------------------------------------------
 WEBHOOK_ALLOW_PRIVATE_URLS = checked.flag("WEBHOOK_ALLOW_PRIVATE_URLS", CELERY_EMBEDDED)
 # Seconds to wait before each retry after a failed attempt: about 1, 30, 60 and 240 minutes.
-WEBHOOK_RETRY_SCHEDULE = checked.wholes("WEBHOOK_RETRY_SCHEDULE", [60, 1800, 3600, 14400], minimum=0)
-WEBHOOK_TIMEOUT_SECONDS = checked.number("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0, above=True)
+WEBHOOK_RETRY_SCHEDULE = checked.wholes(
+    "WEBHOOK_RETRY_SCHEDULE", [60, 1800, 3600, 14400], minimum=0, maximum=checked.TEN_YEARS_SECONDS
+)
+WEBHOOK_TIMEOUT_SECONDS = checked.number(
+    "WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0, above=True, maximum=checked.TEN_YEARS_SECONDS
+)
 # A delivered event is kept this long (for operators, in the admin), then forgotten; failed ones stay (failed-calls).
-WEBHOOK_DELIVERED_KEEP_DAYS = checked.number("WEBHOOK_DELIVERED_KEEP_DAYS", 7.0, minimum=0)
+WEBHOOK_DELIVERED_KEEP_DAYS = checked.number(
+    "WEBHOOK_DELIVERED_KEEP_DAYS", 7.0, minimum=0, maximum=checked.TEN_YEARS_DAYS
+)
 # At most this many deliveries of one owner are posted at once (0: no limit); the rest wait their turn.
 WEBHOOK_MAX_IN_FLIGHT_PER_OWNER = checked.whole("WEBHOOK_MAX_IN_FLIGHT_PER_OWNER", 4, minimum=0)
 
@@ -309,15 +323,21 @@ CONVERSION_MAX_RATIO = checked.whole("CONVERSION_MAX_RATIO", 200, minimum=1)
 CONVERSION_MAX_DEPTH = checked.whole("CONVERSION_MAX_DEPTH", 3, minimum=0)
 # A batch or data set still processing after this many seconds is retried (a worker died) up to
 # CONVERSION_MAX_ATTEMPTS times, then failed with a reason by the periodic sweep.
-CONVERSION_STUCK_AFTER_SECONDS = checked.whole("CONVERSION_STUCK_AFTER_SECONDS", 3600, minimum=1)
+CONVERSION_STUCK_AFTER_SECONDS = checked.whole(
+    "CONVERSION_STUCK_AFTER_SECONDS", 3600, minimum=1, maximum=checked.TEN_YEARS_SECONDS
+)
 CONVERSION_MAX_ATTEMPTS = checked.whole("CONVERSION_MAX_ATTEMPTS", 3, minimum=1)
 
 # --- Provider applications and credentials (magic links) -----------------------------------------------------
 # Fernet keys: the first encrypts, all decrypt (rotation). Without any, a key is derived from SECRET_KEY.
 PROVIDER_SECRETS_KEYS = checked.fernet_keys("PROVIDER_SECRETS_KEYS")
-PROVIDER_TOKEN_TIMEOUT_SECONDS = checked.number("PROVIDER_TOKEN_TIMEOUT_SECONDS", 10.0, minimum=0, above=True)
+PROVIDER_TOKEN_TIMEOUT_SECONDS = checked.number(
+    "PROVIDER_TOKEN_TIMEOUT_SECONDS", 10.0, minimum=0, above=True, maximum=checked.TEN_YEARS_SECONDS
+)
 # Provider tokens expiring within this many seconds are refreshed by the periodic sweep (every 5 minutes).
-CREDENTIAL_REFRESH_AHEAD_SECONDS = checked.whole("CREDENTIAL_REFRESH_AHEAD_SECONDS", 900, minimum=0)
+CREDENTIAL_REFRESH_AHEAD_SECONDS = checked.whole(
+    "CREDENTIAL_REFRESH_AHEAD_SECONDS", 900, minimum=0, maximum=checked.TEN_YEARS_SECONDS
+)
 
 # --- Weather (fields service) ---------------------------------------------------------------------
 # Any server speaking the Open-Meteo historical API protocol.
@@ -326,7 +346,9 @@ ADMIN_MAP_TILES_URL = env.str("ADMIN_MAP_TILES_URL", default="https://tile.opens
 WEATHER_BASE_URL = checked.url(
     "WEATHER_BASE_URL", "https://archive-api.open-meteo.com/v1/archive", schemes=("http", "https")
 )
-WEATHER_TIMEOUT_SECONDS = checked.number("WEATHER_TIMEOUT_SECONDS", 10.0, minimum=0, above=True)
+WEATHER_TIMEOUT_SECONDS = checked.number(
+    "WEATHER_TIMEOUT_SECONDS", 10.0, minimum=0, above=True, maximum=checked.TEN_YEARS_SECONDS
+)
 # Another weather source: the dotted path of a class (`fields.weather.WeatherSource`); empty: Open-Meteo's protocol.
 WEATHER_SOURCE = checked.raw("WEATHER_SOURCE") or ""
 

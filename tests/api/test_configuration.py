@@ -110,10 +110,13 @@ def test_every_documented_number_is_refused_unless_it_is_one_the_variable_takes(
         ("DEBUG", "maybe", "true or false (yes/no, on/off, 1/0)"),
         ("WEBHOOK_ALLOW_PRIVATE_URLS", "sometimes", "true or false (yes/no, on/off, 1/0)"),
         ("LOG_LEVEL", "LOUD", "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
-        ("WEBHOOK_RETRY_SCHEDULE", "60,-5", "comma-separated whole numbers, each 0 or more"),
-        ("WEBHOOK_RETRY_SCHEDULE", "60,,120", "comma-separated whole numbers, each 0 or more"),
-        ("WEBHOOK_TIMEOUT_SECONDS", "0", "a number, above 0"),
-        ("JWT_LIFETIME_HOURS", "99999999999", "a whole number, 1 or more, at most 87840"),
+        ("WEBHOOK_RETRY_SCHEDULE", "60,-5", "comma-separated whole numbers, each 0 or more, at most 315360000"),
+        ("WEBHOOK_RETRY_SCHEDULE", "60,,120", "comma-separated whole numbers, each 0 or more, at most 315360000"),
+        # (a date that far away overflowed: the sweep that added it to now failed every time)
+        ("CONVERSION_STUCK_AFTER_SECONDS", "99999999999999", "a whole number, 1 or more, at most 315360000"),
+        ("TASK_DATABASE_RETRIES", "1000", "a whole number, 0 or more, at most 20"),
+        ("WEBHOOK_TIMEOUT_SECONDS", "0", "a number, above 0, at most 315360000"),
+        ("JWT_LIFETIME_HOURS", "99999999999", "a whole number, 1 or more, at most 87600"),
     ],
 )
 def test_a_value_of_no_use_is_refused_with_what_the_variable_takes(tmp_path, name, value, takes):
