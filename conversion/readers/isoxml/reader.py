@@ -10,6 +10,7 @@ A log with a condensed work state gets each point's working width from the secti
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from xml.etree.ElementTree import Element
 
 import numpy as np
@@ -114,11 +115,23 @@ class IsoxmlReader(Reader):
     def read_task(self, td: TaskData, task: Element, *, name: str | None = None) -> PointTable | None:
         """The points of one task, or None when it has no time log; UnreadableDataset when no log can be read or
         none holds a complete record. `name` names the table (default: the task's designator)."""
-        tlg_refs = [t.get("A", "") for t in task.findall("TLG")]
-        if not tlg_refs:
+        listed = [t.get("A", "") for t in task.findall("TLG")]
+        if not listed:
             return None
         task_name = name or _task_name(task)
         warnings: list[str] = []
+        # A log listed again is read once (file names are case-insensitive): each copy joined the log to itself,
+        # its columns again per copy (a 223 KB upload listing one log 300 times took 4.7 GB and wrote 836 MB).
+        times, first = Counter(ref.upper() for ref in listed), {}
+        for ref in listed:
+            first.setdefault(ref.upper(), ref)
+        tlg_refs = list(first.values())
+        if len(tlg_refs) < len(listed):
+            repeated = [ref for ref in tlg_refs if times[ref.upper()] > 1]
+            warnings.append(
+                f"time logs listed more than once in the task are read once: {', '.join(repeated[:5])}"
+                + (f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
+            )
         read: list[TimeLog] = []
         for ref in tlg_refs:
             xml_path, bin_path = td.find_file(f"{ref}.xml"), td.find_file(f"{ref}.bin")

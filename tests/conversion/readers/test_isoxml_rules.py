@@ -110,3 +110,29 @@ def test_a_section_described_with_an_actual_and_a_maximum_width_is_its_actual_wi
     [table] = _read(_devices_task(tmp_path, devices))
     assert table.operation_type == "applied"
     assert table.columns["equipmentWidth"].tolist() == pytest.approx([6.0] * 3)
+
+
+def test_a_time_log_listed_again_in_its_task_is_read_once(tmp_path):
+    """Each copy joined the log to itself, its columns once more per copy: a 223 KB upload listing one log 300 times
+    took 4.7 GB and wrote an 836 MB raw output of the same points."""
+    _hand_log(tmp_path, "TLG00001", [0x0054], _hand_points({0: 500_000}))
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "tlg00001", *["TLG00001"] * 200]))
+    assert len(table) == 3
+    assert [name for name in table.raw_columns if name.startswith("DDI0054")] == ["DDI0054_DET-1"]
+    assert "time logs listed more than once in the task are read once: TLG00001" in table.warnings
+
+
+def test_an_xfr_naming_task_data_itself_or_a_file_read_already_is_read_once(tmp_path):
+    """Each such XFR merged the file's elements again: 2,000 of them (a 553-byte upload) took 1.9 GB, and each copy
+    of a task was converted again as a task of its own ("Harvest 1", "Harvest 1 (TSK1)")."""
+    _hand_log(tmp_path, "TLG00001", [0x0054], _hand_points({0: 500_000}))
+    taskdata = _hand_task(tmp_path, ["TLG00001"])
+    (tmp_path / "EXT00001.XML").write_text('<XFC><CTR A="CTR1" B="Smith"/></XFC>')
+    xfrs = '<XFR A="TASKDATA" B="1"/>' * 500 + '<XFR A="EXT00001" B="1"/>' * 3
+    taskdata.write_text(taskdata.read_text().replace("</ISO11783_TaskData>", xfrs + "</ISO11783_TaskData>"))
+    [table] = _read(taskdata)
+    assert len(table) == 3
+    assert "external files referenced by XFR again, or TASKDATA itself, are read once: TASKDATA, EXT00001" in (
+        table.warnings
+    )
+    assert not any("duplicate XML id" in warning for warning in table.warnings)
