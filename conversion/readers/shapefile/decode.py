@@ -111,15 +111,9 @@ def _read_dbf(
     n_records = int.from_bytes(data[4:8], "little")
     header_len = int.from_bytes(data[8:10], "little")
     record_len = int.from_bytes(data[10:12], "little")
-    dtype_fields = [("_deleted", "S1")]
-    names: list[str] = []
-    for name, _ftype, size, _dec in fields:
-        unique = name
-        while unique in names or unique == "_deleted":
-            unique += "_"
-        names.append(unique)
-        dtype_fields.append((unique, f"S{size}"))
-    dtype = np.dtype(dtype_fields)
+    # numpy's names of the fields are their places: two fields of one name, or one of none (its name all NUL
+    # bytes: numpy named it `f1`, and reading it by its name failed the data set), are each read
+    dtype = np.dtype([("_deleted", "S1")] + [(f"_{place}", f"S{size}") for place, (_, _, size, _) in enumerate(fields)])
     if dtype.itemsize != record_len:
         raise UnreadableDataset(f"{dbf_path.name}: field sizes ({dtype.itemsize}) disagree with the record length")
     available = max(0, (len(data) - header_len) // record_len)
@@ -129,8 +123,9 @@ def _read_dbf(
     # Per column: its name's bytes and its values (numbers), or the unique texts and where each row's is (text).
     read: list[tuple[bytes, np.ndarray | tuple[np.ndarray, np.ndarray]]] = []
     unreadable: list[tuple[bytes, int]] = []
-    for (name, ftype, _size, _dec), key in zip(fields, names, strict=True):
-        col = table[key][keep]
+    for place, (name, ftype, _size, _dec) in enumerate(fields):
+        col = table[f"_{place}"][keep]
+        name = name or f"FIELD{place + 1}"  # (a field without a name is named by its place)
         if ftype in ("N", "F"):
             stripped = np.char.strip(col)
             numbers = _bytes_to_float(stripped)
@@ -255,18 +250,20 @@ def _read_geometry(
         if shx_path is not None:
             _index_starts(shp_path.name, shx_path, shp_path.stat().st_size)
         chunks, polygons = [], []
-        for shape in _shapes(reader, shp_path.name):
-            empty = shape.shapeType == shapefile.NULL or not shape.points
-            polygons.append(None if empty else shp_geometry.shape(shape.__geo_interface__))
-            if len(polygons) == POLYGON_CHUNK:
-                chunks.append(_centres_and_areas(polygons, to_wgs84))
-                polygons = []
-        chunks.append(_centres_and_areas(polygons, to_wgs84))
+        with np.errstate(invalid="ignore"):  # (shapely's warning of each ring with a NaN position: left out below)
+            for shape in _shapes(reader, shp_path.name):
+                empty = shape.shapeType == shapefile.NULL or not shape.points
+                polygons.append(None if empty else _polygon(shape))
+                if len(polygons) == POLYGON_CHUNK:
+                    chunks.append(_centres_and_areas(polygons, to_wgs84))
+                    polygons = []
+            chunks.append(_centres_and_areas(polygons, to_wgs84))
         x, y, areas = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
         if len(x) != n_dbf:
             raise UnreadableDataset(f"{shp_path.name}: {len(x)} shapes but {n_dbf} attribute records")
         return x, y, areas, None
-    raise UnreadableDataset(f"{shp_path.name}: geometry type {reader.shapeTypeName} is not points or polygons")
+    kind = shapefile.SHAPETYPE_LOOKUP.get(shape_type, f"{shape_type}, which no shapefile has,")
+    raise UnreadableDataset(f"{shp_path.name}: geometry type {kind} is not points or polygons")
 
 
 # Polygons measured together (shapely's and `geodesic_areas_m2`'s array calls: one call a polygon took 40 times as
@@ -274,20 +271,51 @@ def _read_geometry(
 POLYGON_CHUNK = 50_000
 
 
+def _polygon(shape: shapefile.Shape):
+    """The shapely polygon of a polygon record; None (a record without a shape, left out as one) when its rings
+    make none: a ring of one position, a ring not closed because a position is NaN (`_centres_and_areas` leaves out
+    the others with a position that is no number). Such records failed the whole data set with an internal error."""
+    try:
+        return shp_geometry.shape(shape.__geo_interface__)
+    except (ValueError, IndexError, shapely.errors.GEOSException):
+        return None
+
+
+def _every_position(geometries: np.ndarray, test) -> np.ndarray:
+    """Whether each geometry has positions and `test` (an n x 2 array of them -> n booleans) holds for all."""
+    coordinates, owners = shapely.get_coordinates(geometries, return_index=True)
+    count = len(geometries)
+    failing = owners[~test(coordinates)]
+    return (np.bincount(owners, minlength=count) > 0) & (np.bincount(failing, minlength=count) == 0)
+
+
+def _finite(coordinates: np.ndarray) -> np.ndarray:
+    return np.isfinite(coordinates).all(axis=1)
+
+
+def _on_the_globe(coordinates: np.ndarray) -> np.ndarray:
+    return (np.abs(coordinates[:, 0]) <= 180) & (np.abs(coordinates[:, 1]) <= 90)
+
+
 def _centres_and_areas(polygons: list, to_wgs84: Transformer | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x and y of each polygon's centre (its centroid, or a point on it when it is not valid: a self-crossing
     polygon's centroid may lie outside it) and its geodesic area in m2, taken in WGS84 (`_transformed`); NaN for
-    None (a record without a shape)."""
+    None (a record without a shape), and for the area of a polygon off the globe, whose record is left out as its
+    centre is (measured first, a single cell 3,000 km wide in degrees took 23 s and 2.9 GB; one with an infinite
+    position failed the data set)."""
     geometries = np.empty(len(polygons), dtype=object)
     geometries[:] = polygons
+    geometries[~_every_position(geometries, _finite)] = None  # (a position that is no number: a shape of nothing)
     present = ~shapely.is_missing(geometries)
     valid = shapely.is_valid(geometries)
     centres = np.full(len(geometries), None, dtype=object)
     centres[valid] = shapely.centroid(geometries[valid])
     crossing = present & ~valid
     centres[crossing] = shapely.point_on_surface(geometries[crossing])
-    areas = geodesic_areas_m2(_transformed(geometries, to_wgs84))
-    areas[~present] = np.nan
+    in_wgs84 = _transformed(geometries, to_wgs84)
+    measured = _every_position(in_wgs84, _on_the_globe)
+    areas = np.full(len(geometries), np.nan)
+    areas[measured] = geodesic_areas_m2(in_wgs84[measured])
     return shapely.get_x(centres), shapely.get_y(centres), areas
 
 

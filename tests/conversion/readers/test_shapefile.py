@@ -12,7 +12,7 @@ import shapefile
 from pyproj import CRS, Proj, Transformer
 
 from conversion import standardize
-from conversion.readers import Dataset, get_reader
+from conversion.readers import Dataset, UnreadableDataset, get_reader
 from conversion.readers.units import US_BUSHEL_L
 
 JD = "johndeere-sampledata/Shapefiles"
@@ -349,6 +349,68 @@ def test_a_degenerate_polygon_is_a_cell_without_area_not_a_failed_data_set(tmp_p
     assert table.columns["area"][1] == 0
     assert table.columns["area"][0] == table.columns["area"][2] == pytest.approx(geodesic_area_m2(Polygon(square)))
     assert (table.columns["lon"][1], table.columns["lat"][1]) == (-93.0, 41.0)
+
+
+@pytest.mark.parametrize(
+    "bad_ring",
+    [
+        [(-93.0, 41.0)],  # one position: an IndexError failed the data set
+        [(-93.0, 41.0), (-93.0, 41.0001), (float("nan"), 41.0001), (-93.0, 41.0)],
+        [(-93.0, 41.0), (float("inf"), 41.0001), (-92.9999, 41.0), (-93.0, 41.0)],  # "Tolerance is too small"
+        [(-93.0, 41.0), (-93.0, 41.0001), (-92.9999, 41.0001), (float("nan"), float("nan"))],  # a ring not closed
+    ],
+    ids=["one position", "a NaN position", "an infinite position", "a NaN closing position"],
+)
+def test_a_polygon_record_of_no_shape_is_left_out_not_a_failed_data_set(tmp_path, bad_ring):
+    """Each failed the whole data set with an internal error; the record is left out, as one without a shape."""
+    square = [(-93.0, 41.0), (-93.0, 41.0001), (-92.9999, 41.0001), (-92.9999, 41.0), (-93.0, 41.0)]
+    table = _read_polygons(tmp_path, [[square], [bad_ring], [square]])
+    assert len(table) == 2 and table.columns["appliedRate"].tolist() == [10.0, 12.0]
+    assert any("1 " in warning and "left out" in warning for warning in table.warnings), table.warnings
+
+
+def test_a_polygon_far_off_the_globe_is_not_measured(tmp_path):
+    """A single cell 3,000,000 units wide without a .prj (no longitude/latitude) was measured on the ellipsoid, cut
+    into one-degree pieces, before the data set was refused for it: 2.9 GB and 23 s for a 408-byte upload."""
+    import tracemalloc
+
+    path = tmp_path / "cells.shp"
+    with shapefile.Writer(str(path), shapeType=shapefile.POLYGON) as writer:
+        writer.field("AppliedRate", "N", 10, 2)
+        writer.poly([[(0.0, 0.0), (0.0, 3e5), (3e5, 3e5), (3e5, 0.0), (0.0, 0.0)]])
+        writer.record(10.0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnreadableDataset, match="no .prj file and the coordinates are not longitude/latitude"):
+            _read(Dataset("SHAPEFILE", path, tmp_path, "cells"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20  # (measured, a 3e5-wide cell took 290 MB)
+
+
+@pytest.mark.parametrize("shape_type", [99, -1])
+def test_a_shp_of_a_shape_type_no_shapefile_has_says_so(tmp_path, shape_type):
+    """The message naming the type failed itself (a KeyError): "Leaf internal error" for a file at fault."""
+    dataset = _write(tmp_path / "a.shp", [("AppliedRat", "N", 8, 2)], [(50.0,)])
+    for part in ("a.shp", "a.shx"):
+        data = bytearray((tmp_path / part).read_bytes())
+        data[32:36] = shape_type.to_bytes(4, "little", signed=True)
+        (tmp_path / part).write_bytes(bytes(data))
+    message = f"a.shp: geometry type {shape_type}, which no shapefile has, is not points or polygons"
+    with pytest.raises(UnreadableDataset, match="^" + re.escape(message)):
+        _read(dataset)
+
+
+def test_a_dbf_field_without_a_name_is_read_named_by_its_place(tmp_path):
+    """A name of NUL bytes only: numpy renamed the field, and reading it failed the data set (an internal error)."""
+    dataset = _write(tmp_path / "a.shp", [("Notes", "N", 8, 2), ("AppliedRat", "N", 8, 2)], [(7.0, 50.0), (8.0, 60.0)])
+    data = bytearray((tmp_path / "a.dbf").read_bytes())
+    data[32:43] = bytes(11)  # the first field's name
+    (tmp_path / "a.dbf").write_bytes(bytes(data))
+    table = _read(dataset)
+    assert table.raw_columns["FIELD1"].tolist() == [7.0, 8.0]
+    assert table.columns["appliedRate"].tolist() == [50.0, 60.0]
 
 
 def test_projected_polygons_are_measured_on_the_ellipsoid(tmp_path):
