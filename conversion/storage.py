@@ -43,10 +43,12 @@ def file_prefix(file_id) -> str:
 def local_path(name: str) -> Iterator[Path]:
     """A local path for a stored file: the file itself on local storage, else a temporary copy."""
     try:
-        yield Path(default_storage.path(name))
+        path = Path(default_storage.path(name))
+    except NotImplementedError:  # (a storage of no local files; only its `path`, not the caller's body, is tried)
+        path = None
+    if path is not None:
+        yield path
         return
-    except NotImplementedError:
-        pass
     work_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=work_dir(), suffix=Path(name).suffix) as tmp:
         with default_storage.open(name, "rb") as src:

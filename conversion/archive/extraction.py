@@ -140,6 +140,8 @@ def _open_zip(path: Path, label: str) -> zipfile.ZipFile:
         ) from exc
     except (ValueError, EOFError) as exc:
         raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
+    except NotImplementedError as exc:  # (a directory that asks for a zip version or feature Python's zipfile lacks)
+        raise ArchiveError(f"{label} uses a zip feature that cannot be read ({exc}); zip the files again") from exc
 
 
 def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: ExtractResult, depth: int, label: str):
