@@ -14,6 +14,10 @@ from ..values import number_from_text
 # Property names are taken from the first KEY_SAMPLE points (a property that first appears later is left out): a
 # column per name of every point, so a file naming a new property on each point cannot make millions of columns.
 KEY_SAMPLE = 1000
+# At most this many property columns: each holds a value for every point, so 1,000 sampled points naming 200
+# properties each of their own made 200,000 columns of every point (a 3 MB file took 13 GB and 213 s). Exporters
+# write a few dozen; names past this many are left out, and said (`names_left_out`).
+MAX_COLUMNS = 256
 _STRING_CACHE = 1 << 16
 _FLOAT, _INT, _MISSING = 0, 1, 2  # what a numeric column's double stands for
 _EXACT_INT = 2**53
@@ -35,6 +39,7 @@ class _Points:
         self._sampled_on_globe = 0
         self._strings: dict[str, str] = {}
         self.left_out = 0  # features that are no Point with two coordinates
+        self.names_left_out: set[str] = set()  # property names past MAX_COLUMNS
 
     def add(self, feature) -> None:
         """Take the feature when it is a Point (or the first point of a MultiPoint) with two coordinates; count
@@ -66,9 +71,12 @@ class _Points:
 
     def _name_columns(self, properties: dict, keys: dict[str, None]) -> None:
         for key in properties:
-            keys.setdefault(key)
             if key not in self.columns:
+                if len(self.columns) >= MAX_COLUMNS:
+                    self.names_left_out.add(key)
+                    continue
                 self.columns[key] = _Column(len(self.lon), self._strings)
+            keys.setdefault(key)
 
 
 class _Column:

@@ -24,7 +24,7 @@ from conversion.readers.values import text_value
 from fields.geodesy import geojson_crs
 
 from .columns import _STRING_PROPS, STANDARD_UNITS, _exporter_columns, _guess_operation, _standard_column, _timestamps
-from .points import _ALL, _Points
+from .points import _ALL, MAX_COLUMNS, _Points
 from .stream import _JsonStream, _NotJson, _read_collection, json_text_file
 
 
@@ -110,6 +110,10 @@ class GeojsonReader(Reader):
         warnings = _exporter_columns(points, keep, by_norm, operation, columns, units, source_units)
         columns["timestamp"], time_said = _timestamps(points, keep, len(lon), keys, by_norm)
         warnings.extend(time_said)
+        if points.names_left_out:
+            warnings.append(
+                f"{len(points.names_left_out)} property names left out past the first {MAX_COLUMNS} (a column each)."
+            )
         if points.left_out:
             warnings.append(
                 f"{points.left_out} features left out: not a Point (or MultiPoint) with two coordinates (lines, "

@@ -227,3 +227,19 @@ def test_points_on_the_edges_of_the_globe_are_kept_and_past_them_left_out(tmp_pa
     [table] = get_reader("GEOJSON").read(dataset)
     assert sorted(table.columns["appliedRate"].tolist()) == [1.0, 2.0, 3.0, 4.0]
     assert any(warning.startswith("2 of 6 points left out") for warning in table.warnings), table.warnings
+
+
+def test_property_names_past_the_column_limit_are_left_out_and_said(tmp_path):
+    """Each name is a column of every point: 1,200 points naming 200 properties each of their own made 240,000
+    columns of 1,200 values (a 3 MB file took 13 GB). The first MAX_COLUMNS names are kept."""
+    from conversion.readers.geojson.points import MAX_COLUMNS
+
+    features = [
+        _point(10.0 + i * 1e-5, 54.0, seedRate=80000.0, **{f"k{j}_{i}": j for j in range(20)}) for i in range(30)
+    ]
+    (tmp_path / "wide.geojson").write_text(json.dumps(_collection(features)))
+    [table] = get_reader("GEOJSON").read(Dataset("GEOJSON", tmp_path / "wide.geojson", tmp_path, "wide"))
+    assert len(table.raw_columns) == MAX_COLUMNS == 256  # seedRate and 255 of the others, in their order
+    assert list(table.raw_columns)[:3] == ["seedRate", "k0_0", "k1_0"]
+    np.testing.assert_array_equal(table.columns["seedRate"], [80000.0] * 30)
+    assert f"{30 * 20 - 255} property names left out past the first 256 (a column each)." in table.warnings
