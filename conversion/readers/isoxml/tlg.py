@@ -11,6 +11,7 @@ length), then numpy gathers for every field at once; a DLV's values are decoded 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,11 +20,16 @@ import numpy as np
 
 from conversion.readers import ddi as ddis
 from conversion.readers.binary import values_at
+from platform_site.text import PLAIN_NUMBER
 
 from .xmlfile import xml_root
 
 EPOCH_1980 = np.datetime64("1980-01-01T00:00:00", "ms")
 MS_PER_DAY = 86_400_000
+# A DDI (four hex digits at most) and a DLV's fixed value, in ASCII: `int` also reads other scripts' digits ("٣" as
+# 3) and underscores ("1_000").
+HEX_DDI = re.compile(r"[0-9A-Fa-f]{1,4}")
+WHOLE = re.compile(r"[+-]?[0-9]+")
 # Time zones span UTC-12 to UTC+14; a GPS/TC difference beyond that is not a clock offset but a bad value.
 GPS_TC_MAX_OFFSET_MS = 14 * 3_600_000
 
@@ -202,23 +208,21 @@ def parse_header(xml_path: Path) -> TimeLogHeader:
             if value == "":
                 ptn_in_binary.append((attr, name, dtype))
             else:
-                try:
-                    ptn_fixed[name] = float(value)
-                except ValueError as exc:
-                    raise TimeLogError(f"{xml_path.name}: PTN {attr}={value!r} is not a number") from exc
+                # Written in ASCII, as any number of the file: Python's float() also reads "٥٤" (54), "1_0" and "nan"
+                if not PLAIN_NUMBER.fullmatch(value.strip()):
+                    raise TimeLogError(f"{xml_path.name}: PTN {attr}={value[:40]!r} is not a number")
+                ptn_fixed[name] = float(value)
     dlvs: list[DLVSpec] = []
     for i, el in enumerate(root.findall("DLV")):
-        try:
-            ddi = int(el.get("A", ""), 16)
-        except ValueError as exc:
-            raise TimeLogError(f"{xml_path.name}: DLV {i} has no valid DDI ({el.get('A')!r})") from exc
+        if not HEX_DDI.fullmatch(el.get("A", "")):
+            raise TimeLogError(f"{xml_path.name}: DLV {i} has no valid DDI ({el.get('A', '')[:40]!r})")
+        ddi = int(el.get("A", ""), 16)
         value = el.get("B")
         fixed = None
         if value not in (None, ""):
-            try:
-                fixed = int(value)
-            except ValueError as exc:
-                raise TimeLogError(f"{xml_path.name}: DLV {i} fixed value {value[:40]!r} is not an integer") from exc
+            if not WHOLE.fullmatch(value.strip()):
+                raise TimeLogError(f"{xml_path.name}: DLV {i} fixed value {value[:40]!r} is not an integer")
+            fixed = int(value)
             if not -(2**31) <= fixed < 2**31:  # a process data value is 32 bits (ISO 11783-10)
                 raise TimeLogError(f"{xml_path.name}: DLV {i} fixed value {value[:40]!r} is not a 32-bit integer")
         pgn = el.get("D")

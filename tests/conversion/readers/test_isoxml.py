@@ -1,6 +1,7 @@
 """ISOXML reader on real task controller exports: values checked against what the files themselves record."""
 
 import codecs
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -662,3 +663,23 @@ def test_a_parallel_log_that_starts_later_has_no_values_before_its_first_record(
     [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
     moisture = table.columns["harvestMoisture"]
     assert np.isnan(moisture[:3]).all() and moisture[3] == 16.0
+
+
+@pytest.mark.parametrize(
+    ("element", "reason"),
+    [
+        ('<PTN A="٥٤" B=""/><DLV A="0054" C="DET-1"/>', "PTN A='٥٤' is not a number"),  # (read as latitude 54)
+        ('<PTN A="4_8" B=""/><DLV A="0054" C="DET-1"/>', "PTN A='4_8' is not a number"),
+        ('<PTN A="" B=""/><DLV A="0054" B="٣" C="DET-1"/>', "DLV 0 fixed value '٣' is not an integer"),
+        ('<PTN A="" B=""/><DLV A="0054" B="1_000" C="DET-1"/>', "DLV 0 fixed value '1_000' is not an integer"),
+        ('<PTN A="" B=""/><DLV A="٠٠٥٤" C="DET-1"/>', "DLV 0 has no valid DDI ('٠٠٥٤')"),
+        ('<PTN A="" B=""/><DLV A="0x54" C="DET-1"/>', "DLV 0 has no valid DDI ('0x54')"),
+    ],
+)
+def test_numbers_of_a_time_log_header_are_written_in_ascii(tmp_path, element, reason):
+    """Python's int() and float() also read other scripts' digits and underscores: a fixed latitude "٥٤" put every
+    point at 54 degrees, a fixed value "1_000" was 1000, where every other number of the file is held to ASCII."""
+    (tmp_path / "TLG00001.xml").write_text(f'<TIM A="" D="4">{element}</TIM>', encoding="utf-8")
+    (tmp_path / "TLG00001.bin").write_bytes(b"")
+    with pytest.raises(TimeLogError, match="^" + re.escape(f"TLG00001.xml: {reason}")):
+        read_time_log(tmp_path / "TLG00001.xml", tmp_path / "TLG00001.bin")
