@@ -193,10 +193,10 @@ def _shapefile_parts(shp: Path, files: list[Path]) -> list[Path]:
 
 def _is_point_collection(path: Path) -> bool:
     """Cheap check on the first MiB, read as the reader reads it (UTF-8, UTF-16 or UTF-32 as `json.loads` tells them
-    apart: the byte patterns never matched UTF-16's interleaved NULs): a FeatureCollection whose first geometries are
-    points. A file that short which looks like one but is no JSON (cut short, nested too deeply, not UTF-8) is one:
-    its reader fails it with the reason, named after it; otherwise the upload was "No valid files found", or failed
-    whole."""
+    apart: the byte patterns never matched UTF-16's interleaved NULs): a FeatureCollection whose geometries there
+    are mostly points. A file that short which looks like one but is no JSON (cut short, nested too deeply, not
+    UTF-8) is one: its reader fails it with the reason, named after it; otherwise the upload was "No valid files
+    found", or failed whole."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(_SNIFF_BYTES)
@@ -206,11 +206,9 @@ def _is_point_collection(path: Path) -> bool:
     head = codecs.getincrementaldecoder(json.detect_encoding(data))(errors="replace").decode(data)
     if not _FC_RE.search(head):
         return False
-    point = _POINT_RE.search(head)
-    other = _OTHER_GEOM_RE.search(head)
-    if point is None:
-        return False
-    if other is not None and other.start() < point.start():
+    # Mostly points: a collection of points that begins with a line or a polygon is still one (that feature is left
+    # out, and said: the whole file was passed over unsaid), and a boundary with a label point is none.
+    if len(_POINT_RE.findall(head)) <= len(_OTHER_GEOM_RE.findall(head)):
         return False
     if len(data) < _SNIFF_BYTES:
         try:

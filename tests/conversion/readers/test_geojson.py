@@ -243,3 +243,18 @@ def test_property_names_past_the_column_limit_are_left_out_and_said(tmp_path):
     assert list(table.raw_columns)[:3] == ["seedRate", "k0_0", "k1_0"]
     np.testing.assert_array_equal(table.columns["seedRate"], [80000.0] * 30)
     assert f"{30 * 20 - 255} property names left out past the first 256 (a column each)." in table.warnings
+
+
+def test_points_after_a_polygon_are_a_data_set_and_a_boundary_with_a_label_point_is_none(tmp_path):
+    """A collection of points that began with a polygon was passed over unsaid (its upload PROCESSED without it)."""
+    polygon = {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}
+    points = [_point(10.0 + i * 1e-5, 54.0, seedRate=80000.0) for i in range(200)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "planting.geojson").write_text(json.dumps(_collection([polygon, *points])))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "field.geojson").write_text(json.dumps(_collection([polygon, polygon, _point(0.5, 0.5)])))
+    [dataset] = detect(tmp_path).datasets
+    assert dataset.path == tmp_path / "a" / "planting.geojson"
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert len(table) == 200
+    assert any(warning.startswith("1 features left out: not a Point") for warning in table.warnings)
