@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from platform_site.text import PLAIN_NUMBER
+
 WHOLE = re.compile(r"[+-]?[0-9]+")
-# The password of a URL's user (`redis://:pw@host`, `postgis://user:pw@host/db`): never in a message.
-URL_PASSWORD = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
 FLAGS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # The longest duration a setting takes (seconds, and days): longer ones overflowed the dates they were added to.
@@ -39,8 +39,18 @@ def raw(name: str) -> str | None:
     return value or None
 
 
+def without_credentials(value: str) -> str:
+    """`value` with whatever comes before its last `@` hidden but a scheme (`redis:***@host:6379/0`): a URL's user
+    and password, however the URL is mistyped (one slash, a password holding `/` or `@`), are never in a message."""
+    at = value.rfind("@")
+    if at < 0:
+        return value
+    colon = value.find(":")
+    return f"{value[: colon + 1] if 0 <= colon < at else ''}***{value[at:]}"
+
+
 def refused(name: str, value: str, takes: str) -> ImproperlyConfigured:
-    shown = URL_PASSWORD.sub(r"\1:***@", value)
+    shown = without_credentials(value)
     return ImproperlyConfigured(f'{name}={shown!r} is refused: {name} takes {takes} (README "Configuration").')
 
 
@@ -73,12 +83,9 @@ def number(name: str, default: float, *, minimum: float, above: bool = False, ma
     if value is None:
         return default
     takes = f"a number, {_bounds(minimum, maximum, above)}"
-    try:
-        if "_" in value:  # (Python reads `1_0` as 10)
-            raise ValueError(value)
-        result = float(value)
-    except ValueError:
-        raise refused(name, value, takes) from None
+    if not PLAIN_NUMBER.fullmatch(value):  # (Python's float() also reads `1_0`, `nan`, and other scripts' digits)
+        raise refused(name, value, takes)
+    result = float(value)
     if (
         not math.isfinite(result)
         or result < minimum
@@ -90,14 +97,23 @@ def number(name: str, default: float, *, minimum: float, above: bool = False, ma
 
 
 def wholes(name: str, default: list[int], *, minimum: int, maximum: int) -> list[int]:
-    """Comma-separated whole numbers, each from `minimum` to `maximum`."""
-    value = raw(name)
-    if value is None:
+    """Comma-separated whole numbers, each from `minimum` to `maximum`; empty items are none (`60,1800,`). Set to
+    the empty string, none at all (`WEBHOOK_RETRY_SCHEDULE=`: no retries), as it always was; unset, `default`."""
+    if name not in os.environ:
         return default
-    parts = [part.strip() for part in value.split(",")]
+    value = os.environ[name].strip()
+    parts = [part.strip() for part in value.split(",") if part.strip()]
     if not all(WHOLE.fullmatch(part) and minimum <= int(part) <= maximum for part in parts):
         raise refused(name, value, f"comma-separated whole numbers, each {minimum} or more, at most {maximum}")
     return [int(part) for part in parts]
+
+
+def names(name: str, default: list[str]) -> list[str]:
+    """Comma-separated names (hosts, origins); empty items are none; unset or empty, `default`."""
+    value = raw(name)
+    if value is None:
+        return default
+    return [part.strip() for part in value.split(",") if part.strip()] or default
 
 
 def flag(name: str, default: bool) -> bool:
@@ -155,7 +171,7 @@ def fernet_keys(name: str) -> list[str]:
         return []
     from cryptography.fernet import Fernet
 
-    keys = [key.strip() for key in value.split(",")]
+    keys = [key.strip() for key in value.split(",") if key.strip()]  # (a comma left at the end is no key)
     for position, key in enumerate(keys, start=1):
         try:
             Fernet(key)

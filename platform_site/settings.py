@@ -26,8 +26,8 @@ VAR_DIR = Path(checked.raw("VAR_DIR") or BASE_DIR / "var")
 DEBUG = checked.flag("DEBUG", False)
 # Without SECRET_KEY, a random key made on the first start and kept in VAR_DIR/secret-key (never one in the code).
 SECRET_KEY = checked.secret_key("SECRET_KEY") or stored_secret_key(VAR_DIR / "secret-key")
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+ALLOWED_HOSTS = checked.names("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver", "[::1]"])
+CSRF_TRUSTED_ORIGINS = checked.names("CSRF_TRUSTED_ORIGINS", [])
 # A link page's form refused for CSRF gets the link's own page; the admin gets Django's.
 CSRF_FAILURE_VIEW = "magiclinks.pages.csrf_failure"
 # Public address of the API, used in links we hand out (magic links, download links).

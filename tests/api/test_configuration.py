@@ -100,7 +100,7 @@ def test_every_documented_number_is_refused_unless_it_is_one_the_variable_takes(
     ("name", "value", "takes"),
     [
         ("DATABASE_URL", "postgis//db", "a URL of postgis:// or spatialite://"),
-        ("DATABASE_URL", "postgres://u@h/db", "a URL of postgis:// or spatialite://"),
+        ("DATABASE_URL", "postgres://h/db", "a URL of postgis:// or spatialite://"),
         ("CELERY_BROKER_URL", "foo://bar", "a URL of redis:// or rediss:// or memory://"),
         ("CELERY_BROKER_URL", "redis//x", "a URL of redis:// or rediss:// or memory://"),
         ("CELERY_BROKER_URL", "redis://h:port/0", "a URL of redis:// or rediss:// or memory://"),
@@ -111,7 +111,9 @@ def test_every_documented_number_is_refused_unless_it_is_one_the_variable_takes(
         ("WEBHOOK_ALLOW_PRIVATE_URLS", "sometimes", "true or false (yes/no, on/off, 1/0)"),
         ("LOG_LEVEL", "LOUD", "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
         ("WEBHOOK_RETRY_SCHEDULE", "60,-5", "comma-separated whole numbers, each 0 or more, at most 315360000"),
-        ("WEBHOOK_RETRY_SCHEDULE", "60,,120", "comma-separated whole numbers, each 0 or more, at most 315360000"),
+        ("WEBHOOK_RETRY_SCHEDULE", "60,1_0", "comma-separated whole numbers, each 0 or more, at most 315360000"),
+        ("AUTH_CACHE_SECONDS", "３０", "a number, 0 or more, at most 315360000"),  # (float() read it as 30)
+        ("WEBHOOK_TIMEOUT_SECONDS", "٥", "a number, above 0, at most 315360000"),
         # (a date that far away overflowed: the sweep that added it to now failed every time)
         ("CONVERSION_STUCK_AFTER_SECONDS", "99999999999999", "a whole number, 1 or more, at most 315360000"),
         ("TASK_DATABASE_RETRIES", "1000", "a whole number, 0 or more, at most 20"),
@@ -143,12 +145,50 @@ def test_values_the_readme_gives_are_taken(tmp_path):
     assert _settings_answers(tmp_path, pairs) == [None] * len(pairs)
 
 
-def test_a_password_in_a_refused_url_is_not_repeated(tmp_path):
-    answers = _settings_answers(
-        tmp_path, [("DATABASE_URL", "postgres://platform:s3cret@db/platform"), ("CELERY_BROKER_URL", "x://:pw@r/0")]
+def test_lists_keep_their_meaning_of_before(tmp_path):
+    """`WEBHOOK_RETRY_SCHEDULE=` was "no retries", and a comma left at the end of a list named nothing (a rotation's
+    `PROVIDER_SECRETS_KEYS=<key>,` stopped every process); `ALLOWED_HOSTS=` refused every request."""
+    code = (
+        "from django.conf import settings; "
+        "print(settings.WEBHOOK_RETRY_SCHEDULE, settings.PROVIDER_SECRETS_KEYS, settings.ALLOWED_HOSTS)"
     )
-    assert "s3cret" not in answers[0] and "'postgres://platform:***@db/platform'" in answers[0]
-    assert "pw" not in answers[1] and "'x://:***@r/0'" in answers[1]
+    key = "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU="
+    for values, printed in [
+        (
+            {"WEBHOOK_RETRY_SCHEDULE": "", "ALLOWED_HOSTS": ""},
+            "[] [] ['127.0.0.1', 'localhost', 'testserver', '[::1]']",
+        ),
+        (
+            {"WEBHOOK_RETRY_SCHEDULE": "60,1800,", "PROVIDER_SECRETS_KEYS": f"{key},", "ALLOWED_HOSTS": "a.example,"},
+            f"[60, 1800] ['{key}'] ['a.example']",
+        ),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=_environment(tmp_path) | values,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout.strip() == printed
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("DATABASE_URL", "postgres://platform:s3cret@db/platform", "postgres:***@db/platform"),
+        ("CELERY_BROKER_URL", "x://:s3cret@r/0", "x:***@r/0"),
+        # mistyped, or a password holding / or @: still hidden whole
+        ("DATABASE_URL", "postgis:/platform:s3cret@db:5432/platform", "postgis:***@db:5432/platform"),
+        ("CELERY_BROKER_URL", "redis//:s3cret@redis:6379/0", "redis//:***@redis:6379/0"),
+        ("DATABASE_URL", "postgres://platform:s3c@ret@db/platform", "postgres:***@db/platform"),
+        ("DATABASE_URL", "postgres://platform:s3c/ret@db/platform", "postgres:***@db/platform"),
+    ],
+)
+def test_a_password_in_a_refused_url_is_not_repeated(tmp_path, name, value, shown):
+    [refusal] = _settings_answers(tmp_path, [(name, value)])
+    assert refusal.startswith(f"{name}={shown!r} is refused: ") and "s3c" not in refusal and "ret" not in refusal
 
 
 def test_a_short_secret_key_and_a_key_that_is_no_fernet_key_are_refused_without_being_repeated(tmp_path):

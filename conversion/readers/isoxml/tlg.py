@@ -26,9 +26,9 @@ from .xmlfile import xml_root
 
 EPOCH_1980 = np.datetime64("1980-01-01T00:00:00", "ms")
 MS_PER_DAY = 86_400_000
-# A DDI (four hex digits at most) and a DLV's fixed value, in ASCII: `int` also reads other scripts' digits ("٣" as
-# 3) and underscores ("1_000").
-HEX_DDI = re.compile(r"[0-9A-Fa-f]{1,4}")
+# A DDI (hex digits: four, leading zeros aside) and a DLV's fixed value, in ASCII: `int` also reads other scripts'
+# digits ("٣" as 3), underscores ("1_000") and "0x".
+HEX_DDI = re.compile(r"[0-9A-Fa-f]{1,8}")
 WHOLE = re.compile(r"[+-]?[0-9]+")
 # Time zones span UTC-12 to UTC+14; a GPS/TC difference beyond that is not a clock offset but a bad value.
 GPS_TC_MAX_OFFSET_MS = 14 * 3_600_000
@@ -214,7 +214,7 @@ def parse_header(xml_path: Path) -> TimeLogHeader:
                 ptn_fixed[name] = float(value)
     dlvs: list[DLVSpec] = []
     for i, el in enumerate(root.findall("DLV")):
-        if not HEX_DDI.fullmatch(el.get("A", "")):
+        if not HEX_DDI.fullmatch(el.get("A", "").strip()):
             raise TimeLogError(f"{xml_path.name}: DLV {i} has no valid DDI ({el.get('A', '')[:40]!r})")
         ddi = int(el.get("A", ""), 16)
         value = el.get("B")
