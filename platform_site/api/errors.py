@@ -59,6 +59,7 @@ def database_busy_wait(exc: OperationalError) -> int | None:
 POSTGRESQL_UNDEFINED = frozenset({"42P01", "42703"})
 SQLITE_UNDEFINED = ("no such table: ", "no such column: ")
 NOT_MIGRATED_RETRY_SECONDS = 60
+NOT_MIGRATED_DETAIL = "The API's database is being set up or upgraded; try again in a minute."
 
 
 def database_not_migrated(exc: BaseException) -> bool:
@@ -75,18 +76,17 @@ def database_problem(exc: BaseException) -> tuple[str, str, int] | None:
     (`database_busy_wait`), or its tables are not yet those of this release (logged, with what to do); None when
     something is broken."""
     if database_not_migrated(exc):
-        _cause_logged(
+        cause_logged(
             "not_migrated",
             "The database's tables are not those of this release (answered 503 databaseNotMigrated): run "
             "`manage.py migrate` with this DATABASE_URL: %s",
             exc,
         )
-        detail = "The API's database is being set up or upgraded; try again in a minute."
-        return "databaseNotMigrated", detail, NOT_MIGRATED_RETRY_SECONDS
+        return "databaseNotMigrated", NOT_MIGRATED_DETAIL, NOT_MIGRATED_RETRY_SECONDS
     if not isinstance(exc, OperationalError):
         return None
     if database_unavailable(exc):
-        _cause_logged("unavailable", "The database cannot be reached (answered 503 databaseUnavailable): %s", exc)
+        cause_logged("unavailable", "The database cannot be reached (answered 503 databaseUnavailable): %s", exc)
         detail = "The database cannot be reached right now; try again in a few seconds."
         return "databaseUnavailable", detail, DATABASE_BUSY_RETRY_SECONDS
     if (wait := database_busy_wait(exc)) is not None:
@@ -169,6 +169,18 @@ class DomainError(Exception):
         if status_code is not None:
             self.status_code = status_code
         self.field_errors = field_errors
+
+
+class DatabaseNotMigrated(DomainError):
+    """The database lacks migrations of this release (`health.unapplied_migrations`): 503, as `database_problem`
+    answers a request that meets a table or column they make."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    error_key = "databaseNotMigrated"
+    wait = NOT_MIGRATED_RETRY_SECONDS
+
+    def __init__(self):
+        super().__init__(NOT_MIGRATED_DETAIL)
 
 
 class NotFoundError(DomainError):
@@ -397,14 +409,16 @@ _causes_logged: dict[str, float] = {}
 _causes_lock = threading.Lock()
 
 
-def _cause_logged(kind: str, message: str, exc: BaseException) -> None:
+def cause_logged(kind: str, message: str, cause: object) -> None:
+    """`message` logged (its one `%s`: `cause`, an exception's own cause when it has one), unless a line of this
+    `kind` was logged by this process in the last CAUSE_LOG_SECONDS."""
     now = time.monotonic()
     with _causes_lock:
         last = _causes_logged.get(kind)
         if last is not None and now - last < CAUSE_LOG_SECONDS:
             return
         _causes_logged[kind] = now
-    log.error(message, exc.__cause__ or exc)
+    log.error(message, getattr(cause, "__cause__", None) or cause)
 
 
 def handler404(request, exception=None):

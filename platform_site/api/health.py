@@ -7,8 +7,11 @@ nothing of any tenant in it: `{status, database, broker, outbox}`.
   broker and no worker in this process (`broker: none`; gunicorn started without CELERY_BROKER_URL), where uploads
   are taken and never converted.
 - 503 `databaseUnavailable` (the API's own problem, `Retry-After`) when the database does not answer: no request
-  can be served.
+  can be served; 503 `databaseNotMigrated` while it lacks a migration of this release (`unapplied_migrations`).
 """
+
+import threading
+import time
 
 from django.db import connection
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -17,10 +20,36 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from platform_site.api.errors import DatabaseNotMigrated, cause_logged
 from platform_site.outbox.models import OutboxTask
 
 # How long the broker may take to accept a connection before it counts as unreachable (seconds).
 BROKER_CHECK_TIMEOUT_SECONDS = 2.0
+
+
+# Once the database has every migration of this release it keeps them while the release runs, so that is known for
+# good; until then it is asked again at most this often (reading the migrations takes a tenth of a second).
+MIGRATIONS_CHECK_SECONDS = 10.0
+_migrations = {"applied": False, "checked_at": None, "lock": threading.Lock()}
+
+
+def unapplied_migrations() -> list[str]:
+    """The migrations of this release the database has not applied (`app.name`), in the order `migrate` applies
+    them; none once it has them all (a release older than the database has none left either)."""
+    with _migrations["lock"]:
+        now = time.monotonic()
+        if _migrations["applied"]:
+            return []
+        checked_at = _migrations["checked_at"]
+        if checked_at is not None and now - checked_at < MIGRATIONS_CHECK_SECONDS:
+            return _migrations["unapplied"]
+        from django.db.migrations.executor import MigrationExecutor
+
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        unapplied = [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+        _migrations.update(applied=not unapplied, checked_at=now, unapplied=unapplied)
+        return unapplied
 
 
 def broker_state() -> str:
@@ -49,7 +78,10 @@ class HealthView(APIView):
     authentication_classes: list = []
     permission_classes: list = []
     problem_responses = {
-        "get": {503: "The database cannot be reached: this instance serves no request (`databaseUnavailable`)."}
+        "get": {
+            503: "The database cannot be reached (`databaseUnavailable`), or lacks migrations of this release "
+            "(`databaseNotMigrated`): this instance serves no request."
+        }
     }
 
     @extend_schema(
@@ -67,6 +99,15 @@ class HealthView(APIView):
     def get(self, request):
         with connection.cursor() as cursor:  # (a database that does not answer: the 503 of the error handler)
             cursor.execute("SELECT 1")
+        if unapplied := unapplied_migrations():
+            # (a request that meets what they make answers the same; this says so before one does)
+            cause_logged(
+                "not_migrated",
+                "The database lacks migrations of this release (answered 503 databaseNotMigrated): run `manage.py "
+                "migrate` with this DATABASE_URL: %s",
+                f"{len(unapplied)} to apply, the first {unapplied[0]}",
+            )
+            raise DatabaseNotMigrated()
         broker = broker_state()
         outbox = "waiting" if OutboxTask.objects.exists() else "empty"
         healthy = broker in ("ok", "embedded") and outbox == "empty"
