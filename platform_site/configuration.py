@@ -8,8 +8,9 @@ delivery back for ever, `CELERY_WORKER_PREFETCH_MULTIPLIER=-1` made a worker tha
 as 30 and `abc` as "could not convert string to float: ''".
 
 A variable set to the empty string counts as unset (its default), as `SECRET_KEY=` and `CELERY_BROKER_URL=`
-always did. Numbers are written in decimal (`1e3` and `2.5` are numbers of seconds; a whole number has digits
-only); flags are true/false, yes/no, on/off or 1/0, in any case.
+always did; a list set so is empty (`wholes`: `WEBHOOK_RETRY_SCHEDULE=`, no retries, as it always was). Numbers are
+written in ASCII decimal (`1e3` and `2.5` are numbers of seconds; a whole number has digits only); flags are
+true/false, yes/no, on/off or 1/0, in any case.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from platform_site.text import PLAIN_NUMBER
 
-WHOLE = re.compile(r"[+-]?[0-9]+")
+WHOLE = re.compile(r"[+-]?[0-9]{1,30}")  # (int() refuses more than 4,300 digits with a ValueError of its own)
 FLAGS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # The longest duration a setting takes (seconds, and days): longer ones overflowed the dates they were added to.
@@ -51,6 +52,7 @@ def without_credentials(value: str) -> str:
 
 def refused(name: str, value: str, takes: str) -> ImproperlyConfigured:
     shown = without_credentials(value)
+    shown = shown if len(shown) <= 100 else shown[:100] + "..."
     return ImproperlyConfigured(f'{name}={shown!r} is refused: {name} takes {takes} (README "Configuration").')
 
 

@@ -117,6 +117,7 @@ def test_every_documented_number_is_refused_unless_it_is_one_the_variable_takes(
         # (a date that far away overflowed: the sweep that added it to now failed every time)
         ("CONVERSION_STUCK_AFTER_SECONDS", "99999999999999", "a whole number, 1 or more, at most 315360000"),
         ("TASK_DATABASE_RETRIES", "1000", "a whole number, 0 or more, at most 20"),
+        ("CONVERSION_MAX_ENTRIES", "9" * 40, "a whole number, 1 or more"),  # (int() refuses 4,301 digits itself)
         ("WEBHOOK_TIMEOUT_SECONDS", "0", "a number, above 0, at most 315360000"),
         ("JWT_LIFETIME_HOURS", "99999999999", "a whole number, 1 or more, at most 87600"),
     ],
@@ -189,6 +190,11 @@ def test_lists_keep_their_meaning_of_before(tmp_path):
 def test_a_password_in_a_refused_url_is_not_repeated(tmp_path, name, value, shown):
     [refusal] = _settings_answers(tmp_path, [(name, value)])
     assert refusal.startswith(f"{name}={shown!r} is refused: ") and "s3c" not in refusal and "ret" not in refusal
+
+
+def test_a_long_value_is_shown_cut_short(tmp_path):
+    [refusal] = _settings_answers(tmp_path, [("CONVERSION_MAX_ENTRIES", "9" * 5000)])
+    assert refusal.startswith("CONVERSION_MAX_ENTRIES='" + "9" * 100 + "...' is refused: ")
 
 
 def test_a_short_secret_key_and_a_key_that_is_no_fernet_key_are_refused_without_being_repeated(tmp_path):
