@@ -46,16 +46,22 @@ def _environment(tmp_path) -> dict:
     }
 
 
-def _settings_answers(tmp_path, pairs: list[tuple[str, str]]) -> list[str | None]:
-    """For each (variable, value): None when the settings take it, else the refusal's message."""
-    done = subprocess.run(
-        [sys.executable, "-c", RELOADS, json.dumps(pairs)],
-        env=_environment(tmp_path),
+def _python(tmp_path, arguments: list[str], env: dict, *, check: bool = False) -> subprocess.CompletedProcess:
+    """This project's Python run with `arguments` in the suite's environment plus `env` (at most a minute)."""
+    return subprocess.run(
+        [sys.executable, *arguments],
+        env=_environment(tmp_path) | env,
         cwd=ROOT,
         capture_output=True,
         text=True,
-        check=True,
+        check=check,
+        timeout=60,
     )
+
+
+def _settings_answers(tmp_path, pairs: list[tuple[str, str]]) -> list[str | None]:
+    """For each (variable, value): None when the settings take it, else the refusal's message."""
+    done = _python(tmp_path, ["-c", RELOADS, json.dumps(pairs)], {}, check=True)
     return json.loads(done.stdout)
 
 
@@ -164,15 +170,7 @@ def test_lists_keep_their_meaning_of_before(tmp_path):
             f"[60, 1800] ['{key}'] ['a.example']",
         ),
     ]:
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            env=_environment(tmp_path) | values,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        assert done.stdout.strip() == printed
+        assert _python(tmp_path, ["-c", code], values, check=True).stdout.strip() == printed
 
 
 @pytest.mark.parametrize(
@@ -215,13 +213,7 @@ def test_a_short_secret_key_and_a_key_that_is_no_fernet_key_are_refused_without_
 )
 def test_a_class_that_cannot_be_imported_stops_every_process_as_it_starts(tmp_path, name, value):
     """They started cleanly, and every upload (or weather request) was a 500."""
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        env=_environment(tmp_path) | {name: value},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    done = _python(tmp_path, ["manage.py", "check"], {name: value})
     assert done.returncode != 0
     assert done.stderr.splitlines()[-1].startswith(
         f"django.core.exceptions.ImproperlyConfigured: {name}={value!r} is refused: no class of that dotted path"
@@ -230,14 +222,8 @@ def test_a_class_that_cannot_be_imported_stops_every_process_as_it_starts(tmp_pa
 
 def test_a_worker_with_a_refused_value_does_not_start(tmp_path):
     """A Celery worker reads the settings as it starts: it stops there, naming the variable."""
-    done = subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "platform_site", "worker", "--pool", "solo"],
-        env=_environment(tmp_path) | {"CELERY_WORKER_PREFETCH_MULTIPLIER": "-1"},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    worker = ["-m", "celery", "-A", "platform_site", "worker", "--pool", "solo"]
+    done = _python(tmp_path, worker, {"CELERY_WORKER_PREFETCH_MULTIPLIER": "-1"})
     assert done.returncode != 0
     assert "CELERY_WORKER_PREFETCH_MULTIPLIER='-1' is refused" in done.stderr, done.stderr[-2000:]
 
