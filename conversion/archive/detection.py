@@ -13,13 +13,17 @@ from pathlib import Path, PurePosixPath
 from conversion.readers.base import Dataset
 from platform_site.text import storable
 
+from .extraction import UNREADABLE_SUFFIX
+
 
 @dataclass(frozen=True)
 class UnsupportedFound:
-    """A proprietary data set we recognise but cannot read (no open specification)."""
+    """A proprietary data set we recognise but cannot read (no open specification), or a zip nested in the upload
+    that cannot be read (`reason` says why; `path` is where it was)."""
 
     format_name: str
     path: Path
+    reason: str | None = None
 
 
 @dataclass
@@ -40,6 +44,9 @@ PRECISION_PLANTING = "Precision Planting 2020"
 CLIMATE = "Climate FieldView"
 TRIMBLE_AGDATA = "Trimble AgData"
 TRIMBLE_AGGPS = "Trimble AgGPS"
+UNREADABLE_ZIP = "ZIP"
+# The most of an unreadable nested zip's reason read back (`extraction.UNREADABLE_SUFFIX`).
+UNREADABLE_REASON_CHARS = 2000
 
 _FILE_FORMATS = {
     ".yld": AG_LEADER,
@@ -79,6 +86,9 @@ def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
         for name in sorted(filenames):
             path = here / name
             suffix = Path(name.lower()).suffix
+            if name.lower().endswith(".zip" + UNREADABLE_SUFFIX):
+                found.unsupported.append(UnsupportedFound(UNREADABLE_ZIP, path.with_suffix(""), _unreadable(path)))
+                continue
             file_format = _file_dataset_format(path, lower_files)
             if file_format is not None:
                 found.datasets.append(Dataset(file_format, path, here, storable(Path(name).stem) or storable(name)))
@@ -92,6 +102,15 @@ def detect(root: str | os.PathLike, *, name: str | None = None) -> Detection:
                 if not any(u.format_name == fmt and u.path == here for u in found.unsupported):
                     found.unsupported.append(UnsupportedFound(fmt, here))
     return found
+
+
+def _unreadable(marker: Path) -> str:
+    """Why the nested zip a marker stands for could not be read, as extraction wrote it."""
+    try:
+        with open(marker, encoding="utf-8", errors="replace") as fh:
+            return storable(fh.read(UNREADABLE_REASON_CHARS)) or "it cannot be read"
+    except OSError:
+        return "it cannot be read"
 
 
 def _proprietary_folder(here: Path, dirnames: list[str], lower_files: dict[str, str]) -> str | None:

@@ -37,6 +37,17 @@ class ArchiveError(Exception):
     """The upload cannot be extracted safely; the message says why."""
 
 
+class CorruptArchive(ArchiveError):
+    """A zip that cannot be read (no zip, cut short, a corrupt directory or entry, encrypted, a feature zipfile
+    lacks), as opposed to one refused as hostile (a bomb, a path outside, too deep). A zip nested in the upload that
+    is corrupt is left out alone (`UNREADABLE_SUFFIX`); the upload itself, corrupt, fails whole."""
+
+
+# What a nested zip that cannot be read leaves in its place: a file of this name beside where it was, holding why.
+# Detection makes it a failed file of its own (`detection.UNREADABLE_ZIP`); the rest of the upload converts.
+UNREADABLE_SUFFIX = ".unreadable"
+
+
 # Errors of our own disk, not of the archive: a full disk (or quota: `STORAGE_FULL_ERRNOS`), a failing or read-only
 # one. They are raised as they are, the caller's failure, never the upload's ("entry ... is corrupt or truncated
 # ([Errno 28] No space left on device)" failed a good upload for good). The archive's own faults are zipfile's and
@@ -88,6 +99,7 @@ class ExtractResult:
     files: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # nested zips that cannot be read (`UNREADABLE_SUFFIX`)
     total_bytes: int = 0
 
 
@@ -127,21 +139,21 @@ def _open_zip(path: Path, label: str) -> zipfile.ZipFile:
         # it said "Files found but unable to read" and showed the server's path of the file.
         if disk_failure(exc) or exc.filename is not None:
             raise
-        raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
+        raise CorruptArchive(f"{label} cannot be opened as a zip archive ({exc})") from exc
     except zipfile.BadZipFile as exc:
-        raise ArchiveError(f"{label} is not a zip archive or is truncated ({exc})") from exc
+        raise CorruptArchive(f"{label} is not a zip archive or is truncated ({exc})") from exc
     except UnicodeDecodeError as exc:
         # zipfile reads a name flagged UTF-8 strictly while it reads the directory, and gives up on the whole archive;
         # it has no way to read names as bytes.
         shown = exc.object.decode("utf-8", "backslashreplace") if isinstance(exc.object, bytes) else "?"
-        raise ArchiveError(
+        raise CorruptArchive(
             f"{label} cannot be read: the name of its entry '{shown}' is marked as UTF-8 but is not UTF-8 (a fault "
             "of the tool that made the zip); zip the files again with another tool"
         ) from exc
     except (ValueError, EOFError) as exc:
-        raise ArchiveError(f"{label} cannot be opened as a zip archive ({exc})") from exc
+        raise CorruptArchive(f"{label} cannot be opened as a zip archive ({exc})") from exc
     except NotImplementedError as exc:  # (a directory that asks for a zip version or feature Python's zipfile lacks)
-        raise ArchiveError(f"{label} uses a zip feature that cannot be read ({exc}); zip the files again") from exc
+        raise CorruptArchive(f"{label} uses a zip feature that cannot be read ({exc}); zip the files again") from exc
 
 
 def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: ExtractResult, depth: int, label: str):
@@ -151,7 +163,7 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             if disk_failure(exc):
                 raise
-            raise ArchiveError(f"{label}: corrupt zip directory ({exc})") from exc
+            raise CorruptArchive(f"{label}: corrupt zip directory ({exc})") from exc
         planned: list[tuple[zipfile.ZipInfo, PurePosixPath]] = []
         declared = 0
         for info in infos:
@@ -208,8 +220,15 @@ def _extract(zip_path: Path, dest: Path, budget: ExtractionBudget, result: Extra
             raise ArchiveError(f"zips nested more than {budget.max_depth} levels deep ({inner.name})")
         folder = _free_folder(inner.with_suffix(""))
         folder.mkdir(parents=True)
-        _extract(inner, folder, budget, result, depth + 1, label=f"{label}/{inner.name}")
-        result.nested.append(str(inner.relative_to(dest)))
+        try:
+            _extract(inner, folder, budget, result, depth + 1, label=f"{label}/{inner.name}")
+        except CorruptArchive as exc:  # (left out alone: the upload's other files are converted)
+            cleanup(folder)
+            result.files = [path for path in result.files if not path.is_relative_to(folder)]
+            inner.with_name(inner.name + UNREADABLE_SUFFIX).write_text(str(exc), encoding="utf-8")
+            result.unreadable.append(str(inner.relative_to(dest)))
+        else:
+            result.nested.append(str(inner.relative_to(dest)))
         inner.unlink()
 
 
@@ -338,17 +357,17 @@ def _stream_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budg
         raise ArchiveError(f"{label}: entry {info.filename!r} appears twice") from exc
     except RuntimeError as exc:  # zipfile: encrypted entry (a flag the directory did not show)
         target.unlink(missing_ok=True)
-        raise ArchiveError(f"{label}: entry {info.filename!r} is encrypted (password protected)") from exc
+        raise CorruptArchive(f"{label}: entry {info.filename!r} is encrypted (password protected)") from exc
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
             raise _unwritable(info, label, exc) from exc
         target.unlink(missing_ok=True)
         if disk_failure(exc):
             raise
-        raise ArchiveError(f"{label}: entry {info.filename!r} is corrupt or truncated ({exc})") from exc
+        raise CorruptArchive(f"{label}: entry {info.filename!r} is corrupt or truncated ({exc})") from exc
     except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as exc:
         target.unlink(missing_ok=True)
-        raise ArchiveError(f"{label}: entry {info.filename!r} is corrupt or truncated ({exc})") from exc
+        raise CorruptArchive(f"{label}: entry {info.filename!r} is corrupt or truncated ({exc})") from exc
 
 
 def _free_folder(path: Path) -> Path:

@@ -171,7 +171,11 @@ def batch_open(batch_id: str) -> None:
                 name=fit(name, NAME_LENGTH),
                 supported=False,
                 status=DatasetStatus.FAILED,
-                message=f"{unsupported.format_name} data has no open specification; it cannot be converted.",
+                message=(
+                    f"a zip inside the upload that cannot be read: {unsupported.reason}."
+                    if unsupported.reason is not None
+                    else f"{unsupported.format_name} data has no open specification; it cannot be converted."
+                ),
                 finished_at=timezone.now(),
             )
             file = _file_for(dataset, unsupported.format_name, name)

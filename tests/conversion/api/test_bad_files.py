@@ -364,3 +364,28 @@ def test_a_deere_metadata_sidecar_that_is_no_json_is_left_aside(api_client, core
     # Then the shapefile converts as one without the sidecar
     assert batch["status"] == "PROCESSED", batch
     assert file_record(api_client, batch["files"][0])["status"] == "processed"
+
+
+def test_a_zip_inside_the_upload_that_cannot_be_read_fails_alone(api_client, core_user):
+    """A corrupt zip among the upload's files failed the whole upload, the good data sets beside it too; it is a
+    failed file of its own, with the reason, and the rest converts. A hostile one (a path out of the archive) still
+    fails the whole upload."""
+    good = zip_entries({"inner/spray.geojson": _points(_good_coordinates(5))})
+    bad_entry = bytearray(zip_entries({"notes.txt": b"x" * 2000}))
+    bad_entry[bad_entry.find(b"PK\x03\x04") + 30 + len("notes.txt") + 5] ^= 0xFF  # a byte of the deflated entry
+    data = zip_entries({"a/good.zip": good, "b/cut.zip": good[: len(good) // 2], "c/bad.zip": bytes(bad_entry)})
+    batch = uploaded_batch(api_client, core_user, data)
+    assert batch["status"] == "PROCESSED", batch
+    files = {record["fileName"]: record for record in (file_record(api_client, i) for i in batch["files"])}
+    assert files["spray"]["status"] == "processed"
+    assert files["cut.zip"]["status"] == files["bad.zip"]["status"] == "failed"
+    assert files["cut.zip"]["statusDetails"] == (
+        f"{UNABLE_TO_READ} (a zip inside the upload that cannot be read: upload.zip/cut.zip is not a zip archive or is "
+        "truncated (File is not a zip file).)"
+    )
+    assert "upload.zip/bad.zip: entry 'notes.txt' is corrupt or truncated" in files["bad.zip"]["statusDetails"]
+    hostile = bytearray(zip_entries({"xx/evil.txt": b"x"}))
+    hostile[hostile.find(b"xx/evil.txt") : hostile.find(b"xx/evil.txt") + 11] = b"../evil.txt"
+    hostile[hostile.rfind(b"xx/evil.txt") : hostile.rfind(b"xx/evil.txt") + 11] = b"../evil.txt"
+    batch = uploaded_batch(api_client, core_user, zip_entries({"a/good.zip": good, "b/evil.zip": bytes(hostile)}))
+    _assert_user_failure(batch, "upload.zip/evil.zip: entry '../evil.txt' points outside the archive")
