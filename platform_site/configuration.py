@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from platform_site.text import PLAIN_NUMBER
+from platform_site.text import PLAIN_INTEGER, PLAIN_NUMBER
 
-WHOLE = re.compile(r"[+-]?[0-9]{1,30}")  # (int() refuses more than 4,300 digits with a ValueError of its own)
+# The most digits of a whole number taken (int() refuses more than 4,300 with a ValueError of its own).
+WHOLE_DIGITS_MAX = 30
 FLAGS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # The longest duration a setting takes (seconds, and days): longer ones overflowed the dates they were added to.
@@ -65,13 +65,18 @@ def _bounds(minimum: float, maximum: float | None, above: bool) -> str:
     return low if maximum is None else f"{low}, at most {_shown(maximum)}"
 
 
+def _is_whole(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits (`PLAIN_INTEGER`) of at most WHOLE_DIGITS_MAX digits."""
+    return PLAIN_INTEGER.fullmatch(text) is not None and len(text.lstrip("+-")) <= WHOLE_DIGITS_MAX
+
+
 def whole(name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
     """A whole number from `minimum` (to `maximum`)."""
     value = raw(name)
     if value is None:
         return default
     takes = f"a whole number, {_bounds(minimum, maximum, False)}"
-    if not WHOLE.fullmatch(value):
+    if not _is_whole(value):
         raise refused(name, value, takes)
     number = int(value)
     if number < minimum or (maximum is not None and number > maximum):
@@ -105,7 +110,7 @@ def wholes(name: str, default: list[int], *, minimum: int, maximum: int) -> list
         return default
     value = os.environ[name].strip()
     parts = [part.strip() for part in value.split(",") if part.strip()]
-    if not all(WHOLE.fullmatch(part) and minimum <= int(part) <= maximum for part in parts):
+    if not all(_is_whole(part) and minimum <= int(part) <= maximum for part in parts):
         raise refused(name, value, f"comma-separated whole numbers, each {minimum} or more, at most {maximum}")
     return [int(part) for part in parts]
 

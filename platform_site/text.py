@@ -6,6 +6,8 @@ import re
 # A number written in plain ASCII decimals (`12.5`, `-3`, `1e3`; not `1_000`, `nan`, other scripts' digits, which
 # Python's own `float()` also reads): query parameters, and numbers that files write as text.
 PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# A whole number so written (`12`, `-3`; not `1.5`, `1e3`, `1_0`, `0x10`, other scripts' digits, which `int()` reads).
+PLAIN_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 # The date of an ISO 8601 time: calendar, ordinal or week date, extended or basic (`2024-05-01`, `2024-122`,
 # `2024-W18-3`, `20240501`), read up to what follows it.

@@ -10,9 +10,7 @@ from django import forms
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.utils import extend_schema_field
 
-from platform_site.text import PLAIN_NUMBER, iso_time_text
-
-PLAIN_INTEGER = re.compile(r"[+-]?[0-9]+")
+from platform_site.text import PLAIN_INTEGER, PLAIN_NUMBER, iso_time_text
 
 
 class UtcDateTimeField(forms.Field):

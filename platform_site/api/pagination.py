@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
 from platform_site.api import wording
-from platform_site.api.filters import PLAIN_INTEGER
+from platform_site.text import PLAIN_INTEGER
 
 BEYOND_DIGITS = 19  # a number of more digits is past any page and any size (Python reads at most 4300 digits)
 

@@ -13,8 +13,7 @@ from rest_framework.settings import api_settings
 
 from platform_site.api import wording
 from platform_site.api.errors import DomainError
-from platform_site.api.filters import PLAIN_INTEGER
-from platform_site.text import ECHO_MAX
+from platform_site.text import ECHO_MAX, PLAIN_INTEGER
 from platform_site.validators import CONTROL_CHARACTERS_MESSAGE, holds_control_characters
 
 

@@ -20,16 +20,15 @@ import numpy as np
 
 from conversion.readers import ddi as ddis
 from conversion.readers.binary import values_at
-from platform_site.text import PLAIN_NUMBER
+from platform_site.text import PLAIN_INTEGER, PLAIN_NUMBER
 
 from .xmlfile import xml_root
 
 EPOCH_1980 = np.datetime64("1980-01-01T00:00:00", "ms")
 MS_PER_DAY = 86_400_000
-# A DDI (hex digits: four, leading zeros aside) and a DLV's fixed value, in ASCII: `int` also reads other scripts'
-# digits ("٣" as 3), underscores ("1_000") and "0x".
+# A DDI in ASCII hex digits (four, leading zeros aside): `int` also reads other scripts' digits ("٣" as 3),
+# underscores and "0x".
 HEX_DDI = re.compile(r"[0-9A-Fa-f]{1,8}")
-WHOLE = re.compile(r"[+-]?[0-9]+")
 # Time zones span UTC-12 to UTC+14; a GPS/TC difference beyond that is not a clock offset but a bad value.
 GPS_TC_MAX_OFFSET_MS = 14 * 3_600_000
 
@@ -220,7 +219,7 @@ def parse_header(xml_path: Path) -> TimeLogHeader:
         value = el.get("B")
         fixed = None
         if value not in (None, ""):
-            if not WHOLE.fullmatch(value.strip()):
+            if not PLAIN_INTEGER.fullmatch(value.strip()):
                 raise TimeLogError(f"{xml_path.name}: DLV {i} fixed value {value[:40]!r} is not an integer")
             fixed = int(value)
             if not -(2**31) <= fixed < 2**31:  # a process data value is 32 bits (ISO 11783-10)
