@@ -82,3 +82,8 @@ def binary_size(size: int) -> str:
             whole, tenth = divmod(size * 10 // 1024**power, 10)
             return f"{whole} {unit}" if tenth == 0 else f"{whole}.{tenth} {unit}"
     return f"{size} byte" if size == 1 else f"{size} bytes"
+
+
+def named_first(names: list[str], most: int) -> str:
+    """The first `most` of `names`, joined with commas, and how many more there are: `a, b and 3 more`."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")

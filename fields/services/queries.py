@@ -9,6 +9,7 @@ from shapely.geometry import MultiPolygon
 
 from platform_site.accounts.models import CoreUser
 from platform_site.api.errors import DomainError, list_item_errors
+from platform_site.text import named_first
 
 from ..geodesy import SQUARE_METRES_PER_HECTARE, as_multipolygon
 from ..geometry import Overlap, candidate_window, from_geos, overlaps, to_geos
@@ -63,7 +64,7 @@ def fields_intersection(*, core_user: CoreUser, field_ids: list[str]) -> MultiPo
     }
     missing = [i for i in ids if i not in fields]
     if missing:
-        named = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        named = named_first(missing, 10)
         raise DomainError(
             f"Not fields of this user (or without an active boundary): {named}.",
             error_key="validation",

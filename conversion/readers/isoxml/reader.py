@@ -29,6 +29,7 @@ from conversion.readers.base import (
     register,
     usable_positions,
 )
+from platform_site.text import named_first
 
 from . import ignore_times
 from .parallel import AnyTimeLog, join_parallel
@@ -128,10 +129,7 @@ class IsoxmlReader(Reader):
         tlg_refs = list(first.values())
         if len(tlg_refs) < len(listed):
             repeated = [ref for ref in tlg_refs if times[ref.upper()] > 1]
-            warnings.append(
-                f"time logs listed more than once in the task are read once: {', '.join(repeated[:5])}"
-                + (f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
-            )
+            warnings.append(f"time logs listed more than once in the task are read once: {named_first(repeated, 5)}")
         read: list[TimeLog] = []
         for ref in tlg_refs:
             xml_path, bin_path = td.find_file(f"{ref}.xml"), td.find_file(f"{ref}.bin")

@@ -16,6 +16,7 @@ from pathlib import Path
 from xml.etree.ElementTree import Element
 
 from conversion.readers.base import MachineIdentity, UnreadableDataset
+from platform_site.text import named_first
 
 from .xmlfile import xml_root
 
@@ -263,8 +264,7 @@ def load_taskdata(taskdata_xml: Path) -> TaskData:
         elements.extend(list(xfc))
     if again:
         warnings.append(
-            f"external files referenced by XFR again, or TASKDATA itself, are read once: {', '.join(list(again)[:5])}"
-            + (f" and {len(again) - 5} more" if len(again) > 5 else "")
+            f"external files referenced by XFR again, or TASKDATA itself, are read once: {named_first(list(again), 5)}"
         )
 
     # Grids (GRD G: file name) are not read, but they are the data set's: a moved one goes with its original files.
