@@ -70,18 +70,24 @@ def database_not_migrated(exc: BaseException) -> bool:
     return sqlstate(exc) in POSTGRESQL_UNDEFINED or str(exc).startswith(SQLITE_UNDEFINED)
 
 
+def not_migrated_logged(cause: object) -> None:
+    """Say in the log, once a minute (`cause_logged`), that the database lacks what this release migrates, `cause`
+    telling what: a table or column a request met, or the migrations `/health` found unapplied."""
+    cause_logged(
+        "not_migrated",
+        "The database is not migrated for this release (answered 503 databaseNotMigrated): run `manage.py migrate` "
+        "with this DATABASE_URL: %s",
+        cause,
+    )
+
+
 def database_problem(exc: BaseException) -> tuple[str, str, int] | None:
     """The 503 of a request that failed with `exc` and may succeed sent again, as (errorKey, detail, seconds for
     Retry-After): the database cannot be reached now (its cause logged), another request's change was in the way
     (`database_busy_wait`), or its tables are not yet those of this release (logged, with what to do); None when
     something is broken."""
     if database_not_migrated(exc):
-        cause_logged(
-            "not_migrated",
-            "The database's tables are not those of this release (answered 503 databaseNotMigrated): run "
-            "`manage.py migrate` with this DATABASE_URL: %s",
-            exc,
-        )
+        not_migrated_logged(exc)
         return "databaseNotMigrated", NOT_MIGRATED_DETAIL, NOT_MIGRATED_RETRY_SECONDS
     if not isinstance(exc, OperationalError):
         return None

@@ -20,7 +20,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from platform_site.api.errors import DatabaseNotMigrated, cause_logged
+from platform_site.api.errors import DatabaseNotMigrated, not_migrated_logged
 from platform_site.outbox.models import OutboxTask
 
 # How long the broker may take to accept a connection before it counts as unreachable (seconds).
@@ -101,12 +101,7 @@ class HealthView(APIView):
             cursor.execute("SELECT 1")
         if unapplied := unapplied_migrations():
             # (a request that meets what they make answers the same; this says so before one does)
-            cause_logged(
-                "not_migrated",
-                "The database lacks migrations of this release (answered 503 databaseNotMigrated): run `manage.py "
-                "migrate` with this DATABASE_URL: %s",
-                f"{len(unapplied)} to apply, the first {unapplied[0]}",
-            )
+            not_migrated_logged(f"{len(unapplied)} to apply, the first {unapplied[0]}")
             raise DatabaseNotMigrated()
         broker = broker_state()
         outbox = "waiting" if OutboxTask.objects.exists() else "empty"
