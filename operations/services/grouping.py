@@ -77,11 +77,15 @@ def on_batch_ended(sender, batch, **kwargs) -> None:
     send_on_commit(_tasks().operation_batch_builds, str(batch.pk))
 
 
+# An operation a file of which belongs to a batch still being converted. Its build is put off until that batch ends
+# (`operation_batch_builds`), and the sweep leaves it alone meanwhile: each file of a batch that joined the operation
+# rebuilt it from all its files, so a task data file of eight tasks on one field took twice as long with its field
+# as without.
+WAITS_FOR_A_BATCH = Q(files__batch__status=BatchStatus.RECEIVED)
+
+
 def _waits_for_a_batch(operation: Operation) -> bool:
-    """Whether a file of the operation belongs to a batch still being converted. Its build is put off until that
-    batch ends (`operation_batch_builds`): each file of a batch that joined the operation rebuilt it from all its
-    files, so a task data file of eight tasks on one field took twice as long with its field as without."""
-    return operation.files.filter(batch__status=BatchStatus.RECEIVED).exists()
+    return Operation.objects.filter(WAITS_FOR_A_BATCH, pk=operation.pk).exists()
 
 
 def operation_batch_builds(batch_id: str) -> int:
@@ -326,8 +330,9 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
     now = timezone.now()
     limit = conversion.stuck_limit(limit)
     counts = {"resent": 0, "failed": 0, "grouped": 0}
+    # (one waiting for a batch is built when the batch ends; the conversion sweep ends a stuck batch)
     stuck = Operation.objects.filter(status=Operation.Status.PROCESSING, updated_time__lt=limit).exclude(
-        files__batch__status=BatchStatus.RECEIVED  # (built when the batch ends; the conversion sweep ends a stuck one)
+        WAITS_FOR_A_BATCH
     )
     for operation_id in stuck.values_list("pk", flat=True):
         with transaction.atomic():
