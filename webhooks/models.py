@@ -120,6 +120,9 @@ class DeliveryAttempt(models.Model):
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveIntegerField()
     attempted_at = models.DateTimeField(auto_now_add=True)
+    # The address posted to: a webhook's URL may be changed (in the admin) while its deliveries wait for a retry,
+    # and each attempt is listed with where it went. Empty for attempts recorded before it was kept.
+    url = models.URLField(max_length=2000, blank=True, db_default="", default="")
     status_code = models.PositiveIntegerField(null=True, blank=True)
     response = models.TextField(blank=True, default="")
     error = models.TextField(blank=True, default="")

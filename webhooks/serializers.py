@@ -91,7 +91,9 @@ class FailedCallSerializer(serializers.ModelSerializer):
             "id": str(attempt.id),
             "webhookId": str(delivery.webhook_id),
             "deliveryId": str(delivery.id),
-            "url": delivery.webhook.url,
+            # Where this attempt was posted (the webhook's URL may have changed since); an attempt recorded before
+            # that was kept shows the webhook's URL.
+            "url": attempt.url or delivery.webhook.url,
             "event": delivery.event,
             "createdAt": format_timestamp(attempt.attempted_at),
             "status": attempt.status_code,

@@ -317,7 +317,7 @@ def _delivery_post_claimed(delivery: Delivery, lease: str | None) -> tuple[float
             error = f"Timeout: no answer within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s"
     duration_ms = int((time.monotonic() - started) * 1000)
     succeeded = status_code is not None and 200 <= status_code < 300
-    delay = _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded)
+    delay = _delivery_record(delivery, webhook.url, status_code, response_text, error, duration_ms, succeeded)
     return delay, _hand_over(delivery)
 
 
@@ -332,7 +332,7 @@ def _read_limited(response) -> str:
 
 
 @transaction.atomic
-def _delivery_record(delivery, status_code, response_text, error, duration_ms, succeeded) -> float | None:
+def _delivery_record(delivery, url, status_code, response_text, error, duration_ms, succeeded) -> float | None:
     # The webhook kept first (as `event_emit` does): deleted meanwhile, its deletion had not collected the attempt
     # recorded here, and failed at commit.
     if not rows_kept(Webhook, [delivery.webhook_id]):
@@ -355,6 +355,7 @@ def _delivery_record(delivery, status_code, response_text, error, duration_ms, s
     DeliveryAttempt.objects.create(
         delivery=delivery,
         number=delivery.attempts,
+        url=url,
         status_code=status_code,
         response=response_text,
         error=storable(error) if error else error,

@@ -285,6 +285,40 @@ def test_only_the_latest_failed_attempt_says_when_the_next_one_is(
     assert calls[0]["nextAttemptAt"] > calls[0]["createdAt"]
 
 
+def test_each_failed_call_names_the_url_its_attempt_was_posted_to(
+    owner, core_user, subscribe, webhook_receiver, settings, api_client
+):
+    """A webhook's URL changed (in the admin) while a delivery waits for its retry: the retry goes to the new URL,
+    and each failed call still names where its own attempt went (all named the webhook's current URL)."""
+    from tests.receiver import Receiver, start_receiver
+
+    settings.WEBHOOK_RETRY_SCHEDULE = [0, 0]
+    webhook_receiver.statuses = [500]
+    moved = Receiver()
+    moved.statuses = [503, 200]
+    server = start_receiver(moved)
+    try:
+        webhook = subscribe(owner, webhook_receiver, ["fieldCreated"])
+        emit(core_user)
+        assert len(webhook_receiver.wait_for(1)) == 1
+        webhook.url = moved.url
+        webhook.save(update_fields=["url"])
+        webhooks_deliveries_sweep.delay()
+        assert len(moved.wait_for(1)) == 1
+        calls = api_client.get(FAILED).json()
+        assert [(c["attempt"], c["status"], c["url"]) for c in calls] == [
+            (2, 503, moved.url),
+            (1, 500, webhook_receiver.url),
+        ]
+        assert moved.url != webhook_receiver.url
+        # An attempt recorded before the URL was kept with it names the webhook's URL
+        DeliveryAttempt.objects.filter(number=1).update(url="")
+        assert [c["url"] for c in api_client.get(FAILED).json()] == [moved.url, moved.url]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_an_answer_with_nul_characters_is_recorded_without_them(
     owner, core_user, subscribe, webhook_receiver, settings, api_client
 ):
