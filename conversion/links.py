@@ -8,6 +8,7 @@ import logging
 from django.db import connection
 from django.db.models import UUIDField, Value
 from django.db.models.functions import Cast, Replace
+from django.utils import timezone
 from shapely.geometry import MultiPolygon, shape
 
 from assets import services as assets
@@ -173,3 +174,17 @@ def record_catalogs(file: File, table: PointTable) -> None:
             catalogs.variety_record(core_user=file.core_user, name=name, crop=crop, core_file_id=file.pk)
         except catalogs.CatalogNameEmpty:
             continue
+
+
+def on_field_files_relinked(sender, file_ids, **kwargs) -> None:
+    """`fields.signals.field_files_relinked` receiver: files whose `fields` changed (a field they named was deleted,
+    or absorbed into a merged field) changed, so their `updatedTime` moves (a client syncing with the time filters
+    would keep the deleted field's id)."""
+    File.objects.filter(pk__in=list(file_ids)).update(updated_time=timezone.now())
+
+
+def on_machine_deleted(sender, machine_id: str, core_user, **kwargs) -> None:
+    """`assets.signals.machine_deleted` receiver: the files pooled into the machine no longer name it (`machines`),
+    so their `updatedTime` moves. A machine's id (a UUID) is found in the text of the files' id lists."""
+    files = File.objects.filter(core_user=core_user, machine_ids__icontains=str(machine_id))
+    files.update(updated_time=timezone.now())

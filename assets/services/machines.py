@@ -12,6 +12,7 @@ from webhooks.models import EventType
 from webhooks.services import event_emit
 
 from ..models import Machine, OriginType, Provider
+from ..signals import machine_deleted
 from .keys import machine_keys_set, text_clean
 
 MACHINE_ATTRIBUTES = ("name", "serial_number", "vin", "model", "make", "category", "model_year")
@@ -100,6 +101,7 @@ def machine_delete(*, machine: Machine) -> bool:
     if not row_locked(Machine, machine.pk):
         return False
     machine.delete()
+    machine_deleted.send(sender=Machine, machine_id=machine_id, core_user=core_user)
     event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})
     return True
 

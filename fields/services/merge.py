@@ -13,7 +13,8 @@ from webhooks.services import event_emit
 
 from ..geodesy import as_multipolygon
 from ..geometry import from_geos
-from ..models import Boundary, Field
+from ..models import Boundary, Field, FieldFile
+from ..signals import field_files_relinked
 from .history import boundary_add, field_lock, merge_lock_held
 from .queries import DEFAULT_INTERSECTION_THRESHOLD, fields_overlapping
 
@@ -71,14 +72,22 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     # The fields whose `mergedFieldId` changes are announced as updated (the field changing now has its events).
     moving = joining | Field.objects.filter(merged_field__in=absorbed)
     announced = sorted(moving.exclude(pk=field.pk).values_list("public_id", flat=True))
+    relinked: list[str] = []
     for other in absorbed:
-        # Two merged fields now overlap through this field: one merged field keeps them all.
+        # Two merged fields now overlap through this field: one merged field keeps them all, and the files the
+        # absorbed one covered (it was deleted with its links), as their operations are found by it.
         Field.objects.filter(merged_field=other).update(merged_field=target, updated_at=now)
+        files = list(FieldFile.objects.filter(field=other).values_list("file_id", flat=True))
+        FieldFile.objects.bulk_create([FieldFile(field=target, file_id=f) for f in files], ignore_conflicts=True)
+        relinked += files
         other.delete()
     joining.update(merged_field=target, updated_at=now)
     fields_updated_announce(field.core_user, announced)
     field.merged_field = target
     merged_refresh(merged=target, created=created, sources_changed=joined)
+    if relinked:
+        # After the refresh: an operation's coverage of the merged field is measured on its new outline.
+        field_files_relinked.send(sender=Field, file_ids=sorted(set(relinked)))
 
 
 def merged_refresh(*, merged: Field, created: bool = False, sources_changed: bool = False) -> None:

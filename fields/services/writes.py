@@ -19,6 +19,7 @@ from webhooks.services import event_emit
 
 from ..geometry import from_geos
 from ..models import Boundary, Farm, Field, FieldFile
+from ..signals import field_files_relinked
 from .history import boundary_add, field_lock, user_lock
 from .merge import after_boundary_change, fields_updated_announce, merged_refresh
 
@@ -221,18 +222,26 @@ def field_delete(*, field: Field) -> bool:
     merged = field.merged_field
     if field.type == Field.Type.MERGED:
         _sources_free(field)
+    relinked = _file_ids_of(field)
     field.delete()
-    if merged is not None:
-        # Counted once the merged field is locked: a concurrent deletion of another source is then visible.
-        if not field_lock(merged, missing_ok=True):
-            return True  # a concurrent deletion of another source removed it
+    # Counted once the merged field is locked: a concurrent deletion of another source is then visible (or it
+    # removed the merged field).
+    if merged is not None and field_lock(merged, missing_ok=True):
         remaining = list(merged.sources.all())
         if len(remaining) < 2:
             _sources_free(merged)
+            relinked |= _file_ids_of(merged)
             merged.delete()
         else:
             merged_refresh(merged=merged, sources_changed=True)
+    if relinked:
+        # The files (and so their operations) that named a deleted field changed: their `updatedTime` moves.
+        field_files_relinked.send(sender=Field, file_ids=sorted(relinked))
     return True
+
+
+def _file_ids_of(field: Field) -> set[str]:
+    return set(FieldFile.objects.filter(field=field).values_list("file_id", flat=True))
 
 
 def _sources_free(merged: Field) -> None:

@@ -2,8 +2,10 @@
 
 - `grouping`: files grouped into operations, the automerged file built, the fields covered, the sweep.
 - `crop`: an operation cropped to a field.
+- `coverage`: the fields an operation covers, recorded at its build and kept in step with field deletions and merges.
 """
 
+from .coverage import on_field_files_relinked
 from .crop import operation_crop, operation_crop_process
 from .grouping import (
     on_batch_ended,
@@ -17,6 +19,7 @@ from .grouping import (
 
 __all__ = [
     "on_batch_ended",
+    "on_field_files_relinked",
     "on_file_processed",
     "operation_batch_builds",
     "operation_build",

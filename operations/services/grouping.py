@@ -1,5 +1,5 @@
 """Grouping processed files into operations, building an operation's automerged file and recording the fields it
-covers, and the sweep of stuck work (supplement "Operations"); cropping is `crop`.
+covers (`coverage`), and the sweep of stuck work (supplement "Operations"); cropping is `crop`.
 
 Flow: conversion sends `file_processed` inside the transaction that finishes a file; `on_file_processed` enqueues
 `operation_file_group` after commit. Grouping (serialised per core user) puts the file into the operation of the
@@ -26,19 +26,18 @@ from django.utils import timezone
 
 from conversion import merging, outputs
 from conversion import services as conversion
-from conversion.links import coverage_geometry, linked_file_ids
+from conversion.links import linked_file_ids
 from conversion.merge import tables_merge
 from conversion.models import DISK_FAILED, INTERNAL_ERROR, BatchStatus, File, FileOrigin, FileStatus, OperationType
-from fields.geodesy import SQUARE_METRES_PER_HECTARE
-from fields.geometry import from_geos, overlaps
-from fields.models import Boundary, Field, FieldFile
+from fields.models import FieldFile
 from platform_site.accounts.services import core_user_lock
 from platform_site.celery import send_on_commit
 from platform_site.db import session_lock, uuid_lock_key
 from webhooks.models import EventType
 from webhooks.services import event_emit
 
-from ..models import Operation, OperationCrop, OperationField
+from ..models import Operation, OperationCrop
+from .coverage import fields_record
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +270,7 @@ def _operation_build(operation_id: str, version: int | None) -> Operation | None
         operation.status = Operation.Status.PROCESSED
         operation.start_time, operation.end_time = merged.start_time, merged.end_time
         operation.save(update_fields=["built_version", "updated_time", "status", "start_time", "end_time"])
-        _fields_record(operation, merged)
+        fields_record(operation, merged)
         event_emit(
             type=EventType.OPERATION_PROCESSING_FINISHED,
             core_user=operation.core_user,
@@ -396,28 +395,3 @@ def operations_sweep(*, limit: datetime | None = None) -> dict[str, int]:
         _tasks().operation_file_group.delay(str(file_id))
         counts["grouped"] += 1
     return counts
-
-
-def _fields_record(operation: Operation, merged: File) -> None:
-    """The fields the automerged file is attached to, each with the percent of its active boundary covered."""
-    geometry = coverage_geometry(merged.summary)
-    field_ids = _file_field_ids([merged.pk])
-    OperationField.objects.filter(operation=operation).delete()
-    if geometry is None or not field_ids:
-        return
-    fields = list(
-        Field.objects.filter(pk__in=field_ids, boundary__status=Boundary.Status.ACTIVE)
-        .select_related("boundary")
-        .order_by("pk")
-    )
-    found = overlaps(
-        [from_geos(f.boundary.geometry) for f in fields],
-        [f.boundary.area_ha * SQUARE_METRES_PER_HECTARE for f in fields],
-        geometry,
-    )
-    OperationField.objects.bulk_create(
-        [
-            OperationField(operation=operation, field=f, coverage=round(min(o.of_field, 100.0), 4))
-            for f, o in zip(fields, found, strict=True)
-        ]
-    )

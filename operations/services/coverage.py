@@ -1,0 +1,57 @@
+"""The fields an operation covers (`OperationField`), each with the percent of its active boundary covered: recorded
+at each build from the fields its automerged file is attached to, and kept in step when those links change without
+a build (a field deleted, a merged field absorbed into another: `fields.signals.field_files_relinked`)."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from conversion.links import coverage_geometry
+from conversion.models import File
+from fields.geodesy import SQUARE_METRES_PER_HECTARE
+from fields.geometry import from_geos, overlaps
+from fields.models import Boundary, Field, FieldFile
+
+from ..models import Operation, OperationField
+
+
+def fields_record(operation: Operation, merged: File, *, added_only: bool = False) -> None:
+    """The fields the automerged file is attached to, each with the percent of its active boundary covered.
+    `added_only`: keep the rows there are (the coverage figures of the build) and measure only the fields the file
+    was attached to since."""
+    geometry = coverage_geometry(merged.summary)
+    field_ids = set(FieldFile.objects.filter(file_id=str(merged.pk)).values_list("field_id", flat=True))
+    recorded = OperationField.objects.filter(operation=operation)
+    if added_only:
+        field_ids -= set(recorded.values_list("field_id", flat=True))
+    else:
+        recorded.delete()
+    if geometry is None or not field_ids:
+        return
+    fields = list(
+        Field.objects.filter(pk__in=field_ids, boundary__status=Boundary.Status.ACTIVE)
+        .select_related("boundary")
+        .order_by("pk")
+    )
+    found = overlaps(
+        [from_geos(f.boundary.geometry) for f in fields],
+        [f.boundary.area_ha * SQUARE_METRES_PER_HECTARE for f in fields],
+        geometry,
+    )
+    OperationField.objects.bulk_create(
+        [
+            OperationField(operation=operation, field=f, coverage=round(min(o.of_field, 100.0), 4))
+            for f, o in zip(fields, found, strict=True)
+        ]
+    )
+
+
+def on_field_files_relinked(sender, file_ids, **kwargs) -> None:
+    """`fields.signals.field_files_relinked` receiver: the operations whose automerged file is among `file_ids`
+    changed fields. A field deleted took its rows with it; a merged field that absorbed another (and its links) is
+    measured now, on its new outline. Either way their `updatedTime` moves."""
+    operations = Operation.objects.filter(merged_file_id__in=list(file_ids), merged_file__isnull=False)
+    for operation in operations.select_related("merged_file").order_by("pk"):
+        if operation.status == Operation.Status.PROCESSED:
+            fields_record(operation, operation.merged_file, added_only=True)
+    operations.update(updated_time=timezone.now())

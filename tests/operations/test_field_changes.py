@@ -1,0 +1,97 @@
+"""What a file and its operation show when the fields they cover change without a new build: a field deleted, a
+merged field absorbed into another. Their `fields` follow, and their `updatedTime` moves (a client syncing with the
+time filters would otherwise keep a deleted field, or never learn of the merged field that took the operation)."""
+
+import pytest
+
+from configs.services import config_owner_update
+from operations.models import Operation
+from tests.fields.helpers import create_field, field_url, rect
+
+from .helpers import LAT0, LON0, grid_table, processed_file
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+
+OPS_URL = "/services/operations/api/operations"
+FILES_URL = "/services/operations/api/files"
+
+
+def _around_the_grid(west: float, east: float) -> dict:
+    """A field over the grid's rows (helpers.grid_table), from `west` to `east` degrees east of its first column."""
+    return rect(LON0 + west, LAT0 - 0.001, LON0 + east, LAT0 + 0.002)
+
+
+def test_a_deleted_field_leaves_its_files_and_operations_which_say_they_changed(api_client, core_user):
+    kept = create_field(api_client, core_user, _around_the_grid(-0.001, 0.001))
+    gone = create_field(api_client, core_user, _around_the_grid(0.001, 0.003))
+    processed_file(core_user, grid_table(operation_type="applied"))
+    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get().pk}").json()
+    assert sorted(f["id"] for f in operation["fields"]) == sorted([kept["id"], gone["id"]])
+    [source_id] = operation["files"]
+    source = api_client.get(f"{FILES_URL}/{source_id}").json()
+    automerged = api_client.get(f"{FILES_URL}/{operation['coreFileId']}").json()
+
+    assert api_client.delete(field_url(core_user, gone["id"])).status_code == 204
+
+    after = api_client.get(f"{OPS_URL}/{operation['id']}").json()
+    assert [f["id"] for f in after["fields"]] == [kept["id"]]
+    assert after["updatedTime"] > operation["updatedTime"]
+    # Found by a client asking for what changed since it last looked
+    changed = api_client.get(OPS_URL, {"coreUserId": core_user.pk, "updatedTime": operation["updatedTime"]}).json()
+    assert [o["id"] for o in changed] == [operation["id"]] and changed[0]["updatedTime"] > operation["updatedTime"]
+    for before in (source, automerged):
+        now = api_client.get(f"{FILES_URL}/{before['id']}").json()
+        assert now["fields"] == [kept["id"]] and now["updatedTime"] > before["updatedTime"]
+
+
+def test_a_merged_field_that_absorbs_another_takes_its_files_and_operations(owner, api_client, core_user):
+    """Two merged fields joined by a source's new boundary: the older absorbs the younger, which is deleted. The
+    files and the operation the younger covered are the older's now (they lost every merged field), the operation's
+    coverage of it measured on its new outline."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    create_field(api_client, core_user, _around_the_grid(-0.020, -0.015))
+    west = create_field(api_client, core_user, _around_the_grid(-0.016, -0.011))  # with the first: merged field 1
+    create_field(api_client, core_user, _around_the_grid(-0.001, 0.0015))
+    east = create_field(api_client, core_user, _around_the_grid(0.001, 0.004))  # with the third: merged field 2
+    older, younger = west["mergedFieldId"], east["mergedFieldId"]
+    assert None not in (older, younger) and older != younger
+    processed_file(core_user, grid_table(operation_type="applied"))
+    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get().pk}").json()
+    coverage = {f["id"]: f["coverage"] for f in operation["fields"]}
+    assert younger in coverage and older not in coverage
+
+    # The east field now reaches the west one: merged field 2 is absorbed into merged field 1
+    response = api_client.put(
+        field_url(core_user, east["id"]) + "/boundary", {"geometry": _around_the_grid(-0.012, 0.004)}, format="json"
+    )
+    assert response.status_code == 200, response.content[:300]
+    assert api_client.get(field_url(core_user, younger)).status_code == 404
+
+    merged = api_client.get(field_url(core_user, older)).json()
+    assert set(operation["files"]) | {operation["coreFileId"]} <= set(merged["files"])
+    after = api_client.get(f"{OPS_URL}/{operation['id']}").json()
+    now = {f["id"]: f["coverage"] for f in after["fields"]}
+    assert older in now and younger not in now
+    # The grid is a smaller part of the larger outline; the other fields keep the figures of the build
+    assert 0 < now[older] < coverage[younger]
+    assert {k: v for k, v in now.items() if k != older} == {k: v for k, v in coverage.items() if k != younger}
+    assert after["updatedTime"] > operation["updatedTime"]
+    assert [o["id"] for o in api_client.get(OPS_URL, {"fieldId": older}).json()] == [operation["id"]]
+    for file_id in [*operation["files"], operation["coreFileId"]]:
+        assert older in api_client.get(f"{FILES_URL}/{file_id}").json()["fields"]
+
+
+def test_a_deleted_machine_leaves_its_files_which_say_they_changed(api_client, core_user):
+    from assets.services import machine_create
+
+    machine = machine_create(core_user=core_user, name="Combine")
+    file = processed_file(core_user, grid_table())
+    file.machine_ids = [str(machine.pk)]
+    file.save(update_fields=["machine_ids"])
+    before = api_client.get(f"{FILES_URL}/{file.pk}").json()
+    assert before["machines"] == [str(machine.pk)]
+
+    response = api_client.delete(f"/services/beta/api/users/{core_user.pk}/machines/{machine.pk}")
+    assert response.status_code == 204, response.content[:300]
+    now = api_client.get(f"{FILES_URL}/{file.pk}").json()
+    assert now["machines"] == [] and now["updatedTime"] > before["updatedTime"]
