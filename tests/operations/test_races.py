@@ -7,7 +7,7 @@ from conversion.models import File, FileStatus
 from fields.services import field_create
 from operations import tasks
 from operations.models import Operation, OperationField
-from operations.services import grouping, operation_build
+from operations.services import coverage, grouping, operation_build
 from tests.concurrency import needs_postgresql, request_later, run_meanwhile
 
 from .helpers import grid_box, grid_table, processed_file
@@ -30,13 +30,13 @@ def test_a_field_deleted_while_its_operation_records_coverage_waits_for_the_buil
     operation = Operation.objects.get()
     url = f"/services/fields/api/users/{core_user.pk}/fields/{field.pk}"
     deletion = {}
-    overlaps = grouping.overlaps
+    overlaps = coverage.overlaps
 
     def overlaps_while_deleting(*args):
         deletion["answer"] = run_meanwhile(request_later(make_client, owner, "delete", url))
         return overlaps(*args)
 
-    monkeypatch.setattr(grouping, "overlaps", overlaps_while_deleting)
+    monkeypatch.setattr(coverage, "overlaps", overlaps_while_deleting)
     built = operation_build(str(operation.pk), operation.version)
 
     assert deletion["answer"]().status_code == 204
