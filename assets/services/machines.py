@@ -5,7 +5,7 @@ import uuid
 from django.db import transaction
 
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_keep
+from platform_site.accounts.services import core_user_keep, core_user_lock
 from platform_site.api.errors import NOT_FOUND, NotFoundError, ProviderResourceReadOnly
 from platform_site.db import row_locked
 from webhooks.models import EventType
@@ -98,6 +98,10 @@ def machine_delete(*, machine: Machine) -> bool:
     deleted it first (and announced it)."""
     machine_check_writable(machine)
     machine_id, core_user = str(machine.id), machine.core_user
+    # The core user first, as the user's derived writes lock it (`core_user_lock`) before the files they hold: the
+    # deletion then updates the files that named the machine (`machine_deleted`) without taking their rows in the
+    # opposite order to a build pooling into it.
+    core_user_lock(core_user.pk)
     if not row_locked(Machine, machine.pk):
         return False
     machine.delete()

@@ -87,7 +87,7 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     merged_refresh(merged=target, created=created, sources_changed=joined)
     if relinked:
         # After the refresh: an operation's coverage of the merged field is measured on its new outline.
-        field_files_relinked.send(sender=Field, file_ids=sorted(set(relinked)))
+        field_files_relinked.send(sender=Field, file_ids=sorted(set(relinked)), absorbed_into=target.pk)
 
 
 def merged_refresh(*, merged: Field, created: bool = False, sources_changed: bool = False) -> None:

@@ -4,6 +4,8 @@ a build (a field deleted, a merged field absorbed into another: `fields.signals.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.utils import timezone
 
 from conversion.links import coverage_geometry
@@ -15,17 +17,17 @@ from fields.models import Boundary, Field, FieldFile
 from ..models import Operation, OperationField
 
 
-def fields_record(operation: Operation, merged: File, *, added_only: bool = False) -> None:
+def fields_record(operation: Operation, merged: File, *, remeasure: Collection | None = None) -> None:
     """The fields the automerged file is attached to, each with the percent of its active boundary covered.
-    `added_only`: keep the rows there are (the coverage figures of the build) and measure only the fields the file
-    was attached to since."""
+    `remeasure` (field pks): keep the other rows there are (the coverage figures of the build), and measure these
+    and the fields the file was attached to since."""
     geometry = coverage_geometry(merged.summary)
     field_ids = set(FieldFile.objects.filter(file_id=str(merged.pk)).values_list("field_id", flat=True))
     recorded = OperationField.objects.filter(operation=operation)
-    if added_only:
-        field_ids -= set(recorded.values_list("field_id", flat=True))
-    else:
-        recorded.delete()
+    if remeasure is not None:
+        field_ids -= set(recorded.exclude(field_id__in=list(remeasure)).values_list("field_id", flat=True))
+        recorded = recorded.filter(field_id__in=list(remeasure))
+    recorded.delete()
     if geometry is None or not field_ids:
         return
     fields = list(
@@ -46,12 +48,14 @@ def fields_record(operation: Operation, merged: File, *, added_only: bool = Fals
     )
 
 
-def on_field_files_relinked(sender, file_ids, **kwargs) -> None:
+def on_field_files_relinked(sender, file_ids, absorbed_into=None, **kwargs) -> None:
     """`fields.signals.field_files_relinked` receiver: the operations whose automerged file is among `file_ids`
-    changed fields. A field deleted took its rows with it; a merged field that absorbed another (and its links) is
-    measured now, on its new outline. Either way their `updatedTime` moves."""
+    changed fields. A field deleted took its rows with it; the merged field that absorbed another (`absorbed_into`,
+    its pk) and took its links is measured now, on its new outline (also where the operation covered it before).
+    Either way their `updatedTime` moves."""
     operations = Operation.objects.filter(merged_file_id__in=list(file_ids), merged_file__isnull=False)
+    remeasure = [] if absorbed_into is None else [absorbed_into]
     for operation in operations.select_related("merged_file").order_by("pk"):
         if operation.status == Operation.Status.PROCESSED:
-            fields_record(operation, operation.merged_file, added_only=True)
+            fields_record(operation, operation.merged_file, remeasure=remeasure)
     operations.update(updated_time=timezone.now())

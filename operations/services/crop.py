@@ -8,6 +8,7 @@ from conversion.crop import table_crop
 from conversion.models import File, FileOrigin, FileStatus
 from fields.geometry import from_geos
 from fields.models import Boundary, Field
+from platform_site.accounts.services import core_user_lock
 from platform_site.api.errors import ConflictError, DomainError
 from platform_site.celery import send_on_commit
 
@@ -28,6 +29,10 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
     boundary. 409 `operationProcessing` while the operation is being (re)built, 409 `operationFailed` when its last
     build failed (nothing to crop until a new file rebuilds it); 400 when it covers no field with an active
     boundary, or the field is not the core user's or has no active boundary."""
+    # The core user before the operation and the field, in the lock order of the user's writes: a field's deletion
+    # (core user, field, then the operations that covered it) would otherwise wait for the crop's operation while
+    # the crop waited for its field.
+    core_user_lock(operation.core_user_id)
     operation = (
         Operation.objects.select_for_update(of=("self",))
         .select_related("merged_file", "core_user")

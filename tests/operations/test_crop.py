@@ -257,6 +257,40 @@ def test_a_field_deleted_while_a_crop_to_it_is_under_way_goes_with_the_crop(owne
     assert (crop.field_id, crop.boundary_id) == (None, None)  # the crop's file is not left processing: see below
 
 
+def test_a_field_deleted_while_a_crop_holds_its_operation_waits_for_the_crop(
+    owner, make_client, operation, monkeypatch
+):
+    """The crop locks its operation, then its field; the field's deletion locks the field, then updates the
+    operations that covered it (their fields changed). Deleting between the crop's two locks was a deadlock, one of
+    the two failed. The crop takes its core user first now, as the deletion does: the deletion waits for it."""
+    import threading
+
+    from fields.models import Field
+    from operations import tasks
+    from operations.models import OperationCrop
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+
+    needs_postgresql()
+    monkeypatch.setattr(tasks.operation_crop_process, "delay", lambda *args: None)
+    field = Field.objects.get(public_id="whole")
+    url = f"/services/fields/api/users/{field.core_user_id}/fields/whole"
+    crop_thread, deletion = threading.get_ident(), {}
+    manager = type(Field.objects)
+    select_for_update = manager.select_for_update
+
+    def deleting_first(self, *args, **kwargs):
+        if self.model is Field and threading.get_ident() == crop_thread and "answer" not in deletion:
+            deletion["answer"] = run_meanwhile(request_later(make_client, owner, "delete", url))
+        return select_for_update(self, *args, **kwargs)
+
+    monkeypatch.setattr(manager, "select_for_update", deleting_first)
+    with transaction.atomic():
+        crop = operation_crop(operation=Operation.objects.get(pk=operation.pk), field_id="whole")
+    assert deletion["answer"]().status_code == 204
+    assert OperationCrop.objects.get(pk=crop.pk).field_id is None  # the field went after the crop was made
+    assert not Field.objects.filter(pk=field.pk).exists()
+
+
 def test_a_crop_whose_field_is_deleted_before_it_is_made_fails_saying_so(api_client, core_user, operation, monkeypatch):
     """Its record went with the field, and its file stayed processing (no event) until the sweeps gave up on it
     hours later."""

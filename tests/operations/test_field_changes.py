@@ -81,6 +81,33 @@ def test_a_merged_field_that_absorbs_another_takes_its_files_and_operations(owne
         assert older in api_client.get(f"{FILES_URL}/{file_id}").json()["fields"]
 
 
+def test_a_merged_field_the_operation_covered_is_measured_again_when_it_absorbs_another(owner, api_client, core_user):
+    """An operation over both merged fields: the older one's outline grows as it absorbs the younger, and its
+    coverage is measured on that outline (kept, it was the build's figure on the smaller one), as a build would."""
+    from operations.services.coverage import fields_record
+
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    create_field(api_client, core_user, _around_the_grid(-0.0010, 0.0005))
+    west = create_field(api_client, core_user, _around_the_grid(0.0002, 0.0007))  # merged field 1, over the grid
+    create_field(api_client, core_user, _around_the_grid(0.0012, 0.0017))
+    east = create_field(api_client, core_user, _around_the_grid(0.0015, 0.0030))  # merged field 2, over the grid
+    older, younger = west["mergedFieldId"], east["mergedFieldId"]
+    processed_file(core_user, grid_table(operation_type="applied"))
+    operation = Operation.objects.get()
+    url = f"{OPS_URL}/{operation.pk}"
+    coverage = {f["id"]: f["coverage"] for f in api_client.get(url).json()["fields"]}
+    assert older in coverage and younger in coverage
+
+    response = api_client.put(
+        field_url(core_user, east["id"]) + "/boundary", {"geometry": _around_the_grid(0.0006, 0.0030)}, format="json"
+    )
+    assert response.status_code == 200, response.content[:300]
+    now = {f["id"]: f["coverage"] for f in api_client.get(url).json()["fields"]}
+    assert younger not in now and now[older] != coverage[older]
+    fields_record(operation, operation.merged_file)  # what a build records
+    assert {f["id"]: f["coverage"] for f in api_client.get(url).json()["fields"]}[older] == now[older]
+
+
 def test_a_deleted_machine_leaves_its_files_which_say_they_changed(api_client, core_user):
     from assets.services import machine_create
 
