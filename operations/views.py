@@ -61,7 +61,9 @@ class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.Retrie
     def get_queryset(self):
         operations = Operation.objects.filter(core_user__owner=self.owner)
         if self.action not in ("list", "retrieve"):
-            return operations  # the outputs: read from the automerged file alone
+            # The outputs: read from the automerged file alone, joined (read apart, it could be gone by then: the
+            # deletion of its core user removes the files first, a 500).
+            return operations.select_related("merged_file")
         return operations.select_related("core_user__owner").prefetch_related(
             Prefetch("files", queryset=File.objects.only("id", "start_time")),
             Prefetch(

@@ -227,6 +227,27 @@ def test_outputs_of_an_operation_being_built_are_404(api_client, core_user, fiel
     assert api_client.get(f"{OPS_URL}/{operation.pk}").status_code == 200
 
 
+def test_outputs_read_as_the_core_user_is_deleted_are_never_a_500(api_client, core_user, field, monkeypatch):
+    """The deletion of a core user removes their files before their operations: an output read between the two
+    found the operation and then, in a second query, no automerged file (File.DoesNotExist, a 500). The operation
+    and its file are read together now."""
+    from operations.views import OperationViewSet
+
+    processed_file(core_user, grid_table(start=_day(0)))
+    operation = Operation.objects.get()
+    get_object = OperationViewSet.get_object
+
+    def found_as_the_file_goes(self):
+        found = get_object(self)
+        File.objects.filter(pk=operation.merged_file_id).delete()
+        return found
+
+    monkeypatch.setattr(OperationViewSet, "get_object", found_as_the_file_goes)
+    for output in ("summary", "units", "images"):
+        response = api_client.get(f"{OPS_URL}/{operation.pk}/{output}")
+        assert response.status_code in (200, 404), (output, response.status_code)
+
+
 def test_an_automerged_file_being_rebuilt_serves_no_earlier_outputs(api_client, core_user, field):
     """While a joining file had it rebuilt, the automerged file served its earlier images and GeoJSON (no summary),
     its record kept the download links and its status showed every step processed."""
