@@ -30,7 +30,8 @@ def core_user_lock(core_user_id) -> bool:
     field renamed, a farm, a machine...) do not wait for them, nor they for those. (FOR UPDATE waited for every
     keeper, and PostgreSQL lets a new keeper in ahead of it: under a stream of changes of the user's fields it never
     came.) Returns whether the user is still there. The lock is a no-op on SQLite, whose writers are serial
-    anyway."""
+    anyway. Like every write of the user, it passes the deletion's gate first (`_deletion_gate`)."""
+    _deletion_gate(core_user_id)
     return row_locked(CoreUser, core_user_id, no_key=True)
 
 
@@ -38,12 +39,22 @@ def core_user_keep(core_user_id, *, missing_ok: bool = False) -> bool:
     """Keep the core user from being deleted until the transaction ends, before writing rows of theirs (a field, a
     farm, a machine, a configuration, a link...): their deletion waits for the write, or the write for the deletion
     and then finds the user gone: 404 `notFound` (False with `missing_ok`). Concurrent writes of one user do not
-    wait for each other (`platform_site.db.rows_kept`)."""
+    wait for each other (`platform_site.db.rows_kept`), and pass the deletion's gate first (`_deletion_gate`)."""
+    _deletion_gate(core_user_id)
     if rows_kept(CoreUser, [core_user_id]):
         return True
     if missing_ok:
         return False
     raise NotFoundError(NOT_FOUND)
+
+
+def _deletion_gate(core_user_id) -> None:
+    """A write of the user waits here while the user's deletion runs (the deletion's advisory lock, taken shared
+    until the transaction ends), and the deletion waits for the writes already past it, before either locks a row of
+    the user's. Without it, writes that kept coming (two or three clients renaming fields, replacing farms) each kept
+    the user the deletion was waiting to delete, then waited for a row the deletion had taken: a deadlock a second,
+    the deletion stalled for minutes and often failed (503, or 409 for the rows the writes added)."""
+    transaction_lock(CORE_USER_DELETION_LOCK_CLASS, uuid_lock_key(core_user_id), shared=True)
 
 
 class InvalidCredentials(DomainError):
@@ -144,7 +155,9 @@ def core_user_delete(*, core_user: CoreUser) -> bool:
     (`_deleted_whole`). A write that comes after the user's row is deleted waits, then finds it gone. The user is
     not locked first: writes that lock one of the user's rows before the user would deadlock with it. Deletions of
     one user take turns (an advisory lock no write takes): two at once deleted the same rows in different orders,
-    a deadlock each time PostgreSQL broke it for the last of its attempts (503)."""
+    a deadlock each time PostgreSQL broke it for the last of its attempts (503). That lock is also the gate the
+    user's writes pass (`_deletion_gate`, shared): the deletion waits for the writes under way, and writes that come
+    meanwhile wait for it (then find the user gone: 404)."""
     pk = core_user.pk
 
     def delete_once() -> bool:

@@ -66,14 +66,18 @@ def session_lock(*key: int, wait_seconds: float | None = None) -> Iterator[bool]
                 cursor.execute(f"SELECT pg_advisory_unlock({placeholders})", list(key))
 
 
-def transaction_lock(*key: int) -> None:
+def transaction_lock(*key: int, shared: bool = False) -> None:
     """A PostgreSQL transaction-level advisory lock on `key` (one bigint, or two int4: separate key spaces), waited
-    for and held until the transaction ends. Only code that takes it waits for it: no row is locked. Other databases
-    (SQLite serialises writers): nothing."""
+    for and held until the transaction ends (or the savepoint it was taken after is rolled back to). Only code that
+    takes it waits for it: no row is locked. `shared`: holders of the shared lock do not wait for each other, only
+    for (and the exclusive one for them) the exclusive holder; a shared request arriving while the exclusive one
+    waits queues behind it (PostgreSQL's lock queue, where a row's shared lockers went ahead of a waiting FOR
+    UPDATE). Other databases (SQLite serialises writers): nothing."""
     if connection.vendor != "postgresql":
         return
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT pg_advisory_xact_lock({', '.join(['%s'] * len(key))})", list(key))
+        cursor.execute(f"SELECT {function}({', '.join(['%s'] * len(key))})", list(key))
 
 
 def uuid_lock_key(value) -> int:

@@ -232,3 +232,47 @@ def test_a_write_that_gives_way_in_a_deadlock_with_a_deletion_is_a_503_to_send_a
     assert_problem(response, 503, "databaseBusy")
     assert response["Retry-After"] == "1"
     assert Field.objects.get(pk=field.pk).name != "Renamed"
+
+
+def test_a_deletion_goes_through_while_clients_keep_writing_under_the_user(owner, make_client):
+    """Three clients renaming a field and replacing a farm back to back while the user is deleted: each write kept
+    the user the deletion waited to delete, then waited for a row the deletion had taken, a deadlock a second. The
+    deletion stalled for minutes and mostly failed (503 `databaseBusy` or 409, the user kept). Now the writes under
+    way end first, those that come wait for the deletion, then find the user gone."""
+    import threading
+
+    from django.db import connection
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    field_url, _field = _field_of(owner, make_client, core_user)
+    farm = make_client(owner).post(f"{BASE}/users/{core_user.id}/farms", {"name": "Home"}, format="json").json()
+    farm_url = f"{BASE}/users/{core_user.id}/farms/{farm['id']}"
+    writes = [("patch", field_url), ("patch", field_url), ("put", farm_url)]
+    stop, answers = threading.Event(), []
+
+    def write(method: str, url: str) -> None:
+        client = make_client(owner)
+        client.raise_request_exception = False
+        try:
+            for n in range(100_000):
+                if stop.is_set():
+                    break
+                answers.append(getattr(client, method)(url, {"name": f"name {n}"}, format="json").status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=write, args=w) for w in writes]
+    for thread in threads:
+        thread.start()
+    try:
+        while len(answers) < 30:  # every client is writing
+            threading.Event().wait(0.01)
+        deletion = make_client(owner).delete(f"{USERS}/{core_user.id}")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert deletion.status_code == 204, deletion.content[:300]
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not Farm.objects.exists()
+    assert set(answers) <= {200, 404} and 404 in answers
