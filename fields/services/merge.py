@@ -72,14 +72,14 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     # The fields whose `mergedFieldId` changes are announced as updated (the field changing now has its events).
     moving = joining | Field.objects.filter(merged_field__in=absorbed)
     announced = sorted(moving.exclude(pk=field.pk).values_list("public_id", flat=True))
-    relinked: list[str] = []
+    relinked: set[str] = set()
     for other in absorbed:
         # Two merged fields now overlap through this field: one merged field keeps them all, and the files the
         # absorbed one covered (it was deleted with its links), as their operations are found by it.
         Field.objects.filter(merged_field=other).update(merged_field=target, updated_at=now)
-        files = list(FieldFile.objects.filter(field=other).values_list("file_id", flat=True))
+        files = file_ids_of(other)
         FieldFile.objects.bulk_create([FieldFile(field=target, file_id=f) for f in files], ignore_conflicts=True)
-        relinked += files
+        relinked |= files
         other.delete()
     joining.update(merged_field=target, updated_at=now)
     fields_updated_announce(field.core_user, announced)
@@ -87,7 +87,12 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     merged_refresh(merged=target, created=created, sources_changed=joined)
     if relinked:
         # After the refresh: an operation's coverage of the merged field is measured on its new outline.
-        field_files_relinked.send(sender=Field, file_ids=sorted(set(relinked)), absorbed_into=target.pk)
+        field_files_relinked.send(sender=Field, file_ids=sorted(relinked), absorbed_into=target.pk)
+
+
+def file_ids_of(field: Field) -> set[str]:
+    """The ids of the files attached to the field (`FieldFile`)."""
+    return set(FieldFile.objects.filter(field=field).values_list("file_id", flat=True))
 
 
 def merged_refresh(*, merged: Field, created: bool = False, sources_changed: bool = False) -> None:

@@ -21,7 +21,7 @@ from ..geometry import from_geos
 from ..models import Boundary, Farm, Field, FieldFile
 from ..signals import field_files_relinked
 from .history import boundary_add, field_lock, user_lock
-from .merge import after_boundary_change, fields_updated_announce, merged_refresh
+from .merge import after_boundary_change, fields_updated_announce, file_ids_of, merged_refresh
 
 FIELD_ID_PATTERN = re.compile(r"[A-Za-z0-9._~:-]{1,255}")
 # Ids that would collide with the collection routes `.../fields/intersects` and `.../fields/intersect`, and the
@@ -222,7 +222,7 @@ def field_delete(*, field: Field) -> bool:
     merged = field.merged_field
     if field.type == Field.Type.MERGED:
         _sources_free(field)
-    relinked = _file_ids_of(field)
+    relinked = file_ids_of(field)
     field.delete()
     # Counted once the merged field is locked: a concurrent deletion of another source is then visible (or it
     # removed the merged field).
@@ -230,7 +230,7 @@ def field_delete(*, field: Field) -> bool:
         remaining = list(merged.sources.all())
         if len(remaining) < 2:
             _sources_free(merged)
-            relinked |= _file_ids_of(merged)
+            relinked |= file_ids_of(merged)
             merged.delete()
         else:
             merged_refresh(merged=merged, sources_changed=True)
@@ -238,10 +238,6 @@ def field_delete(*, field: Field) -> bool:
         # The files (and so their operations) that named a deleted field changed: their `updatedTime` moves.
         field_files_relinked.send(sender=Field, file_ids=sorted(relinked))
     return True
-
-
-def _file_ids_of(field: Field) -> set[str]:
-    return set(FieldFile.objects.filter(field=field).values_list("file_id", flat=True))
 
 
 def _sources_free(merged: Field) -> None:

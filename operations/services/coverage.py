@@ -53,7 +53,7 @@ def on_field_files_relinked(sender, file_ids, absorbed_into=None, **kwargs) -> N
     changed fields. A field deleted took its rows with it; the merged field that absorbed another (`absorbed_into`,
     its pk) and took its links is measured now, on its new outline (also where the operation covered it before).
     Either way their `updatedTime` moves."""
-    operations = Operation.objects.filter(merged_file_id__in=list(file_ids), merged_file__isnull=False)
+    operations = Operation.objects.filter(merged_file_id__in=list(file_ids))
     remeasure = [] if absorbed_into is None else [absorbed_into]
     for operation in operations.select_related("merged_file").order_by("pk"):
         if operation.status == Operation.Status.PROCESSED:
