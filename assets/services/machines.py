@@ -97,13 +97,14 @@ def machine_delete(*, machine: Machine) -> bool:
     """Delete a USER_CREATED machine and its machine files. Emits machineDeleted. False: a concurrent deletion
     deleted it first (and announced it)."""
     machine_check_writable(machine)
-    machine_id, core_user = str(machine.id), machine.core_user
+    machine_id = str(machine.id)
     # The core user first, as the user's derived writes lock it (`core_user_lock`) before the files they hold: the
     # deletion then updates the files that named the machine (`machine_deleted`) without taking their rows in the
-    # opposite order to a build pooling into it.
-    core_user_lock(core_user.pk)
+    # opposite order to a build pooling into it. By id: the user may have been deleted since the machine was read.
+    core_user_lock(machine.core_user_id)
     if not row_locked(Machine, machine.pk):
         return False
+    core_user = CoreUser.objects.get(pk=machine.core_user_id)  # (locked: still there)
     machine.delete()
     machine_deleted.send(sender=Machine, machine_id=machine_id, core_user=core_user)
     event_emit(type=EventType.MACHINE_DELETED, core_user=core_user, payload={"machineId": machine_id})

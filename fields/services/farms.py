@@ -9,8 +9,8 @@ from platform_site.api.errors import DomainError
 from ..models import Farm, Grower
 
 
-def _check_grower(core_user: CoreUser, grower: Grower | None) -> None:
-    if grower is not None and grower.core_user_id != core_user.pk:
+def _check_grower(core_user_id, grower: Grower | None) -> None:
+    if grower is not None and grower.core_user_id != core_user_id:
         raise DomainError(
             "The grower does not exist for this user.",
             field_errors=[{"field": "growerId", "message": "Unknown grower."}],
@@ -20,7 +20,7 @@ def _check_grower(core_user: CoreUser, grower: Grower | None) -> None:
 @transaction.atomic
 def farm_create(*, core_user: CoreUser, name: str | None = None, grower: Grower | None = None) -> Farm:
     """A farm of `core_user`, optionally of one of its growers."""
-    _check_grower(core_user, grower)
+    _check_grower(core_user.pk, grower)
     core_user_keep(core_user.pk)
     return Farm.objects.create(core_user=core_user, name=name, grower=grower)
 
@@ -28,9 +28,10 @@ def farm_create(*, core_user: CoreUser, name: str | None = None, grower: Grower 
 @transaction.atomic
 def farm_replace(*, farm: Farm, name: str | None = None, grower: Grower | None = None) -> Farm:
     """PUT: the farm's name and grower become exactly what is given (absent means none). A farm goes only with its
-    core user: kept, it cannot go meanwhile (and gone, the PUT is a 404, not a 500 for an update of no row)."""
-    _check_grower(farm.core_user, grower)
+    core user: kept, it cannot go meanwhile (and gone, the PUT is a 404, not a 500 for an update of no row, nor
+    for the user read after its deletion)."""
     core_user_keep(farm.core_user_id)
+    _check_grower(farm.core_user_id, grower)
     farm.name, farm.grower = name, grower
     farm.save(update_fields=["name", "grower", "updated_at"])
     return farm

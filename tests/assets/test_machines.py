@@ -340,3 +340,16 @@ def test_two_deletions_of_one_machine_at_once_announce_it_once(owner, machine_be
     answer = machine_being_changed(("delete", None), then=("delete", None))
     assert answer.status_code == 404  # (the first deleted it: as one after it)
     assert Delivery.objects.filter(event="machineDeleted").count() == 1
+
+
+def test_a_machine_deleted_after_its_core_user_was_deleted_is_already_gone(owner):
+    """The DELETE read the machine, then the user's deletion committed: the machine's user was read to lock it, a
+    CoreUser.DoesNotExist, a 500. Now the user is locked by id, and the machine is found gone."""
+    from assets.services import machine_create, machine_delete
+    from platform_site.accounts.services import core_user_delete
+
+    core_user = CoreUserFactory(owner=owner)
+    machine = machine_create(core_user=core_user, name="Combine")
+    read_by_the_delete = Machine.objects.get(pk=machine.pk)
+    core_user_delete(core_user=core_user)
+    assert machine_delete(machine=read_by_the_delete) is False

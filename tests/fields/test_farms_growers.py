@@ -278,3 +278,21 @@ def test_a_field_of_an_empty_provider_name_is_the_services_own(api_client, core_
     field_create(core_user=core_user, id="blank", geometry=MultiPolygon([box(10, 50, 10.01, 50.01)]), provider_name="")
     listed = [f["id"] for f in api_client.get(f"{BASE}/fields", {"provider": "ServiceOwn"}).json()]
     assert listed == ["blank"]
+
+
+@pytest.mark.parametrize("grower", [False, True])
+def test_a_farm_replaced_after_its_core_user_was_deleted_is_a_404(owner, grower):
+    """The PUT read the farm, then the user's deletion committed: the farm's user was read (for the grower check)
+    before the user was kept, a CoreUser.DoesNotExist, a 500."""
+    from fields.services import farm_create, farm_replace, grower_create
+    from platform_site.accounts.services import core_user_delete
+    from platform_site.api.errors import NotFoundError
+
+    core_user = CoreUserFactory(owner=owner)
+    farm = farm_create(core_user=core_user, name="A")
+    kept_grower = grower_create(core_user=core_user, name="G") if grower else None
+    read_by_the_put = Farm.objects.get(pk=farm.pk)
+    core_user_delete(core_user=core_user)
+    with pytest.raises(NotFoundError):
+        farm_replace(farm=read_by_the_put, name="B", grower=kept_grower)
+    assert not Farm.objects.exists()
