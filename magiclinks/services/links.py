@@ -207,6 +207,10 @@ def link_upload(*, link: MagicLink, provider: str, upload):
     its user deleted meanwhile, 404. The link is locked until commit, so a revocation waits for the upload."""
     from conversion.services import batch_receive
 
+    # The user kept before the link is locked, as every write of the user passes its deletion's gate first: a
+    # deletion under way then ends first (and the link is found gone: 410), where it waited for the link this
+    # upload held while the upload waited at its gate, a deadlock (503).
+    core_user_keep(link.core_user_id, missing_ok=True)
     live = MagicLink.objects.select_for_update(of=("self",)).select_related("core_user__owner").filter(pk=link.pk)
     _link_check(live.first(), digest=link.token_hash)
     try:

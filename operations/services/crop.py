@@ -9,7 +9,7 @@ from conversion.models import File, FileOrigin, FileStatus
 from fields.geometry import from_geos
 from fields.models import Boundary, Field
 from platform_site.accounts.services import core_user_lock
-from platform_site.api.errors import ConflictError, DomainError
+from platform_site.api.errors import NOT_FOUND, ConflictError, DomainError, NotFoundError
 from platform_site.celery import send_on_commit
 
 from ..models import Operation, OperationCrop
@@ -31,13 +31,11 @@ def operation_crop(*, operation: Operation, field_id: str | None = None) -> Oper
     boundary, or the field is not the core user's or has no active boundary."""
     # The core user before the operation and the field, in the lock order of the user's writes: a field's deletion
     # (core user, field, then the operations that covered it) would otherwise wait for the crop's operation while
-    # the crop waited for its field.
-    core_user_lock(operation.core_user_id)
-    operation = (
-        Operation.objects.select_for_update(of=("self",))
-        .select_related("merged_file", "core_user")
-        .get(pk=operation.pk)
-    )
+    # the crop waited for its field. Gone meanwhile (its user deleted while this waited): 404, as if never there.
+    locked = Operation.objects.select_for_update(of=("self",)).select_related("merged_file", "core_user")
+    operation = locked.filter(pk=operation.pk).first() if core_user_lock(operation.core_user_id) else None
+    if operation is None:
+        raise NotFoundError(NOT_FOUND)
     source = operation.merged_file
     # FAILED is a last build that failed, or a build the sweep gave up on (its version never built): a joining file
     # makes it PROCESSING again.

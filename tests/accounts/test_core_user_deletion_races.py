@@ -276,3 +276,49 @@ def test_a_deletion_goes_through_while_clients_keep_writing_under_the_user(owner
     assert deletion.status_code == 204, deletion.content[:300]
     assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not Farm.objects.exists()
     assert set(answers) <= {200, 404} and 404 in answers
+
+
+def test_a_link_upload_arriving_while_the_user_is_deleted_is_the_links_410(owner, make_client):
+    """The deletion waits at its gate for a write under way; an upload through a link comes. It locked its link,
+    then queued at the gate behind the deletion, which then waited for that link: a deadlock, the upload's 503 page.
+    It passes the gate before it locks the link now: the deletion goes first, and the link is found gone (410)."""
+    import threading
+    import time
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.db import connection
+
+    from conversion.models import Batch
+    from magiclinks import services as links
+    from platform_site.accounts.services import core_user_keep
+    from tests.concurrency import _lock_waiters
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    link, _token = links.magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD)
+    seen = MagicLink.objects.select_related("core_user").get(pk=link.pk)  # what the page resolved first
+    outcome = {}
+
+    def upload() -> None:
+        try:
+            links.link_upload(
+                link=seen, provider="Other", upload=SimpleUploadedFile("f.zip", b"PK\x05\x06" + bytes(18))
+            )
+        except BaseException as error:  # noqa: BLE001 (asserted below)
+            outcome["error"] = error
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        core_user_keep(core_user.pk)  # a write under way: the deletion waits for it at the gate
+        deletion = run_meanwhile(request_later(make_client, owner, "delete", f"{USERS}/{core_user.id}"))
+        uploading = threading.Thread(target=upload)
+        uploading.start()
+        deadline = time.monotonic() + 10
+        while _lock_waiters() < 2 and uploading.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)  # until the upload waits too
+    uploading.join()
+    assert deletion().status_code == 204
+    assert isinstance(outcome.get("error"), links.LinkUnavailable), outcome
+    assert outcome["error"].status == 410
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not Batch.objects.exists()

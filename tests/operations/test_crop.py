@@ -291,6 +291,19 @@ def test_a_field_deleted_while_a_crop_holds_its_operation_waits_for_the_crop(
     assert not Field.objects.filter(pk=field.pk).exists()
 
 
+def test_a_crop_of_an_operation_whose_user_was_deleted_meanwhile_is_a_404(api_client, core_user, operation):
+    """The crop read the operation, then waited for its core user while the user's deletion ran: the operation was
+    gone when it was read again (Operation.DoesNotExist, a 500)."""
+    from platform_site.accounts.models import CoreUser
+    from platform_site.accounts.services import core_user_delete
+    from platform_site.api.errors import NotFoundError
+
+    read_by_the_crop = Operation.objects.get(pk=operation.pk)
+    core_user_delete(core_user=CoreUser.objects.get(pk=core_user.pk))
+    with pytest.raises(NotFoundError):
+        operation_crop(operation=read_by_the_crop, field_id="whole")
+
+
 def test_a_crop_whose_field_is_deleted_before_it_is_made_fails_saying_so(api_client, core_user, operation, monkeypatch):
     """Its record went with the field, and its file stayed processing (no event) until the sweeps gave up on it
     hours later."""
