@@ -203,8 +203,8 @@ def magic_link_open(token: str, *, count: bool = True) -> MagicLink:
 @transaction.atomic
 def link_upload(*, link: MagicLink, provider: str, upload):
     """Receive a zip through a file-upload link into the same batch pipeline as `POST /batch`. The link was
-    checked before the body streamed in; revoked or expired meanwhile, it is `LinkUnavailable` (410) now, and
-    its user deleted meanwhile, 404. The link is locked until commit, so a revocation waits for the upload."""
+    checked before the body streamed in; revoked or expired meanwhile, or its user deleted meanwhile, it is
+    `LinkUnavailable` (410) now. The link is locked until commit, so a revocation waits for the upload."""
     from conversion.services import batch_receive
 
     # The user kept before the link is locked, as every write of the user passes its deletion's gate first: a
