@@ -21,14 +21,15 @@ def fields_record(operation: Operation, merged: File, *, remeasure: Collection |
     """The fields the automerged file is attached to, each with the percent of its active boundary covered.
     `remeasure` (field pks): keep the other rows there are (the coverage figures of the build), and measure these
     and the fields the file was attached to since."""
-    geometry = coverage_geometry(merged.summary)
     field_ids = set(FieldFile.objects.filter(file_id=str(merged.pk)).values_list("field_id", flat=True))
     recorded = OperationField.objects.filter(operation=operation)
     if remeasure is not None:
         field_ids -= set(recorded.exclude(field_id__in=list(remeasure)).values_list("field_id", flat=True))
         recorded = recorded.filter(field_id__in=list(remeasure))
     recorded.delete()
-    if geometry is None or not field_ids:
+    # (read only when there is a field to measure: a field's deletion, every operation that covered it, has none)
+    geometry = coverage_geometry(merged.summary) if field_ids else None
+    if geometry is None:
         return
     fields = list(
         Field.objects.filter(pk__in=field_ids, boundary__status=Boundary.Status.ACTIVE)
