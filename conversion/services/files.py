@@ -91,10 +91,13 @@ def file_complete(file: File, produced: outputs.Produced) -> File:
     transaction. A file that is no longer processing (another run of its data set, a task sent twice, completed it;
     or it failed meanwhile) is answered as it is: no event, no rewrite."""
     with transaction.atomic():
-        file = File.objects.select_for_update(of=("self",)).select_related("core_user").get(pk=file.pk)
         # Its user's other derived writes (pooling, merges, builds) queue here (`core_user_lock`); a change of the
-        # user's fields, farms or machines (which keeps the user, `core_user_keep`) does not wait for the file.
+        # user's fields, farms or machines (which keeps the user, `core_user_keep`) does not wait for the file. The
+        # user before the file, as those writes and the user's deletion take them (the file locked first waited
+        # at the deletion's gate while the deletion waited for the file: a deadlock). Deleted meanwhile, with the
+        # file: File.DoesNotExist, as for a file deleted before.
         core_user_lock(file.core_user_id)
+        file = File.objects.select_for_update(of=("self",)).select_related("core_user").get(pk=file.pk)
         if file.status != FileStatus.PROCESSING:
             return file
         produced.apply(file)

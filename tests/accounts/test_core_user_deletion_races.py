@@ -13,7 +13,7 @@ from conversion.models import File, FileOrigin
 from fields.models import Farm, Field, Grower
 from magiclinks.models import MagicLink
 from platform_site.accounts.models import CoreUser
-from platform_site.accounts.services import core_user_delete, owner_delete
+from platform_site.accounts.services import core_user_delete, core_user_keep, owner_delete
 from tests.concurrency import needs_postgresql, request_later, run_meanwhile
 from tests.factories import CoreUserFactory
 from tests.fields.helpers import BASE, square
@@ -322,3 +322,49 @@ def test_a_link_upload_arriving_while_the_user_is_deleted_is_the_links_410(owner
     assert isinstance(outcome.get("error"), links.LinkUnavailable), outcome
     assert outcome["error"].status == 410
     assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not Batch.objects.exists()
+
+
+def test_a_file_completed_while_its_user_is_deleted_waits_at_the_gate_and_finds_it_gone(owner, make_client):
+    """The deletion waits at its gate for a write under way; a file of the user's finishes its conversion. It locked
+    the file, then queued at the gate behind the deletion, which then waited for that file: a deadlock, which
+    PostgreSQL broke by failing the completion (the deletion waited a second for it). It passes the gate before it
+    locks the file now: the deletion goes first, and the completion finds the file gone."""
+    import threading
+    import time
+
+    from django.db import OperationalError, connection
+
+    from conversion import outputs
+    from conversion import services as conversion
+    from tests.concurrency import _lock_waiters
+    from tests.operations.helpers import grid_table
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    file = File.objects.create(
+        core_user=core_user, file_name="upload.zip", file_format="TEST", provider="Other", origin=FileOrigin.UPLOADED
+    )
+    produced = outputs.produce(file, grid_table(), clean=False)
+    outcome = {}
+
+    def complete() -> None:
+        try:
+            outcome["file"] = conversion.file_complete(file, produced)
+        except BaseException as error:  # noqa: BLE001 (asserted below)
+            outcome["error"] = error
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        core_user_keep(core_user.pk)  # a write under way: the deletion waits for it at the gate
+        deletion = run_meanwhile(request_later(make_client, owner, "delete", f"{USERS}/{core_user.id}"))
+        completing = threading.Thread(target=complete)
+        completing.start()
+        deadline = time.monotonic() + 10
+        while _lock_waiters() < 2 and completing.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)  # until the completion waits too
+    completing.join()
+    assert deletion().status_code == 204
+    assert not isinstance(outcome.get("error"), OperationalError), outcome  # (a deadlock before)
+    assert isinstance(outcome.get("error"), File.DoesNotExist), outcome
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not File.objects.exists()
