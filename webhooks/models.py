@@ -121,7 +121,8 @@ class DeliveryAttempt(models.Model):
     number = models.PositiveIntegerField()
     attempted_at = models.DateTimeField(auto_now_add=True)
     # The address posted to: a webhook's URL may be changed (in the admin) while its deliveries wait for a retry,
-    # and each attempt is listed with where it went. Empty for attempts recorded before it was kept.
+    # and each attempt is listed with where it went. Attempts recorded before it was kept were given their webhook's
+    # URL by migration 0005 (empty: written by a release without it, listed with the webhook's URL).
     url = models.URLField(max_length=2000, blank=True, db_default="", default="")
     status_code = models.PositiveIntegerField(null=True, blank=True)
     response = models.TextField(blank=True, default="")
