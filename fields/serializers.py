@@ -37,25 +37,34 @@ FIELD_PROVIDER_KEYS = (
 _POSITION_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 3}
 _RING_SCHEMA = {"type": "array", "items": _POSITION_SCHEMA, "minItems": 4}
 _POLYGON_SCHEMA = {"type": "array", "items": _RING_SCHEMA, "minItems": 1}
-MULTIPOLYGON_SCHEMA = {
-    "type": "object",
-    "description": "A GeoJSON MultiPolygon (a Polygon is taken too, and answered as a MultiPolygon), in WGS84.",
-    "properties": {
-        "type": {"type": "string", "enum": ["MultiPolygon", "Polygon"]},
-        "coordinates": {
-            "oneOf": [
-                {"type": "array", "items": _POLYGON_SCHEMA, "description": "A MultiPolygon's polygons."},
-                {**_POLYGON_SCHEMA, "description": "A Polygon's rings."},
-            ]
-        },
-    },
-    "required": ["type", "coordinates"],
-    # (Swagger UI's own example, rings of [0, 0] four times, is a 400: each geometry operation's first try failed)
-    "example": {
-        "type": "MultiPolygon",
-        "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
-    },
+
+
+def _geometry_schema(kind: str, coordinates: dict) -> dict:
+    return {
+        "type": "object",
+        "properties": {"type": {"type": "string", "enum": [kind]}, "coordinates": coordinates},
+        "required": ["type", "coordinates"],
+    }
+
+
+_MULTIPOLYGON = _geometry_schema(
+    "MultiPolygon", {"type": "array", "items": _POLYGON_SCHEMA, "description": "Its polygons."}
+)
+# (Swagger UI's own example, rings of [0, 0] four times, is a 400: each geometry operation's first try failed)
+_EXAMPLE = {
+    "type": "MultiPolygon",
+    "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
 }
+# What a request may send. One whole object per type: a `type` and a `coordinates` nesting described apart let a
+# Polygon's rings pass as a MultiPolygon's (and the reverse), which the server refuses (400 `invalidGeometry`; found
+# by Schemathesis).
+MULTIPOLYGON_SCHEMA = {
+    "description": "A GeoJSON MultiPolygon (a Polygon is taken too, and answered as a MultiPolygon), in WGS84.",
+    "oneOf": [_MULTIPOLYGON, _geometry_schema("Polygon", {**_POLYGON_SCHEMA, "description": "Its rings."})],
+    "example": _EXAMPLE,
+}
+# What the server answers: a MultiPolygon always.
+MULTIPOLYGON_ANSWER_SCHEMA = {**_MULTIPOLYGON, "description": "A GeoJSON MultiPolygon in WGS84.", "example": _EXAMPLE}
 
 
 @extend_schema_field(MULTIPOLYGON_SCHEMA)
@@ -68,6 +77,11 @@ class GeoJSONMultiPolygonField(serializers.Field):
 
     def to_representation(self, value):
         return to_geojson(value)
+
+
+@extend_schema_field(MULTIPOLYGON_ANSWER_SCHEMA)
+class GeoJSONMultiPolygonAnswerField(GeoJSONMultiPolygonField):
+    """A geometry the server answers (read only): a MultiPolygon always."""
 
 
 # The columns of a field that its representation reads (besides its boundaries, files and sources).
@@ -124,7 +138,7 @@ class BoundarySerializer(ApiModelSerializer):
     def get_area(self, boundary) -> dict:
         return area_representation(boundary)
 
-    @extend_schema_field(MULTIPOLYGON_SCHEMA)
+    @extend_schema_field(MULTIPOLYGON_ANSWER_SCHEMA)
     def get_geometry(self, boundary) -> dict:
         return geometry_representation(boundary)
 
@@ -188,7 +202,7 @@ class FieldSerializer(ApiModelSerializer):
 
     coreUserId = serializers.UUIDField(source="core_user_id", read_only=True)
     area = AreaSerializer(read_only=True, allow_null=True)
-    geometry = GeoJSONMultiPolygonField(read_only=True, allow_null=True)
+    geometry = GeoJSONMultiPolygonAnswerField(read_only=True, allow_null=True)
     boundaries = serializers.ListField(child=serializers.CharField(), read_only=True)
     providerName = serializers.CharField(source="provider_name", read_only=True)
     providerId = serializers.IntegerField(source="provider_id", read_only=True, allow_null=True)

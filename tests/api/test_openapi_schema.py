@@ -426,6 +426,63 @@ def test_the_documented_geometry_example_is_a_field_the_server_takes(schema, api
     assert created.status_code == 201 and created.json()["geometry"] == example, created.json()
 
 
+_RING = [[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]
+
+
+@pytest.mark.parametrize(
+    ("geometry", "valid"),
+    [({"type": "MultiPolygon", "coordinates": [[_RING]]}, True), ({"type": "Polygon", "coordinates": [_RING]}, True),
+     ({"type": "MultiPolygon", "coordinates": [_RING]}, False), ({"type": "Polygon", "coordinates": [[_RING]]}, False),
+     ({"type": "Point", "coordinates": [1, 2]}, False)],
+)  # fmt: skip
+def test_a_geometrys_type_and_nesting_are_described_together_as_the_server_takes_them(
+    schema, api_client, core_user, geometry, valid
+):
+    """The schema described `type` and the nesting of `coordinates` apart: a Polygon's rings under
+    `type: MultiPolygon` (or the reverse) passed it, and the server refused them (found by Schemathesis)."""
+    import jsonschema
+
+    document, *_ = schema
+    request = {"$ref": "#/components/schemas/FieldCreateRequest", "components": document["components"]}
+    assert jsonschema.Draft202012Validator(request).is_valid({"geometry": geometry}) is valid
+    answer = api_client.post(f"/services/fields/api/users/{core_user.id}/fields", {"geometry": geometry}, format="json")
+    assert answer.status_code == (201 if valid else 400), answer.json()
+
+
+@pytest.mark.parametrize(
+    ("day", "valid"),
+    [("2024-05-01", True), ("2024-05-01T23:30:00-05:00", True), ("x", False), ("\u00c0", False), ("2024-13-01", False)],
+)
+def test_the_weather_days_are_described_as_the_server_takes_them(schema, day, valid):
+    """The days were a plain string in the schema, "YYYY-MM-DD" in words only: anything passed it, and the server
+    answered 400 (found by Schemathesis). The server's side: tests/fields/test_weather.py."""
+    from datetime import datetime
+
+    import jsonschema
+
+    from fields.weather import parse_day
+    from platform_site.api.errors import DomainError
+
+    document, *_ = schema
+    weather = document["paths"]["/services/fields/api/users/{coreUserId}/fields/{fieldId}/weather"]["get"]
+    days = {p["name"]: p["schema"] for p in weather["parameters"] if p["in"] == "query"}
+    assert set(days) == {"startTime", "endTime"}
+    formats = jsonschema.FormatChecker(["date"])  # (jsonschema checks date-time only with a package we do not need)
+
+    @formats.checks("date-time", raises=ValueError)
+    def rfc3339(value) -> bool:
+        return "T" in value.upper() and datetime.fromisoformat(value.replace("Z", "+00:00")).tzinfo is not None
+
+    for parameter in days.values():
+        assert jsonschema.Draft202012Validator(parameter, format_checker=formats).is_valid(day) is valid
+    try:
+        parse_day(day, "startTime")
+        taken = True
+    except DomainError:
+        taken = False
+    assert taken is valid
+
+
 MULTIPOLYGON_EXAMPLE = {
     "type": "MultiPolygon",
     "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
