@@ -256,7 +256,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # With a threads pool on Redis, a multiplier of 1 starves the worker (about one task a second,
 # measured in bench/webhooks_delivery.py); 4 keeps every thread busy and acks_late keeps it safe.
-CELERY_WORKER_PREFETCH_MULTIPLIER = checked.whole("CELERY_WORKER_PREFETCH_MULTIPLIER", 4, minimum=0)
+CELERY_WORKER_PREFETCH_MULTIPLIER = checked.whole("CELERY_WORKER_PREFETCH_MULTIPLIER", 4, minimum=1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -102,6 +102,28 @@ def test_every_documented_number_is_refused_unless_it_is_one_the_variable_takes(
     assert padded == [None] * len(documented)  # (spaces around a number are no fault)
 
 
+# Taking 0 though the README's table gives it no meaning: what README "Configuration" names (counts of retries, pauses,
+# ages and CONVERSION_MAX_DEPTH)
+ZERO_UNSAID = {
+    "TASK_DATABASE_RETRIES",
+    "TASK_DATABASE_RETRY_SECONDS",
+    "DATABASE_CONN_MAX_AGE",
+    "WEBHOOK_DELIVERED_KEEP_DAYS",
+    "CREDENTIAL_REFRESH_AHEAD_SECONDS",
+    "CONVERSION_MAX_DEPTH",
+}
+
+
+def test_zero_is_refused_where_the_readme_gives_it_no_meaning(tmp_path):
+    """`CELERY_WORKER_PREFETCH_MULTIPLIER=0` was taken: Celery's unlimited prefetch, one worker holding every task
+    queued, where the README says such a 0 is refused."""
+    unsaid = [name for name, meaning in _documented_numbers() if not re.search(r"\b0\b", meaning)]
+    assert "CELERY_WORKER_PREFETCH_MULTIPLIER" in unsaid and ZERO_UNSAID <= set(unsaid)
+    answers = _settings_answers(tmp_path, [(name, "0") for name in unsaid])
+    taken = {name for name, answer in zip(unsaid, answers, strict=True) if answer is None}
+    assert taken == ZERO_UNSAID
+
+
 @pytest.mark.parametrize(
     ("name", "value", "takes"),
     [
