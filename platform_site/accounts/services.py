@@ -154,7 +154,7 @@ def core_user_delete(*, core_user: CoreUser) -> bool:
     committed, but the rows it added were not among those the cascade had collected; the deletion is made again
     (`_deleted_whole`). A write that comes after the user's row is deleted waits, then finds it gone. The user is
     not locked first: writes that lock one of the user's rows before the user would deadlock with it. Deletions of
-    one user take turns (an advisory lock no write takes): two at once deleted the same rows in different orders,
+    one user take turns (an advisory lock, taken exclusive): two at once deleted the same rows in different orders,
     a deadlock each time PostgreSQL broke it for the last of its attempts (503). That lock is also the gate the
     user's writes pass (`_deletion_gate`, shared): the deletion waits for the writes under way, and writes that come
     meanwhile wait for it (then find the user gone: 404)."""
