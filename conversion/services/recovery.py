@@ -14,6 +14,7 @@ from django.utils import timezone
 from platform_site.api.errors import ConflictError
 from platform_site.celery import send_on_commit
 
+from ..archive.detection import UNREADABLE_ZIP
 from ..models import INTERNAL_ERROR, Batch, BatchDataset, BatchStatus, DatasetStatus, File, FileOrigin, FileStatus
 from .batches import _batch_fail, _tasks
 from .datasets import _dataset_fail
@@ -37,13 +38,8 @@ def batch_retry(*, batch: Batch) -> Batch:
     opened_before = batch.datasets.exists()
     if opened_before and not failed:
         unsupported = list(batch.datasets.filter(status=DatasetStatus.FAILED).order_by("position")[:UNSUPPORTED_NAMED])
-        if unsupported:  # what failed is in a format no retry converts: said, rather than a 200 that did nothing
-            names = ", ".join(f"{dataset.name} ({dataset.format})" for dataset in unsupported)
-            raise ConflictError(
-                f"Nothing to retry: what failed is in a format that cannot be converted, however often it is sent: "
-                f"{names}. Export it from the machine's software in a supported format and upload that.",
-                error_key="nothingToRetry",
-            )
+        if unsupported:  # what failed no retry converts: said, rather than a 200 that did nothing
+            raise ConflictError(_nothing_to_retry(unsupported), error_key="nothingToRetry")
         return batch
     batch.status, batch.status_details, batch.failure_reason, batch.finished_at = BatchStatus.RECEIVED, None, None, None
     batch.save(update_fields=["status", "status_details", "failure_reason", "finished_at"])
@@ -61,6 +57,27 @@ def batch_retry(*, batch: Batch) -> Batch:
         )
         send_on_commit(_tasks().dataset_convert, dataset.pk)
     return batch
+
+
+def _nothing_to_retry(unsupported: list[BatchDataset]) -> str:
+    """Why a retry of these failed data sets (none convertible, `supported=False`) would convert nothing, and what to
+    upload instead: a format without an open specification, or a zip inside the upload that cannot be read."""
+    damaged = ", ".join(dataset.name for dataset in unsupported if dataset.format == UNREADABLE_ZIP)
+    formats = ", ".join(f"{d.name} ({d.format})" for d in unsupported if d.format != UNREADABLE_ZIP)
+    said = "Nothing to retry: "
+    if formats:
+        said += (
+            f"what failed is in a format that cannot be converted, however often it is sent: {formats}. Export it "
+            "from the machine's software in a supported format and upload that."
+        )
+    if damaged:
+        said += (
+            f" A zip inside the upload cannot be read either (damaged or cut short): {damaged}."
+            if formats
+            else "what failed is a zip inside the upload that cannot be read (damaged or cut short), however often "
+            f"it is sent: {damaged}."
+        ) + " Upload a sound copy of it."
+    return said
 
 
 def stuck_limit(limit: datetime | None = None) -> datetime:
