@@ -278,33 +278,22 @@ def test_a_deletion_goes_through_while_clients_keep_writing_under_the_user(owner
     assert set(answers) <= {200, 404} and 404 in answers
 
 
-def test_a_link_upload_arriving_while_the_user_is_deleted_is_the_links_410(owner, make_client):
-    """The deletion waits at its gate for a write under way; an upload through a link comes. It locked its link,
-    then queued at the gate behind the deletion, which then waited for that link: a deadlock, the upload's 503 page.
-    It passes the gate before it locks the link now: the deletion goes first, and the link is found gone (410)."""
+def _behind_a_waiting_deletion(make_client, owner, core_user, write) -> tuple[object, dict]:
+    """The deletion of `core_user` waits at its gate for a write under way; `write()` comes meanwhile (its own thread
+    and connection). Returns the deletion's answer and `write`'s outcome: {"result": ...} or {"error": ...}."""
     import threading
     import time
 
-    from django.core.files.uploadedfile import SimpleUploadedFile
     from django.db import connection
 
-    from conversion.models import Batch
-    from magiclinks import services as links
-    from platform_site.accounts.services import core_user_keep
     from tests.concurrency import _lock_waiters
 
-    needs_postgresql()
-    core_user = CoreUserFactory(owner=owner)
-    link, _token = links.magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD)
-    seen = MagicLink.objects.select_related("core_user").get(pk=link.pk)  # what the page resolved first
     outcome = {}
 
-    def upload() -> None:
+    def run() -> None:
         try:
-            links.link_upload(
-                link=seen, provider="Other", upload=SimpleUploadedFile("f.zip", b"PK\x05\x06" + bytes(18))
-            )
-        except BaseException as error:  # noqa: BLE001 (asserted below)
+            outcome["result"] = write()
+        except BaseException as error:  # noqa: BLE001 (the caller asserts it)
             outcome["error"] = error
         finally:
             connection.close()
@@ -312,13 +301,33 @@ def test_a_link_upload_arriving_while_the_user_is_deleted_is_the_links_410(owner
     with transaction.atomic():
         core_user_keep(core_user.pk)  # a write under way: the deletion waits for it at the gate
         deletion = run_meanwhile(request_later(make_client, owner, "delete", f"{USERS}/{core_user.id}"))
-        uploading = threading.Thread(target=upload)
-        uploading.start()
+        writing = threading.Thread(target=run)
+        writing.start()
         deadline = time.monotonic() + 10
-        while _lock_waiters() < 2 and uploading.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.02)  # until the upload waits too
-    uploading.join()
-    assert deletion().status_code == 204
+        while _lock_waiters() < 2 and writing.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)  # until the write waits too
+    writing.join()
+    return deletion(), outcome
+
+
+def test_a_link_upload_arriving_while_the_user_is_deleted_is_the_links_410(owner, make_client):
+    """The deletion waits at its gate for a write under way; an upload through a link comes. It locked its link,
+    then queued at the gate behind the deletion, which then waited for that link: a deadlock, the upload's 503 page.
+    It passes the gate before it locks the link now: the deletion goes first, and the link is found gone (410)."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from conversion.models import Batch
+    from magiclinks import services as links
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    link, _token = links.magic_link_create(core_user=core_user, widget=MagicLink.Widget.FILEUPLOAD)
+    seen = MagicLink.objects.select_related("core_user").get(pk=link.pk)  # what the page resolved first
+    upload = SimpleUploadedFile("f.zip", b"PK\x05\x06" + bytes(18))
+    deletion, outcome = _behind_a_waiting_deletion(
+        make_client, owner, core_user, lambda: links.link_upload(link=seen, provider="Other", upload=upload)
+    )
+    assert deletion.status_code == 204
     assert isinstance(outcome.get("error"), links.LinkUnavailable), outcome
     assert outcome["error"].status == 410
     assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not Batch.objects.exists()
@@ -329,14 +338,10 @@ def test_a_file_completed_while_its_user_is_deleted_waits_at_the_gate_and_finds_
     the file, then queued at the gate behind the deletion, which then waited for that file: a deadlock, which
     PostgreSQL broke by failing the completion (the deletion waited a second for it). It passes the gate before it
     locks the file now: the deletion goes first, and the completion finds the file gone."""
-    import threading
-    import time
-
-    from django.db import OperationalError, connection
+    from django.db import OperationalError
 
     from conversion import outputs
     from conversion import services as conversion
-    from tests.concurrency import _lock_waiters
     from tests.operations.helpers import grid_table
 
     needs_postgresql()
@@ -345,26 +350,10 @@ def test_a_file_completed_while_its_user_is_deleted_waits_at_the_gate_and_finds_
         core_user=core_user, file_name="upload.zip", file_format="TEST", provider="Other", origin=FileOrigin.UPLOADED
     )
     produced = outputs.produce(file, grid_table(), clean=False)
-    outcome = {}
-
-    def complete() -> None:
-        try:
-            outcome["file"] = conversion.file_complete(file, produced)
-        except BaseException as error:  # noqa: BLE001 (asserted below)
-            outcome["error"] = error
-        finally:
-            connection.close()
-
-    with transaction.atomic():
-        core_user_keep(core_user.pk)  # a write under way: the deletion waits for it at the gate
-        deletion = run_meanwhile(request_later(make_client, owner, "delete", f"{USERS}/{core_user.id}"))
-        completing = threading.Thread(target=complete)
-        completing.start()
-        deadline = time.monotonic() + 10
-        while _lock_waiters() < 2 and completing.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.02)  # until the completion waits too
-    completing.join()
-    assert deletion().status_code == 204
+    deletion, outcome = _behind_a_waiting_deletion(
+        make_client, owner, core_user, lambda: conversion.file_complete(file, produced)
+    )
+    assert deletion.status_code == 204
     assert not isinstance(outcome.get("error"), OperationalError), outcome  # (a deadlock before)
     assert isinstance(outcome.get("error"), File.DoesNotExist), outcome
     assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not File.objects.exists()

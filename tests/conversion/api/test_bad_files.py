@@ -398,21 +398,21 @@ def test_a_retry_of_a_zip_inside_the_upload_that_cannot_be_read_says_it_is_damag
     from tests.tenancy import assert_problem
 
     good = zip_entries({"inner/spray.geojson": _points(_good_coordinates(5))})
-    batch = uploaded_batch(api_client, core_user, zip_entries({"a/good.zip": good, "b/cut.zip": good[:50]}))
-    problem = assert_problem(
-        api_client.put(f"/services/operations/api/batch/{batch['id']}/retry"), 409, "nothingToRetry"
-    )
-    assert problem["detail"] == (
-        "Nothing to retry: what failed is a zip inside the upload that cannot be read (damaged or cut short), however "
-        "often it is sent: cut.zip. Upload a sound copy of it."
-    )
     card = (samples_dir / "johndeere-sampledata/Display data/Gen4 - 4600 Harvest Data.zip").read_bytes()
-    batch = uploaded_batch(api_client, core_user, zip_entries({"card.zip": card, "b/cut.zip": good[:50]}))
-    problem = assert_problem(
-        api_client.put(f"/services/operations/api/batch/{batch['id']}/retry"), 409, "nothingToRetry"
-    )
-    assert problem["detail"] == (
-        "Nothing to retry: what failed is in a format that cannot be converted, however often it is sent: JD-Data "
-        "(John Deere Gen4). Export it from the machine's software in a supported format and upload that. A zip inside "
-        "the upload cannot be read either (damaged or cut short): cut.zip. Upload a sound copy of it."
-    )
+    cases = [
+        (
+            {"a/good.zip": good, "b/cut.zip": good[:50]},
+            "Nothing to retry: what failed is a zip inside the upload that cannot be read (damaged or cut short), "
+            "however often it is sent: cut.zip. Upload a sound copy of it.",
+        ),
+        (
+            {"card.zip": card, "b/cut.zip": good[:50]},
+            "Nothing to retry: what failed is in a format that cannot be converted, however often it is sent: JD-Data "
+            "(John Deere Gen4). Export it from the machine's software in a supported format and upload that. A zip "
+            "inside the upload cannot be read either (damaged or cut short): cut.zip. Upload a sound copy of it.",
+        ),
+    ]
+    for entries, detail in cases:
+        batch = uploaded_batch(api_client, core_user, zip_entries(entries))
+        retry = api_client.put(f"/services/operations/api/batch/{batch['id']}/retry")
+        assert assert_problem(retry, 409, "nothingToRetry")["detail"] == detail
