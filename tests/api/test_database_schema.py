@@ -82,8 +82,12 @@ def test_health_answers_503_while_a_migration_of_the_release_is_not_applied(capl
     try:
         with caplog.at_level(logging.ERROR, logger="platform_site.api.errors"):
             answer = APIClient().get("/health")
-            APIClient().get("/health")  # (logged once a minute, not at each check)
+            cached = APIClient().get("/health")  # (logged once a minute, not at each check)
+            health._migrations["checked_at"] = None
+            again = APIClient().get("/health")  # read again: still behind
         problem = assert_problem(answer, 503, "databaseNotMigrated")
+        assert_problem(cached, 503, "databaseNotMigrated")
+        assert_problem(again, 503, "databaseNotMigrated")
         assert answer["Retry-After"] == "60" and problem["detail"] == errors.NOT_MIGRATED_DETAIL
         [line] = [r.getMessage() for r in caplog.records if "databaseNotMigrated" in r.getMessage()]
         assert line.endswith(

@@ -6,6 +6,7 @@ import pytest
 
 from configs.services import config_owner_update
 from operations.models import Operation
+from tests.factories import CoreUserFactory
 from tests.fields.helpers import create_field, field_url, rect
 
 from .helpers import LAT0, LON0, grid_table, processed_file
@@ -21,11 +22,17 @@ def _around_the_grid(west: float, east: float) -> dict:
     return rect(LON0 + west, LAT0 - 0.001, LON0 + east, LAT0 + 0.002)
 
 
-def test_a_deleted_field_leaves_its_files_and_operations_which_say_they_changed(api_client, core_user):
+def test_a_deleted_field_leaves_its_files_and_operations_which_say_they_changed(api_client, owner, core_user):
+    """Only those: another user's file and operation over the same ground stay as they were."""
+    other_user = CoreUserFactory(owner=owner)
+    create_field(api_client, other_user, _around_the_grid(-0.001, 0.003))
+    theirs = processed_file(other_user, grid_table(operation_type="applied"))
+    their_operation = api_client.get(f"{OPS_URL}/{Operation.objects.get(core_user=other_user).pk}").json()
+    their_file = api_client.get(f"{FILES_URL}/{theirs.pk}").json()
     kept = create_field(api_client, core_user, _around_the_grid(-0.001, 0.001))
     gone = create_field(api_client, core_user, _around_the_grid(0.001, 0.003))
     processed_file(core_user, grid_table(operation_type="applied"))
-    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get().pk}").json()
+    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get(core_user=core_user).pk}").json()
     assert sorted(f["id"] for f in operation["fields"]) == sorted([kept["id"], gone["id"]])
     [source_id] = operation["files"]
     source = api_client.get(f"{FILES_URL}/{source_id}").json()
@@ -42,6 +49,31 @@ def test_a_deleted_field_leaves_its_files_and_operations_which_say_they_changed(
     for before in (source, automerged):
         now = api_client.get(f"{FILES_URL}/{before['id']}").json()
         assert now["fields"] == [kept["id"]] and now["updatedTime"] > before["updatedTime"]
+    assert api_client.get(f"{OPS_URL}/{their_operation['id']}").json() == their_operation
+    assert api_client.get(f"{FILES_URL}/{their_file['id']}").json() == their_file
+
+
+def test_a_merged_field_deleted_with_its_last_partner_leaves_its_files_which_say_they_changed(
+    owner, api_client, core_user
+):
+    """The file covers a source and the merged field, not the other source; that source's deletion deletes the
+    merged field (one source left), which the file and its operation then no longer name."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    kept = create_field(api_client, core_user, _around_the_grid(-0.001, 0.003))
+    gone = create_field(api_client, core_user, _around_the_grid(-0.004, -0.0005))  # meets only the kept one's edge
+    merged = api_client.get(field_url(core_user, kept["id"])).json()["mergedFieldId"]
+    assert merged is not None
+    file = processed_file(core_user, grid_table(operation_type="applied"))
+    before = api_client.get(f"{FILES_URL}/{file.pk}").json()
+    assert sorted(before["fields"]) == sorted([kept["id"], merged]), before["fields"]
+    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get().pk}").json()
+
+    assert api_client.delete(field_url(core_user, gone["id"])).status_code == 204
+    assert api_client.get(field_url(core_user, merged)).status_code == 404
+    now = api_client.get(f"{FILES_URL}/{file.pk}").json()
+    assert now["fields"] == [kept["id"]] and now["updatedTime"] > before["updatedTime"]
+    after = api_client.get(f"{OPS_URL}/{operation['id']}").json()
+    assert [f["id"] for f in after["fields"]] == [kept["id"]] and after["updatedTime"] > operation["updatedTime"]
 
 
 def test_a_merged_field_that_absorbs_another_takes_its_files_and_operations(owner, api_client, core_user):
@@ -117,8 +149,10 @@ def test_a_deleted_machine_leaves_its_files_which_say_they_changed(api_client, c
     file.save(update_fields=["machine_ids"])
     before = api_client.get(f"{FILES_URL}/{file.pk}").json()
     assert before["machines"] == [str(machine.pk)]
+    other = api_client.get(f"{FILES_URL}/{processed_file(core_user, grid_table(start='2024-10-01T10:00:00')).pk}")
 
     response = api_client.delete(f"/services/beta/api/users/{core_user.pk}/machines/{machine.pk}")
     assert response.status_code == 204, response.content[:300]
     now = api_client.get(f"{FILES_URL}/{file.pk}").json()
     assert now["machines"] == [] and now["updatedTime"] > before["updatedTime"]
+    assert api_client.get(f"{FILES_URL}/{other.json()['id']}").json() == other.json()  # (it named no machine)
