@@ -357,3 +357,47 @@ def test_a_file_completed_while_its_user_is_deleted_waits_at_the_gate_and_finds_
     assert not isinstance(outcome.get("error"), OperationalError), outcome  # (a deadlock before)
     assert isinstance(outcome.get("error"), File.DoesNotExist), outcome
     assert not CoreUser.objects.filter(pk=core_user.pk).exists() and not File.objects.exists()
+
+
+def test_writes_of_one_user_pass_the_gate_together(owner, make_client):
+    """The gate is taken shared by writes: a write under way keeps none of the user's other writes waiting (only a
+    deletion waits for it)."""
+    from tests.concurrency import _lock_waiters
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    with transaction.atomic():
+        core_user_keep(core_user.pk)  # a write under way
+        write = run_meanwhile(
+            request_later(make_client, owner, "post", f"{BASE}/users/{core_user.id}/farms", {"name": "Farm"})
+        )
+        assert _lock_waiters() == 0
+    assert write().status_code == 201
+
+
+def test_a_field_deletion_arriving_while_the_users_rows_are_being_deleted_is_a_404(owner, make_client):
+    """A write that locks its user (a field's deletion) passes the gate too: it waits for the deletion and finds
+    the field gone. Past the gate it would lock the user the deletion is to delete last, then wait for the field the
+    deletion had taken: a deadlock, a 503."""
+    from platform_site.accounts.signals import core_user_deleting
+
+    needs_postgresql()
+    core_user = CoreUserFactory(owner=owner)
+    url = f"{BASE}/users/{core_user.id}/fields/north"
+    created = make_client(owner).post(url.rsplit("/", 1)[0], {"id": "north", "geometry": square(10, 50)}, format="json")
+    assert created.status_code == 201, created.content[:300]
+    field = Field.objects.get(core_user=core_user)
+    seen = {}
+
+    def meanwhile(sender, core_user, **kwargs):
+        Field.objects.select_for_update().filter(pk=field.pk).exists()  # the deletion holds the field
+        if "answer" not in seen:
+            seen["answer"] = run_meanwhile(request_later(make_client, owner, "delete", url))
+
+    core_user_deleting.connect(meanwhile, dispatch_uid="test-field-deletion-meanwhile")
+    try:
+        assert core_user_delete(core_user=CoreUser.objects.get(pk=core_user.pk)) is True
+    finally:
+        core_user_deleting.disconnect(dispatch_uid="test-field-deletion-meanwhile")
+    assert_problem(seen["answer"](), 404, "notFound")
+    assert not CoreUser.objects.filter(pk=core_user.pk).exists()

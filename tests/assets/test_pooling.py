@@ -316,3 +316,31 @@ def test_a_file_pooled_while_the_user_created_machine_it_names_is_being_deleted_
     assert machine.pk != made.pk and machine.origin_type == OriginType.FILE_POOLED
     assert list(Machine.objects.values_list("pk", flat=True)) == [machine.pk]
     assert MachineFile.objects.get().machine_id == machine.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_machine_deleted_as_a_file_is_pooled_into_it_takes_turns_with_the_pooling(core_user, monkeypatch):
+    """A machine's deletion takes nothing before its core user, as pooling takes the user, then the machine: the
+    machine locked first, a pooling arriving then deadlocked with it (a 503, or a failed conversion)."""
+    from django.db import transaction
+
+    from assets.services import machine_create, machine_delete
+    from assets.services import machines as machines_module
+    from tests.concurrency import needs_postgresql, run_meanwhile
+
+    needs_postgresql()
+    made = machine_create(core_user=core_user, name="Combine", serial_number="SN-7")
+    lock, seen = machines_module.core_user_lock, {}
+
+    def pooling_first(core_user_id):
+        if "pooled" not in seen:
+            seen["pooled"] = run_meanwhile(lambda: pool(core_user, serial_number="SN-7"))
+        return lock(core_user_id)
+
+    monkeypatch.setattr(machines_module, "core_user_lock", pooling_first)
+    with transaction.atomic():
+        assert machine_delete(machine=Machine.objects.get(pk=made.pk)) is True
+    machine, machine_file = seen["pooled"]()  # (raised a deadlock on either side)
+    # Pooled into it first (the deletion had locked nothing yet), then deleted with it
+    assert machine.pk == machine_file.machine_id == made.pk
+    assert not Machine.objects.exists() and not MachineFile.objects.exists()

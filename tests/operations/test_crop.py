@@ -291,6 +291,33 @@ def test_a_field_deleted_while_a_crop_holds_its_operation_waits_for_the_crop(
     assert not Field.objects.filter(pk=field.pk).exists()
 
 
+def test_a_field_deleted_as_a_crop_begins_goes_first_and_the_crop_is_a_400_unknown_field(
+    owner, make_client, operation, monkeypatch
+):
+    """The crop takes nothing before its core user: its operation locked first, a field's deletion arriving then
+    (it locks the user, then updates the operations that covered the field) deadlocked with it, a 503."""
+    from operations import tasks
+    from operations.services import crop
+    from platform_site.api.errors import DomainError
+    from tests.concurrency import needs_postgresql, request_later, run_meanwhile
+
+    needs_postgresql()
+    monkeypatch.setattr(tasks.operation_crop_process, "delay", lambda *args: None)
+    url = f"/services/fields/api/users/{operation.core_user_id}/fields/whole"
+    lock, deletion = crop.core_user_lock, {}
+
+    def deleting_first(core_user_id):
+        if "answer" not in deletion:
+            deletion["answer"] = run_meanwhile(request_later(make_client, owner, "delete", url))
+        return lock(core_user_id)
+
+    monkeypatch.setattr(crop, "core_user_lock", deleting_first)
+    with pytest.raises(DomainError) as refused, transaction.atomic():
+        operation_crop(operation=Operation.objects.get(pk=operation.pk), field_id="whole")
+    assert refused.value.status_code == 400
+    assert deletion["answer"]().status_code == 204
+
+
 def test_a_crop_of_an_operation_whose_user_was_deleted_meanwhile_is_a_404(api_client, core_user, operation):
     """The crop read the operation, then waited for its core user while the user's deletion ran: the operation was
     gone when it was read again (Operation.DoesNotExist, a 500)."""
