@@ -47,24 +47,21 @@ def _geometry_schema(kind: str, coordinates: dict) -> dict:
     }
 
 
-_MULTIPOLYGON = _geometry_schema(
-    "MultiPolygon", {"type": "array", "items": _POLYGON_SCHEMA, "description": "Its polygons."}
-)
-# (Swagger UI's own example, rings of [0, 0] four times, is a 400: each geometry operation's first try failed)
-_EXAMPLE = {
-    "type": "MultiPolygon",
-    "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
-}
 # What a request may send. One whole object per type: a `type` and a `coordinates` nesting described apart let a
 # Polygon's rings pass as a MultiPolygon's (and the reverse), which the server refuses (400 `invalidGeometry`; found
 # by Schemathesis).
 MULTIPOLYGON_SCHEMA = {
     "description": "A GeoJSON MultiPolygon (a Polygon is taken too, and answered as a MultiPolygon), in WGS84.",
-    "oneOf": [_MULTIPOLYGON, _geometry_schema("Polygon", {**_POLYGON_SCHEMA, "description": "Its rings."})],
-    "example": _EXAMPLE,
+    "oneOf": [
+        _geometry_schema("MultiPolygon", {"type": "array", "items": _POLYGON_SCHEMA, "description": "Its polygons."}),
+        _geometry_schema("Polygon", {**_POLYGON_SCHEMA, "description": "Its rings."}),
+    ],
+    # (Swagger UI's own example, rings of [0, 0] four times, is a 400: each geometry operation's first try failed)
+    "example": {
+        "type": "MultiPolygon",
+        "coordinates": [[[[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6, 42.0]]]],
+    },
 }
-# What the server answers: a MultiPolygon always.
-MULTIPOLYGON_ANSWER_SCHEMA = {**_MULTIPOLYGON, "description": "A GeoJSON MultiPolygon in WGS84.", "example": _EXAMPLE}
 
 
 @extend_schema_field(MULTIPOLYGON_SCHEMA)
@@ -79,9 +76,25 @@ class GeoJSONMultiPolygonField(serializers.Field):
         return to_geojson(value)
 
 
-@extend_schema_field(MULTIPOLYGON_ANSWER_SCHEMA)
+class GeoJSONMultiPolygonSerializer(ApiSerializer):
+    """A GeoJSON MultiPolygon in WGS84 as the server answers one (`POST .../fields/intersect`): polygons of linear
+    rings of positions; no polygon at all (`coordinates: []`) when the area is empty."""
+
+    # (bounded as a request's polygons are: `_POLYGON_SCHEMA`)
+    coordinates = serializers.ListField(
+        child=serializers.ListField(
+            child=serializers.ListField(
+                child=serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=3), min_length=4
+            ),
+            min_length=1,
+        ),
+        help_text="Polygons, each a list of linear rings (the exterior first), each a list of positions.",
+    )
+
+
+@extend_schema_field(GeoJSONMultiPolygonSerializer)
 class GeoJSONMultiPolygonAnswerField(GeoJSONMultiPolygonField):
-    """A geometry the server answers (read only): a MultiPolygon always."""
+    """A geometry the server answers (read only): a MultiPolygon always, the intersect answer's component."""
 
 
 # The columns of a field that its representation reads (besides its boundaries, files and sources).
@@ -138,7 +151,7 @@ class BoundarySerializer(ApiModelSerializer):
     def get_area(self, boundary) -> dict:
         return area_representation(boundary)
 
-    @extend_schema_field(MULTIPOLYGON_ANSWER_SCHEMA)
+    @extend_schema_field(GeoJSONMultiPolygonSerializer)
     def get_geometry(self, boundary) -> dict:
         return geometry_representation(boundary)
 
@@ -352,18 +365,6 @@ POSITION_SCHEMA = {
     "minItems": 2,
     "description": "`[longitude, latitude]` in WGS84.",
 }
-
-
-class GeoJSONMultiPolygonSerializer(ApiSerializer):
-    """A GeoJSON MultiPolygon in WGS84 as the server answers one (`POST .../fields/intersect`): polygons of linear
-    rings of positions; no polygon at all (`coordinates: []`) when the area is empty."""
-
-    coordinates = serializers.ListField(
-        child=serializers.ListField(
-            child=serializers.ListField(child=serializers.ListField(child=serializers.FloatField(), min_length=2))
-        ),
-        help_text="Polygons, each a list of linear rings (the exterior first), each a list of positions.",
-    )
 
 
 class WeatherValueSerializer(ApiSerializer):
