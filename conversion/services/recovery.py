@@ -64,20 +64,21 @@ def _nothing_to_retry(unsupported: list[BatchDataset]) -> str:
     upload instead: a format without an open specification, or a zip inside the upload that cannot be read."""
     damaged = ", ".join(dataset.name for dataset in unsupported if dataset.format == UNREADABLE_ZIP)
     formats = ", ".join(f"{d.name} ({d.format})" for d in unsupported if d.format != UNREADABLE_ZIP)
-    said = "Nothing to retry: "
+    said = []
     if formats:
-        said += (
+        said.append(
             f"what failed is in a format that cannot be converted, however often it is sent: {formats}. Export it "
             "from the machine's software in a supported format and upload that."
         )
     if damaged:
-        said += (
-            f" A zip inside the upload cannot be read either (damaged or cut short): {damaged}."
+        unreadable = (
+            "A zip inside the upload cannot be read either (damaged or cut short)"
             if formats
             else "what failed is a zip inside the upload that cannot be read (damaged or cut short), however often "
-            f"it is sent: {damaged}."
-        ) + " Upload a sound copy of it."
-    return said
+            "it is sent"
+        )
+        said.append(f"{unreadable}: {damaged}. Upload a sound copy of it.")
+    return "Nothing to retry: " + " ".join(said)
 
 
 def stuck_limit(limit: datetime | None = None) -> datetime:
