@@ -34,7 +34,13 @@ FIELD_PROVIDER_KEYS = (
 
 # GeoJSON positions, rings and polygons as they nest (RFC 7946 3.1): an array whose items were left undescribed made
 # generated clients drop every operation that takes or answers a field's geometry.
-_POSITION_SCHEMA = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 3}
+_POSITION_SCHEMA = {
+    "type": "array",
+    "items": {"type": "number"},
+    "minItems": 2,
+    "maxItems": 3,
+    "description": "`[longitude, latitude]` in WGS84 (an altitude may follow; it is dropped).",
+}
 _RING_SCHEMA = {"type": "array", "items": _POSITION_SCHEMA, "minItems": 4}
 _POLYGON_SCHEMA = {"type": "array", "items": _RING_SCHEMA, "minItems": 1}
 
@@ -359,14 +365,6 @@ class FieldIdsField(serializers.ListField):
 
 
 # --- OpenAPI documentation only: the GeoJSON answers of the geometric queries and the weather ---------------------
-POSITION_SCHEMA = {
-    "type": "array",
-    "items": {"type": "number"},
-    "minItems": 2,
-    "description": "`[longitude, latitude]` in WGS84.",
-}
-
-
 class WeatherValueSerializer(ApiSerializer):
     """One day's value of a weather property."""
 
@@ -524,7 +522,11 @@ document_extra_properties(
 )
 document_extra_properties(
     GeoJSONPointSerializer,
-    {"type": {"type": "string", "enum": ["Point"]}, "coordinates": POSITION_SCHEMA},
+    {
+        "type": {"type": "string", "enum": ["Point"]},
+        # (the centroid has no altitude)
+        "coordinates": {**_POSITION_SCHEMA, "maxItems": 2, "description": "`[longitude, latitude]` in WGS84."},
+    },
     required=("type", "coordinates"),
 )
 document_extra_properties(WeatherSerializer, {"type": {"type": "string", "enum": ["Feature"]}}, required=("type",))
