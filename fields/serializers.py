@@ -45,10 +45,59 @@ _RING_SCHEMA = {"type": "array", "items": _POSITION_SCHEMA, "minItems": 4}
 _POLYGON_SCHEMA = {"type": "array", "items": _RING_SCHEMA, "minItems": 1}
 
 
+# The optional members a request's geometry may carry besides `type` and `coordinates`. A `crs` (GeoJSON of 2008)
+# is taken only when it names WGS84 (`fields.geometry._check_crs`): the names below, or any other spelling pyproj
+# reads as WGS84 (the schema gives the usual ones, so a client it validates is never refused for its crs).
+_WGS84_NAMES = [
+    "urn:ogc:def:crs:OGC:1.3:CRS84",
+    "urn:ogc:def:crs:OGC::CRS84",
+    "OGC:CRS84",
+    "EPSG:4326",
+    "urn:ogc:def:crs:EPSG::4326",
+]
+_GEOMETRY_MEMBERS = {
+    "crs": {
+        "description": "Optional, GeoJSON of 2008: positions are always WGS84 longitude/latitude (RFC 7946), and a "
+        "crs naming another coordinate system is a 400 `invalidGeometry`.",
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["name"]},
+                    "properties": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string", "enum": _WGS84_NAMES}},
+                        "required": ["name"],
+                    },
+                },
+                "required": ["type", "properties"],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["EPSG"]},
+                    "properties": {
+                        "type": "object",
+                        "properties": {"code": {"type": "integer", "enum": [4326]}},
+                        "required": ["code"],
+                    },
+                },
+                "required": ["type", "properties"],
+            },
+        ],
+    },
+    "bbox": {
+        "type": "array",
+        "items": {"type": "number"},
+        "description": "Optional (RFC 7946 5); not read: the server works from the coordinates.",
+    },
+}
+
+
 def _geometry_schema(kind: str, coordinates: dict) -> dict:
     return {
         "type": "object",
-        "properties": {"type": {"type": "string", "enum": [kind]}, "coordinates": coordinates},
+        "properties": {"type": {"type": "string", "enum": [kind]}, "coordinates": coordinates, **_GEOMETRY_MEMBERS},
         "required": ["type", "coordinates"],
     }
 

@@ -433,13 +433,24 @@ _RING = [[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6,
     ("geometry", "valid"),
     [({"type": "MultiPolygon", "coordinates": [[_RING]]}, True), ({"type": "Polygon", "coordinates": [_RING]}, True),
      ({"type": "MultiPolygon", "coordinates": [_RING]}, False), ({"type": "Polygon", "coordinates": [[_RING]]}, False),
-     ({"type": "Point", "coordinates": [1, 2]}, False)],
+     ({"type": "Point", "coordinates": [1, 2]}, False),
+     # The optional members: a crs naming WGS84 in either form of GeoJSON 2008, another system, a bbox
+     *[({"type": "Polygon", "coordinates": [_RING], "crs": {"type": "name", "properties": {"name": name}}}, True)
+       for name in ("urn:ogc:def:crs:OGC:1.3:CRS84", "urn:ogc:def:crs:OGC::CRS84", "OGC:CRS84", "EPSG:4326",
+                    "urn:ogc:def:crs:EPSG::4326")],
+     ({"type": "Polygon", "coordinates": [_RING], "crs": {"type": "EPSG", "properties": {"code": 4326}}}, True),
+     ({"type": "Polygon", "coordinates": [_RING], "crs": {"type": "name", "properties": {"name": "EPSG:32632"}}},
+      False),
+     ({"type": "Polygon", "coordinates": [_RING], "crs": {"type": "EPSG", "properties": {"code": 32632}}}, False),
+     ({"type": "Polygon", "coordinates": [_RING], "crs": "EPSG:4326"}, False),
+     ({"type": "MultiPolygon", "coordinates": [[_RING]], "bbox": [-93.6, 42.0, -93.59, 42.01]}, True)],
 )  # fmt: skip
 def test_a_geometrys_type_and_nesting_are_described_together_as_the_server_takes_them(
     schema, api_client, core_user, geometry, valid
 ):
     """The schema described `type` and the nesting of `coordinates` apart: a Polygon's rings under
-    `type: MultiPolygon` (or the reverse) passed it, and the server refused them (found by Schemathesis)."""
+    `type: MultiPolygon` (or the reverse) passed it, and the server refused them (found by Schemathesis). The
+    optional `crs` and `bbox` members were not described at all."""
     import jsonschema
 
     document, *_ = schema
