@@ -260,9 +260,21 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = checked.whole("CELERY_WORKER_PREFETCH_MULTIP
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Redis redelivers an unacknowledged task after this long (a worker that died mid-task).
+# Redis redelivers an unacknowledged task after this long (a worker that died mid-task). Each connect to Redis and
+# each read of its answer gives up after CELERY_BROKER_TIMEOUT_SECONDS: without a limit, a Redis that takes
+# connections and never answers (hung, or a proxy in front of one that is gone) held every write's send, and so its
+# request, for ever, until every server thread was held; with it the send fails and is kept in the outbox, as when
+# Redis refuses. (A worker's wait for tasks is a BRPOP of 1 s: always answered well within the limit.)
+# (not CELERY_-prefixed here: Celery reads every such setting as one of its own)
+BROKER_TIMEOUT_SECONDS = checked.number(
+    "CELERY_BROKER_TIMEOUT_SECONDS", 5.0, minimum=0, above=True, maximum=checked.TEN_YEARS_SECONDS
+)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": checked.whole("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1, maximum=checked.TEN_YEARS_SECONDS)
+    "visibility_timeout": checked.whole(
+        "CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1, maximum=checked.TEN_YEARS_SECONDS
+    ),
+    "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_timeout": BROKER_TIMEOUT_SECONDS,
 }
 # A task acknowledged late whose database failed under it is sent again after this many seconds, doubling each
 # time, up to TASK_DATABASE_RETRIES times (10 s to 160 s: about five minutes of outage); then the sweeps see to it.

@@ -5,11 +5,13 @@ same sends (no attempt counted), and the sweeps send again what even the outbox 
 
 import io
 import os
+import socket
+import threading
 from datetime import timedelta
 
 import pytest
 from django.core.files.storage import default_storage
-from django.db import OperationalError
+from django.db import OperationalError, connections
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -263,3 +265,53 @@ def test_health_finds_the_broker_workers_use(settings):
     finally:
         set_eager(True)
     assert answer.json() == {"status": "ok", "database": "ok", "broker": "ok", "outbox": "empty"}
+
+
+@pytest.fixture
+def broker_silent(broker_down):
+    """A broker address that takes connections and never answers (a hung Redis, or a proxy in front of one that is
+    gone): the connections are held open, unread, until the test ends."""
+    held: list[socket.socket] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    done = threading.Event()
+
+    def hold() -> None:
+        while not done.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    _broker(f"redis://127.0.0.1:{listener.getsockname()[1]}/0")
+    yield held
+    done.set()
+    holder.join()
+    for connection in [*held, listener]:
+        connection.close()
+
+
+def test_an_upload_accepted_while_the_broker_takes_connections_and_never_answers_is_answered_and_kept(
+    broker_silent, api_client, core_user, samples_dir
+):
+    """The send waited for Redis's answer without a limit: the upload (committed) was never answered, and the
+    requests that followed held every server thread until the whole API stopped answering (found by the crash
+    review). Each exchange with the broker now gives up after CELERY_BROKER_TIMEOUT_SECONDS, and the send is kept."""
+    answers: list[Batch] = []
+
+    def send() -> None:
+        try:
+            answers.append(_upload(api_client, core_user, samples_dir))
+        finally:
+            connections.close_all()  # (this thread's own: left open, it held the test database)
+
+    upload = threading.Thread(target=send, daemon=True)
+    upload.start()
+    upload.join(timeout=300)  # (a limit only so that a hang fails the test instead of holding the suite)
+    assert not upload.is_alive(), "the upload is still waiting for the broker"
+    assert broker_silent, "the broker's address was never asked"
+    [batch] = answers
+    assert (batch.status, batch.attempts) == (BatchStatus.RECEIVED, 1)
+    assert _kept() == [("conversion.tasks.batch_open", [str(batch.pk)])]
