@@ -4,6 +4,7 @@ import logging
 import logging.config
 import os
 import threading
+import time
 
 from celery import Celery, Task, signals
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
@@ -98,20 +99,51 @@ def _django_logging(logfile=None, **kwargs):
         root.addHandler(written)
 
 
+# After the broker refused a send, the sends of this process during this many seconds are not tried: each try costs
+# the broker's retries (about 0.6 s when Redis refuses connections, CELERY_BROKER_TIMEOUT_SECONDS when it takes them
+# and never answers), and a write that queues several tasks or deliveries paid it once for each.
+BROKER_REFUSED_PAUSE_SECONDS = 10.0
+
+
+class _BrokerRefused:
+    """When (monotonic) the last refusal's pause ends, and at which broker address (another address is tried)."""
+
+    until = 0.0
+    url = ""
+
+    @classmethod
+    def pausing(cls, url: str) -> bool:
+        return url == cls.url and time.monotonic() < cls.until
+
+    @classmethod
+    def refused(cls, url: str) -> None:
+        cls.url, cls.until = url, time.monotonic() + BROKER_REFUSED_PAUSE_SECONDS
+
+
+class BrokerPaused(KombuError):
+    """A send not tried: the broker refused one a moment ago (`BROKER_REFUSED_PAUSE_SECONDS`)."""
+
+
 def send_on_commit(task, *args, outbox: bool = True) -> None:
     """Queue `task(*args)` once the current transaction commits. A broker that cannot take it (Redis down) neither
     undoes what committed nor turns the request that committed it into a 500, and the callbacks after it still run:
     the send is kept in the outbox (`platform_site.outbox`), whose task sends it within a minute of the broker's
     return, as the same send (no attempt counted). `outbox=False` for a task whose own row is its outbox (a webhook
     delivery: the deliveries sweep sends it). Were the outbox's write to fail too, it is logged, and the periodic
-    sweeps send again what never started, after CONVERSION_STUCK_AFTER_SECONDS."""
+    sweeps send again what never started, after CONVERSION_STUCK_AFTER_SECONDS. Once the broker refused a send, the
+    sends of the next BROKER_REFUSED_PAUSE_SECONDS are kept without being tried."""
 
     def send() -> None:
+        eager, url = task.app.conf.task_always_eager, task.app.conf.broker_url
         try:
+            if not eager and _BrokerRefused.pausing(url):
+                raise BrokerPaused(f"the broker refused a send less than {BROKER_REFUSED_PAUSE_SECONDS:g} s ago")
             task.delay(*args)
-        except (KombuError, OSError):
+        except (KombuError, OSError) as exc:
+            if not eager and not isinstance(exc, BrokerPaused):
+                _BrokerRefused.refused(url)
             # (Run eagerly, the task raised this itself: no broker was asked; nothing to send again.)
-            if outbox and not task.app.conf.task_always_eager:
+            if outbox and not eager:
                 from platform_site.outbox.services import outbox_record
 
                 if outbox_record(task_name=task.name, args=args):

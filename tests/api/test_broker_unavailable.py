@@ -315,3 +315,34 @@ def test_an_upload_accepted_while_the_broker_takes_connections_and_never_answers
     [batch] = answers
     assert (batch.status, batch.attempts) == (BatchStatus.RECEIVED, 1)
     assert _kept() == [("conversion.tasks.batch_open", [str(batch.pk)])]
+
+
+def test_once_the_broker_refused_a_send_the_next_ones_are_kept_without_trying_for_a_moment(
+    broker_silent, api_client, core_user, monkeypatch
+):
+    """A write queuing several tasks paid the broker's wait once for each: CELERY_BROKER_TIMEOUT_SECONDS apiece when
+    Redis takes connections and never answers (a merge of two fresh files: three sends, three waits)."""
+    from platform_site import celery
+
+    first = processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))  # its grouping: tried, refused
+    asked = len(broker_silent)
+    assert asked >= 1
+    second = processed_file(core_user, grid_table(start="2024-09-01T14:00:00", seed=2))
+    merge = api_client.post(
+        "/services/operations/api/files/merge", {"ids": [str(first.pk), str(second.pk)]}, format="json"
+    )
+    assert merge.status_code == 201, merge.content
+    # Not asked again, and every send kept
+    assert len(broker_silent) == asked
+    grouping = "operations.tasks.operation_file_group"
+    assert _kept() == [
+        (grouping, [str(first.pk)]),
+        (grouping, [str(second.pk)]),
+        ("conversion.tasks.file_merge_process", [merge.json()["id"]]),
+    ]
+
+    # Once the pause is over, the broker is asked again
+    monkeypatch.setattr(celery._BrokerRefused, "until", 0.0)
+    processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=3))
+    assert len(broker_silent) > asked
+    assert len(_kept()) == 4
