@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.api.embedded import embedded_env, embedded_serve, owner_token
+from tests.api.raw_http import send_raw
 
 pytestmark = pytest.mark.embedded
 
@@ -280,7 +281,6 @@ STATIC_PATHS_WITH_NO_FILE = [
 def test_a_static_path_with_no_file_is_the_apis_404_on_the_embedded_server(embedded_server, path):
     """A path climbing out of the static folders was a 500 text/plain (Django's static handler raised
     SuspiciousFileOperation); a missing file was Django's HTML 404. Sent as it is (`curl --path-as-is`)."""
-    from tests.api.raw_http import send_raw
 
     host = embedded_server.base.removeprefix("http://")
     request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
@@ -293,7 +293,6 @@ def test_a_static_path_with_no_file_is_the_apis_404_on_the_embedded_server(embed
 def test_a_host_not_allowed_is_refused_on_static_paths_as_on_the_apis(embedded_server, path):
     """Static files are served before the middleware that refuses a host not in ALLOWED_HOSTS: one was served (200)
     for `Host: evil.example`, where every other path answered 400."""
-    from tests.api.raw_http import send_raw
 
     request = f"GET {path} HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n".encode()
     status, content_type, problem = send_raw(embedded_server.base, request)
@@ -348,7 +347,6 @@ def test_the_embedded_database_files_are_readable_by_their_owner_only(embedded_s
 def test_headers_the_embedded_server_refuses_are_a_problem(embedded_server, head, status, error_key):
     """Python's HTTP server refuses a header line over 65536 bytes and more than 100 headers itself, before Django:
     it answered an HTML page, where every other error of the API is a problem document."""
-    from tests.api.raw_http import send_raw
 
     request = f"GET /services/usermanagement/api/users HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n"
     code, content_type, problem = send_raw(embedded_server.base, request.encode("latin-1"))
@@ -372,7 +370,6 @@ def test_a_request_line_the_embedded_server_refuses_is_a_problem_with_a_status_l
 ):
     """A request line over 65536 bytes: the refusal's log line raised in Django's logger, and the client got an empty
     answer. One that is no HTTP was answered with the problem document alone, no status line (as HTTP/0.9)."""
-    from tests.api.raw_http import send_raw
 
     request = f"{request_line}\r\nHost: 127.0.0.1\r\n\r\n"
     code, content_type, problem = send_raw(embedded_server.base, request.encode("latin-1"))
@@ -400,6 +397,25 @@ def test_a_refused_requests_log_lines_carry_the_id_its_answer_carried(embedded_s
     ), lines
     assert any(line.endswith(f'"GET /nowhere-{sent} HTTP/1.1" 404 {size} [request {sent}]')
                for line in lines), lines  # fmt: skip
+
+
+def test_a_request_lines_control_characters_are_written_escaped_in_the_log(embedded_server):
+    """Written raw, an escape sequence in a path coloured or rewrote the operator's terminal, with no login (the
+    security review: `"GET /x^[[31mred HTTP/1.1" 404`)."""
+    sent = "probe-esc-52c1"
+    status, _, _ = send_raw(
+        embedded_server.base,
+        f"GET /x\x1b[31m{sent}\\ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode("latin-1"),
+    )
+    assert status == 404
+    log_path = embedded_server.database.parent / "server.log"
+    deadline = time.monotonic() + 10
+    while not (lines := [line for line in log_path.read_text().splitlines() if f"{sent}\\" in line and '"GET' in line]):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(lines) == 1 and f'"GET /x\\x1b[31m{sent}\\\\ HTTP/1.1" 404 ' in lines[0], lines
+    assert "\x1b" not in log_path.read_text()
 
 
 def test_the_log_lines_of_a_task_name_the_request_that_queued_it(embedded_server):
@@ -454,7 +470,6 @@ def test_the_longest_request_line_taken_is_gunicorns_and_its_links_stay_readable
     """A request line of 4094 bytes (gunicorn's default limit) is served, one more byte is 414 (above). The list's
     `Link` header repeats the query up to four times: with Python's limit of 65536 bytes it grew past what clients
     read (curl gave up, `requests` refused a header line over 65536 bytes)."""
-    from tests.api.raw_http import send_raw
 
     path = "/services/usermanagement/api/users?size=1&sort="
     path += "%2C" * ((4094 - len(f"GET {path}name HTTP/1.1")) // 3) + "name"

@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 from datetime import datetime
+from http import HTTPStatus
 from urllib.parse import urlsplit, urlunsplit
 from wsgiref import simple_server
 
@@ -140,6 +141,12 @@ def _linger(connection: socket.socket) -> None:
         pass
 
 
+# The request line's characters written escaped in the log: the C0 controls, DEL and the C1 controls, and the
+# backslash that escapes them (so that a line sent with `\x1b` written out is told from one sent with ESC).
+LOG_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {ord("\\"): "\\\\"}
+TLS_HANDSHAKE = "\x16\x03"  # (a TLS handshake record, SSL 3.0 or TLS 1.x)
+
+
 class ReadTimeoutRequestHandler(WSGIRequestHandler):
     """Reads the request through `_AbortOnTimeout`: a read past the timeout is the connection given up, as a client
     that hung up is, so neither the server nor wsgiref logs a traceback for it (Django logs "Broken pipe"). The
@@ -153,11 +160,18 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
 
     def log_request(self, code="-", size="-"):
         """The request line (written for a 4xx or 5xx: settings LOGGING) ends with the id its answer carried, which
-        the request's other log lines start with."""
+        the request's other log lines start with. Its control characters are written escaped (`\\x1b`), as the
+        standard library's server writes them and Django's "Not Found" line does: sent raw, anyone could colour or
+        rewrite an operator's terminal without a login."""
         served, self.served_request_id = self.served_request_id, None
+        line = self.requestline
+        if not line.startswith(TLS_HANDSHAKE):  # (Django's own message for it: HTTPS spoken to this HTTP server)
+            line = line.translate(LOG_ESCAPES)
+        code = code.value if isinstance(code, HTTPStatus) else code
         if served is None:  # (a refusal of the server's own, before Django)
-            return super().log_request(code, size)
-        self.log_message('"%s" %s %s [request %s]', self.requestline, str(code), str(size), served)
+            self.log_message('"%s" %s %s', line, str(code), str(size))
+        else:
+            self.log_message('"%s" %s %s [request %s]', line, str(code), str(size), served)
 
     def handle_one_request(self):
         """Django's, with the handler that throws an unread body away in chunks (`BoundedDrainServerHandler`)."""
