@@ -8,7 +8,7 @@ gunicorn's access and error logs (its worker, `platform_site.server.ProblemThrea
 holds no link token; its query's `code` (a provider's authorization code) and `state` (which names the link's
 connection under way) are written `[redacted]`. So is the value of `access_token`, `id_token` or `token` in any
 query: a client that sends its bearer token there by mistake (the API reads it only from the Authorization header)
-had it logged in full.
+had it logged in full; and so is that of `refresh_token`, `client_secret`, `password` or `api_key`.
 """
 
 import logging
@@ -35,8 +35,12 @@ LINK_TOKEN = re.compile(_as_sent("/links/") + r"(?!" + _as_sent("oauth/callback"
 REDACTED = "/links/[token]"
 # A query parameter's value: up to the next parameter, fragment, space or quote.
 _VALUE = r"[^&#\s\"'<>\\]*"
-QUERY_TOKEN = re.compile(r"([?&](?:access_token|id_token|token)=)" + _VALUE, re.IGNORECASE)
-CALLBACK_QUERY = re.compile(_as_sent("/links/oauth/callback") + r"\?[^#\s\"'<>\\]*", re.I)
+# (names of credentials a client may put in a query by mistake: the API reads none from there)
+QUERY_TOKEN = re.compile(
+    r"([?&](?:access_token|id_token|refresh_token|token|client_secret|password|api_key)=)" + _VALUE, re.IGNORECASE
+)
+# (slashes after it too: Django answers that address 404, and the line still holds the provider's code)
+CALLBACK_QUERY = re.compile(_as_sent("/links/oauth/callback") + r"(?:/|%2F)*\?[^#\s\"'<>\\]*", re.I)
 CALLBACK_SECRET = re.compile(r"([?&](?:code|state)=)" + _VALUE)
 REDACTED_VALUE = r"\1[redacted]"
 
@@ -47,7 +51,7 @@ def redact(text: str) -> str:
     if "/" in text:
         text = LINK_TOKEN.sub(REDACTED, text)
         text = CALLBACK_QUERY.sub(lambda query: CALLBACK_SECRET.sub(REDACTED_VALUE, query.group()), text)
-    if "token=" in text.lower():
+    if "=" in text:
         text = QUERY_TOKEN.sub(REDACTED_VALUE, text)
     return text
 

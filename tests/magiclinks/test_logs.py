@@ -90,6 +90,12 @@ def test_the_callback_address_is_kept_and_tracebacks_are_redacted():
         ("GET /users?size=5&access_token=eyJ.eyJ.s1g HTTP/1.1", "/users?size=5&access_token=[redacted] HTTP/1.1"),
         ("GET /users?id_token=eyJ.eyJ.s1g&page=0 HTTP/1.1", "/users?id_token=[redacted]&page=0 HTTP/1.1"),
         ("GET /users?TOKEN=eyJ.eyJ.s1g#x HTTP/1.1", "/users?TOKEN=[redacted]#x HTTP/1.1"),
+        # Other credentials a client may send there (security review), and the callback's address with a slash
+        (
+            "GET /x?refresh_token=eyJ1&client_secret=eyJ2&Password=eyJ3&api_key=eyJ4 HTTP/1.1",
+            "?refresh_token=[redacted]&client_secret=[redacted]&Password=[redacted]&api_key=[redacted] HTTP/1.1",
+        ),
+        ("GET /links/oauth/callback/?code=C0DE&state=ST4TE HTTP/1.1", "/?code=[redacted]&state=[redacted] HTTP/1.1"),
     ],
 )
 def test_tokens_in_a_query_and_the_callbacks_code_and_state_are_redacted(line, logged):
