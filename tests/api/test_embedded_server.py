@@ -65,7 +65,8 @@ def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server)
         return _call(base, "POST", "/services/widgets/api/magic-link/file-upload", {"externalId": f"grower-{i}"}, token)
 
     def webhook(i: int):
-        body = {"name": f"hook {i}", "url": f"http://127.0.0.1:9/{i}", "secret": "s" * 16, "events": ["fieldCreated"]}
+        # (an event no other test of this module's shared server registers: one of these ten is the first)
+        body = {"name": f"hook {i}", "url": f"http://127.0.0.1:9/{i}", "secret": "s" * 16, "events": ["machineCreated"]}
         return _call(base, "POST", "/services/alerts/api/alerts/webhooks", body, token)
 
     with ThreadPoolExecutor(max_workers=16) as pool:
@@ -76,7 +77,10 @@ def test_concurrent_writes_all_succeed_on_the_embedded_database(embedded_server)
     assert sorted(status for status, _ in hooks) == [201] + [400] * 9, hooks
     assert {body["errorKey"] for status, body in hooks if status == 400} == {"eventRegisteredTwice"}
     status, users = _call(base, "GET", "/services/usermanagement/api/users?size=100", token=token)
-    assert status == 200 and sorted(u["externalId"] for u in users) == sorted(f"grower-{i}" for i in range(30))
+    assert status == 200
+    # (the users of this test: the module's other tests make their own on the shared server)
+    made = sorted(u["externalId"] for u in users if (u["externalId"] or "").startswith("grower-"))
+    assert made == sorted(f"grower-{i}" for i in range(30))
 
 
 def test_a_chunked_body_is_411_on_the_embedded_server(embedded_server):
