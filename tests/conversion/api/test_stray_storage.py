@@ -22,6 +22,13 @@ from .conftest import BATCH_URL, opened_batch, upload, zip_folder
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 
+@pytest.fixture(autouse=True)
+def _own_media(settings, tmp_path):
+    """Each test's own storage: the sweep's counts are of what the test left, not of what earlier tests of the
+    session left there (their records flushed, their bytes aged by these tests)."""
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+
+
 def _stored(*ids) -> list[Path]:
     media = Path(django_settings.MEDIA_ROOT)
     return [path for path in media.rglob("*") if path.is_file() and any(str(i) in path.as_posix() for i in ids)]
@@ -54,7 +61,9 @@ def test_a_conversion_whose_user_is_deleted_midway_leaves_nothing_behind(
     assert stray, "the second file's outputs were written after the deletion's own cleanup"
     assert stray_storage_sweep()["removed"] == 0, "too recent: left for now"
     _age(stray, settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
-    assert stray_storage_sweep()["removed"] > 0
+    media = Path(django_settings.MEDIA_ROOT)
+    # (one removal for each record's folder or upload zip: `files/<id>/`, `datasets/<batch>/`, `batches/<batch>.zip`)
+    assert stray_storage_sweep()["removed"] == len({path.relative_to(media).parts[:2] for path in stray})
     assert _stored(batch_id, *made) == []
 
 
@@ -86,7 +95,7 @@ def test_an_upload_cut_off_while_it_streamed_in_is_removed_once_nothing_wrote_it
     for path in (cut_off, streaming, foreign):
         path.write_bytes(b"PK" + bytes(100))
     _age([cut_off, foreign], settings.CONVERSION_STUCK_AFTER_SECONDS + 60)
-    assert stray_storage_sweep()["removed"] >= 1  # (with what earlier tests' deleted records left)
+    assert stray_storage_sweep()["removed"] == 1
     assert not cut_off.exists() and streaming.exists() and foreign.exists()
 
 
