@@ -12,7 +12,7 @@ from shapely.geometry import shape
 from conversion import standardize
 from conversion.crops import CROP_STANDARDS, crop_standard, normalize_crop_name
 from conversion.readers import Dataset, MachineIdentity, PointTable, get_reader
-from conversion.readers.units import US_BUSHEL_L
+from tests.units import BUSHEL_L, POUND_KG
 
 ISO_MS_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -75,15 +75,19 @@ def test_a_harvest_of_per_point_masses_without_a_rate_gets_dry_values_volumes_an
     derived = standardize.derive(table)
     ms = crop_standard("corn").standard_moisture
     dry = derived.columns["dryMass"]
-    assert dry == pytest.approx(standardize.dry_from_wet(wet, table.columns["harvestMoisture"], ms))
-    bushel = crop_standard("corn").bushel_weight_kg
-    assert derived.columns["wetVolume"] == pytest.approx(wet * US_BUSHEL_L / bushel)
-    assert derived.columns["dryVolume"] == pytest.approx(dry * US_BUSHEL_L / bushel)
+    # Wet basis (FORMATS.md): dry = wet x (100 - M) / (100 - Ms) above the standard moisture, else dry = wet
+    moisture = table.columns["harvestMoisture"]
+    assert dry == pytest.approx(
+        [w * (100 - m) / (100 - ms) if m > ms else w for w, m in zip(wet, moisture, strict=True)]
+    )
+    bushel = 56 * POUND_KG  # a bushel of corn weighs 56 lb
+    assert derived.columns["wetVolume"] == pytest.approx(wet * BUSHEL_L / bushel)
+    assert derived.columns["dryVolume"] == pytest.approx(dry * BUSHEL_L / bushel)
     assert "wetMassPerArea" not in derived.columns and "dryMassPerArea" not in derived.columns
     totals = standardize.totals(derived)
     assert totals["totalWetMass"] == {"value": pytest.approx(50.0), "unit": "kg"}
     assert totals["totalDryMass"] == {"value": pytest.approx(float(dry.sum())), "unit": "kg"}
-    assert totals["totalWetVolume"] == {"value": pytest.approx(50.0 * US_BUSHEL_L / bushel), "unit": "L"}
+    assert totals["totalWetVolume"] == {"value": pytest.approx(50.0 * BUSHEL_L / bushel), "unit": "L"}
     # A mass of no stated unit converts to nothing and sums to no total
     table.units["wetMass"] = "unknown"
     unknown = standardize.derive(table)
@@ -182,9 +186,9 @@ def test_derive_area_dry_values_and_point_totals():
     np.testing.assert_allclose(derived.columns["area"], [18.0, 27.0, 36.0])
     np.testing.assert_allclose(derived.columns["dryMassPerArea"], [10_000 * 80 / 84.5, 12_000, 8_000])
     np.testing.assert_allclose(derived.columns["wetMass"], np.array([10_000, 12_000, 8_000]) * [18, 27, 36] / 1e4)
-    bushel_kg = 56 * 0.45359237
+    bushel_kg = 56 * POUND_KG
     np.testing.assert_allclose(
-        derived.columns["wetVolumePerArea"], derived.columns["wetMassPerArea"] / bushel_kg * 35.23907016688
+        derived.columns["wetVolumePerArea"], derived.columns["wetMassPerArea"] / bushel_kg * BUSHEL_L
     )
     assert standardize.units(derived)["dryMass"] == "kg"
 

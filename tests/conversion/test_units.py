@@ -5,11 +5,7 @@ definitions of the units (NIST Handbook 44): an acre is 4046.8564224 m2, a US ga
 import pytest
 
 from conversion.readers.units import to_canonical
-
-ACRE_HA = 4046.8564224 / 10_000
-GALLON_L = 3.785411784
-BUSHEL_L = 35.23907016688
-POUND_KG = 0.45359237
+from tests.units import ACRE_HA, BUSHEL_L, GALLON_L, POUND_KG
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ import pytest
 import shapefile
 
 from conversion.models import INTERNAL_ERROR, NO_VALID_FILES, UNABLE_TO_READ
-from conversion.readers.units import US_BUSHEL_L
 from tests.tenancy import assert_problem
+from tests.units import BUSHEL_L
 
 from .conftest import BATCH_URL, FILES_URL, opened_batch, upload, upload_lost, zip_entries, zip_folder
 
@@ -163,7 +163,7 @@ def test_john_deere_harvest_shapefile_totals_equal_its_own_columns(api_client, c
     assert props["cleaning"]["pointsRead"] == len(records) == 40960
     assert props["pointCount"] == int(kept.sum())
     assert props["totalDryVolume"]["unit"] == "L"
-    assert props["totalDryVolume"]["value"] / US_BUSHEL_L == pytest.approx(bushels, rel=1e-9)
+    assert props["totalDryVolume"]["value"] / BUSHEL_L == pytest.approx(bushels, rel=1e-9)
     # The variety went into the core user's catalog.
     varieties = _get(api_client, f"/services/beta/api/users/{core_user.pk}/varieties").json()
     assert [v["name"] for v in varieties] == [records[0]["VARIETY"]]

@@ -12,17 +12,13 @@ from fields.services import field_create
 from operations.models import Operation
 from tests.operations.helpers import grid_box, grid_table, processed_file
 from tests.tenancy import assert_problem
+from tests.units import ACRE_M2, BUSHEL_L, FOOT_M, POUND_KG
 
 from .conftest import BATCH_URL, FILES_URL, upload, zip_folder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 HARVEST = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Harvest.zip"
-# The US customary units, from their definitions (not the project's tables).
-ACRE_M2 = 4046.8564224
-BUSHEL_L = 35.23907016688
-POUND_KG = 0.45359237
-FOOT_M = 0.3048
 
 
 def _processed_file(api_client, core_user, data: bytes) -> str:

@@ -6,7 +6,7 @@ import pytest
 from conversion import standardize
 from conversion.readers import PointTable, UnreadableDataset
 from conversion.readers.base import concat_tables
-from conversion.readers.units import US_GALLON_L
+from tests.units import ACRE_HA, GALLON_L
 
 
 def _log(rate: float, unit: str, n: int = 4) -> PointTable:
@@ -30,7 +30,7 @@ def test_a_rate_in_two_units_of_one_kind_is_converted_to_the_first():
     # Given two logs of one task, 200 L/ha then 20 gal/ac
     joined = concat_tables([_log(200.0, "L/ha"), _log(20.0, "gal/ac")], name="spread")
     # Then the joined column is in L/ha throughout, so the average and the total are of one unit
-    gal_ac_in_l_ha = 20.0 * US_GALLON_L / 0.40468564224
+    gal_ac_in_l_ha = 20.0 * GALLON_L / ACRE_HA
     assert joined.units["appliedRate"] == "L/ha"
     np.testing.assert_allclose(joined.columns["appliedRate"], [200.0] * 4 + [gal_ac_in_l_ha] * 4)
     summary = standardize.summary(joined)["properties"]

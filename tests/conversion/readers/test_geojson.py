@@ -8,6 +8,7 @@ import pytest
 
 from conversion.archive import detect
 from conversion.readers import Dataset, UnreadableDataset, get_reader
+from tests.units import LB_AC_IN_KG_HA
 
 
 def _collection(features: list[dict]) -> dict:
@@ -43,7 +44,7 @@ def test_sms_names_in_geojson_are_converted(tmp_path):
     [dataset] = detect(tmp_path).datasets
     [table] = get_reader("GEOJSON").read(dataset)
     assert table.operation_type == "harvested"
-    assert table.columns["wetMassPerArea"][0] == pytest.approx(3000 * 1.1208511417)
+    assert table.columns["wetMassPerArea"][0] == pytest.approx(3000 * LB_AC_IN_KG_HA)
     assert table.columns["speed"][0] == pytest.approx(5 * 0.44704)
 
 

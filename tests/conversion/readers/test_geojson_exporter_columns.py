@@ -12,7 +12,7 @@ import shapefile
 
 from conversion import standardize
 from conversion.readers import Dataset, get_reader
-from conversion.readers.units import US_BUSHEL_L
+from tests.units import BUSHEL_L, GALLON_L
 
 pytestmark = pytest.mark.embedded
 
@@ -57,7 +57,7 @@ def test_jd_export_as_geojson_gives_the_exports_own_totals_and_times(tmp_path, j
     assert props["totalArea"]["value"] == pytest.approx(sum(acres) * ACRE_FT2 * FT**2, rel=1e-9)
     wet_kg = sum(r["WetMass"] * a for r, a in zip(records, acres, strict=True)) * LB
     assert props["totalWetMass"] == {"value": pytest.approx(wet_kg, rel=1e-9), "unit": "kg"}
-    dry_l = sum(r["VRYIELDVOL"] * a for r, a in zip(records, acres, strict=True)) * US_BUSHEL_L
+    dry_l = sum(r["VRYIELDVOL"] * a for r, a in zip(records, acres, strict=True)) * BUSHEL_L
     assert props["totalDryVolume"] == {"value": pytest.approx(dry_l, rel=1e-9), "unit": "L"}
     # And each point has the time its IsoTime (UTC) says, and its elevation in metres from feet
     iso = [np.datetime64(datetime.fromisoformat(r["IsoTime"].replace("Z", "")), "ms") for r in records]
@@ -115,7 +115,7 @@ def test_a_time_text_alone_is_read_as_the_shapefile_reader_reads_it(tmp_path):
 
 JD_SEEDING = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Seeding.zip"
 JD_APPLICATION = "johndeere-sampledata/Shapefiles/Export From MyJohnDeere - Application.zip"
-GAL_AC_IN_L_HA = 3.785411784 / (ACRE_FT2 * FT**2 / 1e4)
+GAL_AC_IN_L_HA = GALLON_L / (ACRE_FT2 * FT**2 / 1e4)
 LB_AC_IN_KG_HA = LB / (ACRE_FT2 * FT**2 / 1e4)
 SEEDS_AC_IN_SEEDS_HA = 1e4 / (ACRE_FT2 * FT**2)
 MPH_IN_M_S = 5280 * FT / 3600

@@ -13,7 +13,7 @@ from pyproj import CRS, Proj, Transformer
 
 from conversion import standardize
 from conversion.readers import Dataset, UnreadableDataset, get_reader
-from conversion.readers.units import US_BUSHEL_L
+from tests.units import ACRE_HA, BUSHEL_L, GALLON_L, LB_AC_IN_KG_HA
 
 JD = "johndeere-sampledata/Shapefiles"
 ACRE_FT2 = 43_560.0
@@ -61,7 +61,7 @@ def test_jd_harvest_total_dry_bushels_equal_the_file(harvest):
     wet_lb = sum(r["WetMass"] * r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for r in records)
     props = standardize.summary(standardize.derive(table))["properties"]
     assert props["totalDryVolume"]["unit"] == "L"
-    assert props["totalDryVolume"]["value"] / US_BUSHEL_L == pytest.approx(bushels, rel=1e-9)
+    assert props["totalDryVolume"]["value"] / BUSHEL_L == pytest.approx(bushels, rel=1e-9)
     assert props["totalWetMass"]["value"] / LB == pytest.approx(wet_lb, rel=1e-9)
     # Our dry mass (wet x shrink at Ms 13 %) agrees with JD's dry bushels x 60 lb within 0.1 %.
     assert props["totalDryMass"]["value"] / LB == pytest.approx(bushels * 60, rel=1e-3)
@@ -90,7 +90,7 @@ def test_jd_application_products_and_volume(detect_zip):
         gallons = sum(r["AppliedRat"] * r["DISTANCE"] * r["SWATHWIDTH"] / ACRE_FT2 for r in records)
         total = standardize.totals(standardize.derive(table))["totalApplied"]
         assert total["unit"] == "L"
-        assert total["value"] / 3.785411784 == pytest.approx(gallons, rel=1e-9)
+        assert total["value"] / GALLON_L == pytest.approx(gallons, rel=1e-9)
 
 
 def test_sms_abbreviated_yield_and_as_applied(samples_dir):
@@ -101,7 +101,7 @@ def test_sms_abbreviated_yield_and_as_applied(samples_dir):
     assert table.operation_type == "harvested"
     assert len(table) == len(raw) == 3365
     assert table.source_units["dryVolumePerArea"] == "bu/ac"
-    np.testing.assert_allclose(table.columns["dryVolumePerArea"] / (US_BUSHEL_L / 0.40468564224), raw)
+    np.testing.assert_allclose(table.columns["dryVolumePerArea"] / (BUSHEL_L / ACRE_HA), raw)
 
     applied_set = Dataset("SHAPEFILE", folder / "as-applied-simple1.shp", folder, "as-applied-simple1")
     table = _read(applied_set)
@@ -151,7 +151,7 @@ def test_projected_shapefile_is_reprojected_to_wgs84(tmp_path):
     table = _read(Dataset("SHAPEFILE", tmp_path / "utm.shp", tmp_path, "utm"))
     np.testing.assert_allclose(table.columns["lon"], [p[0] for p in lonlat], atol=1e-8)
     np.testing.assert_allclose(table.columns["lat"], [p[1] for p in lonlat], atol=1e-8)
-    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([100, 200, 300]) * 1.1208511417)
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([100, 200, 300]) * LB_AC_IN_KG_HA)
 
 
 MARS_2000 = (
@@ -187,7 +187,7 @@ def test_points_off_the_globe_are_left_out_with_a_warning(tmp_path):
     positions = [(-93.0, 41.0), (200.0, 41.0), (-93.001, 41.0), (-93.0, 95.0), (-93.002, 41.0)]
     _write_points(tmp_path / "off.shp", positions, CRS.from_epsg(4326), [1.0, 2.0, 3.0, 4.0, 5.0])
     table = _read(Dataset("SHAPEFILE", tmp_path / "off.shp", tmp_path, "off"))
-    assert table.columns["dryMassPerArea"].tolist() == pytest.approx(np.array([1.0, 3.0, 5.0]) * 1.1208511417)
+    assert table.columns["dryMassPerArea"].tolist() == pytest.approx(np.array([1.0, 3.0, 5.0]) * LB_AC_IN_KG_HA)
     said = "2 of 5 points left out: no position on the globe (coordinates that are not numbers, or outside "
     assert any(warning.startswith(said) for warning in table.warnings), table.warnings
 
@@ -222,7 +222,7 @@ def test_overflowed_numbers_are_null(tmp_path):
     data[start : start + 8] = b"    ****"
     dbf.write_bytes(bytes(data))
     table = _read(Dataset("SHAPEFILE", tmp_path / "y.shp", tmp_path, "y"))
-    assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * 1.1208511417)
+    assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * LB_AC_IN_KG_HA)
     assert np.isnan(table.columns["dryMassPerArea"][1])
     assert not [w for w in table.warnings if "not numbers" in w]  # (`****`: a number too wide, no damage)
 
@@ -236,7 +236,7 @@ def test_numbers_in_text_columns_are_read_as_a_geojson_file_reads_them(tmp_path)
     table = _read(_write(tmp_path / "text.shp", fields, [(text, text) for text in texts]))
     expected = [20.0, 12.5, 1000.0, np.nan, np.nan, np.nan, np.nan, -0.5]
     np.testing.assert_allclose(table.columns["harvestMoisture"], expected)
-    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array(expected) * 1.1208511417)
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array(expected) * LB_AC_IN_KG_HA)
 
 
 @pytest.mark.parametrize("written", [b"   1_000", b"  1_0.00", b"  0x10.0"])
@@ -250,7 +250,7 @@ def test_a_numeric_column_value_that_is_no_plain_number_is_a_missing_value(tmp_p
     data[start : start + 8] = written
     dbf.write_bytes(bytes(data))
     table = _read(Dataset("SHAPEFILE", tmp_path / "y.shp", tmp_path, "y"))
-    assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * 1.1208511417)
+    assert table.columns["dryMassPerArea"][0] == pytest.approx(10 * LB_AC_IN_KG_HA)
     assert np.isnan(table.columns["dryMassPerArea"][1])
     # Said: the value is there, and no number
     assert "Yld_Mass_D: 1 of 2 values are not numbers; read as none" in table.warnings
@@ -443,7 +443,7 @@ def test_a_deleted_record_is_no_point(tmp_path):
     data[header_len] = ord("*")
     dbf.write_bytes(bytes(data))
     table = _read(Dataset("SHAPEFILE", tmp_path / "d.shp", tmp_path, "d"))
-    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([2.0, 3.0]) * 1.1208511417)
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([2.0, 3.0]) * LB_AC_IN_KG_HA)
     np.testing.assert_allclose(table.columns["lon"], [-93.1, -93.2])
 
 
@@ -475,7 +475,7 @@ def test_an_empty_yield_column_does_not_make_an_application_a_harvest(tmp_path):
 @pytest.mark.parametrize(
     ("column", "unit", "factor"),
     # without a unit in the name or a metadata file, the rate is kept as it is, its unit said unknown
-    [("AppldRt", "unknown", 1.0), ("AppliedRat", "unknown", 1.0), ("Rt_Apd_lb_", "kg/ha", 1.1208511417)],
+    [("AppldRt", "unknown", 1.0), ("AppliedRat", "unknown", 1.0), ("Rt_Apd_lb_", "kg/ha", LB_AC_IN_KG_HA)],
 )
 def test_applied_rate_columns_of_exporters_and_their_re_exports(tmp_path, column, unit, factor):
     dataset = _write(tmp_path / "a.shp", [(column, "N", 8, 2)], [(50.0,), (60.0,)])
@@ -488,9 +488,9 @@ def test_applied_rate_columns_of_exporters_and_their_re_exports(tmp_path, column
     ("attributes", "unit", "factor"),
     [
         # a DBF name is cut to 10 characters: the metadata's full name it begins is the column's
-        ([("AppliedRate", "gal1ac-1")], "L/ha", 9.353956228956228),
+        ([("AppliedRate", "gal1ac-1")], "L/ha", GALLON_L / ACRE_HA),
         # a name of its own wins over a longer name it begins
-        ([("AppliedRateTarget", "gal1ac-1"), ("AppliedRat", "lb1ac-1")], "kg/ha", 1.120851156194456),
+        ([("AppliedRateTarget", "gal1ac-1"), ("AppliedRat", "lb1ac-1")], "kg/ha", LB_AC_IN_KG_HA),
         # two full names it begins, of two units: neither is known to be the column's
         ([("AppliedRateA", "gal1ac-1"), ("AppliedRateB", "lb1ac-1")], "unknown", 1.0),
         # a full name that only shares its start is another column's
@@ -570,4 +570,4 @@ def test_bytes_past_the_records_the_dbf_declares_are_not_read(tmp_path):
     body = data[:-1] if data.endswith(b"\x1a") else data  # (pyshp writes no end-of-file mark)
     dbf.write_bytes(body + body[-record_len:])  # the last record once more, uncounted
     table = _read(Dataset("SHAPEFILE", tmp_path / "s.shp", tmp_path, "s"))
-    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([1.0, 2.0]) * 1.1208511417)
+    np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([1.0, 2.0]) * LB_AC_IN_KG_HA)
