@@ -19,6 +19,15 @@ def samples_dir() -> Path:
     return SAMPLES_DIR
 
 
+def sample_path(samples_dir: Path, relative: str) -> Path:
+    """A sample's file or folder under `samples_dir`; the test fails when it is not there (a `SAMPLES_DIR` of other
+    files let tests that zipped a missing folder, or globbed it, pass on nothing)."""
+    path = samples_dir / relative
+    if not path.exists():
+        pytest.fail(f"sample {relative} not found under {samples_dir}; set SAMPLES_DIR")
+    return path
+
+
 def set_eager(eager: bool) -> None:
     """Celery reads its namespaced settings (CELERY_*) live from Django's settings object."""
     from django.conf import settings

@@ -6,17 +6,24 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import sample_path
+
+DOTNET_TESTDATA = "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata"
+
 BATCH_URL = "/services/operations/api/batch"
 FILES_URL = "/services/operations/api/files"
 
 
 def zip_folder(folder: Path, *, prefix: str = "") -> bytes:
-    """A zip of every file under `folder` (names relative to it, under `prefix`)."""
+    """A zip of every file under `folder` (names relative to it, under `prefix`); none is an error (an empty zip made
+    from a missing folder let tests pass on nothing)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 zf.write(path, prefix + path.relative_to(folder).as_posix())
+        if not zf.namelist():
+            raise FileNotFoundError(f"no file under {folder} to zip")
     return buffer.getvalue()
 
 
@@ -79,14 +86,16 @@ def opened_batch(api_client, core_user, folder: Path, monkeypatch) -> tuple[str,
 
 @pytest.fixture
 def valid_timelogs(samples_dir) -> Path:
-    return samples_dir / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
+    return sample_path(
+        samples_dir, "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/TimeLogs/ValidTimeLogs"
+    )
 
 
 @pytest.fixture
 def load_from_stream(samples_dir) -> Path:
-    return samples_dir / "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata/LoadFromStream"
+    return sample_path(samples_dir, f"{DOTNET_TESTDATA}/LoadFromStream")
 
 
 @pytest.fixture
 def jd_shapefiles(samples_dir) -> Path:
-    return samples_dir / "johndeere-sampledata/Shapefiles"
+    return sample_path(samples_dir, "johndeere-sampledata/Shapefiles")

@@ -265,7 +265,9 @@ def test_truncated_zip_fails_the_batch_with_a_reason(api_client, core_user, vali
     batch = _upload_ok(api_client, core_user, data[: len(data) // 2])
     assert batch["status"] == "FAILED"
     assert batch["statusDetails"] == UNABLE_TO_READ
-    assert "truncated" in batch["failureReason"] or "zip" in batch["failureReason"]
+    assert batch["failureReason"].startswith("upload.zip is not a zip archive or is truncated ("), batch[
+        "failureReason"
+    ]
 
 
 @pytest.mark.embedded

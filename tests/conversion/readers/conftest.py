@@ -8,6 +8,7 @@ from xml.etree import ElementTree
 import pytest
 
 from conversion.archive import detect, safe_extract
+from tests.conftest import sample_path
 
 DOTNET = "isoxml-dotnet/Dev4Agriculture.ISO11783.ISOXML.Test/testdata"
 PTN_SIZES = {"A": 4, "B": 4, "C": 4, "D": 1, "E": 2, "F": 2, "G": 1, "H": 4, "I": 2}
@@ -27,7 +28,7 @@ def single_dpd(samples_dir: Path, tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def valid_timelogs(samples_dir: Path) -> Path:
     """The CCI forage harvester export (TASKDATA.XML + 21 time logs)."""
-    return samples_dir / DOTNET / "TimeLogs" / "ValidTimeLogs"
+    return sample_path(samples_dir, f"{DOTNET}/TimeLogs/ValidTimeLogs")
 
 
 @pytest.fixture(scope="session")

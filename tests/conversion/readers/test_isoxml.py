@@ -68,7 +68,9 @@ def _carried_forward(walk: dict, index: int, bitfield: bool) -> np.ndarray:
 
 
 def test_every_value_position_and_time_matches_the_independent_walker(valid_timelogs):
-    for stem in sorted(p.stem for p in valid_timelogs.glob("TLG*.xml")):
+    stems = sorted(p.stem for p in valid_timelogs.glob("TLG*.xml"))
+    assert len(stems) == 21  # (the export's time logs: PROVENANCE.md)
+    for stem in stems:
         xml_path, bin_path = _files(valid_timelogs, stem)
         log = read_time_log(xml_path, bin_path)
         walk = walk_tlg(xml_path, bin_path)
