@@ -4,6 +4,9 @@ committed first, failed the deletion (500, and the user stayed). Now every write
 after the deletion waits and finds the user gone (a 404); a deletion that comes during a write is made again once
 the write committed, collecting its rows."""
 
+import threading
+import time
+
 import pytest
 from django.db import transaction
 
@@ -239,7 +242,6 @@ def test_a_deletion_goes_through_while_clients_keep_writing_under_the_user(owner
     the user the deletion waited to delete, then waited for a row the deletion had taken, a deadlock a second. The
     deletion stalled for minutes and mostly failed (503 `databaseBusy` or 409, the user kept). Now the writes under
     way end first, those that come wait for the deletion, then find the user gone."""
-    import threading
 
     from django.db import connection
 
@@ -266,7 +268,9 @@ def test_a_deletion_goes_through_while_clients_keep_writing_under_the_user(owner
     for thread in threads:
         thread.start()
     try:
+        started = time.monotonic()
         while len(answers) < 30:  # every client is writing
+            assert time.monotonic() - started < 120, f"the writers stopped: {answers}"
             threading.Event().wait(0.01)
         deletion = make_client(owner).delete(f"{USERS}/{core_user.id}")
     finally:
@@ -281,7 +285,6 @@ def test_a_deletion_goes_through_while_clients_keep_writing_under_the_user(owner
 def _behind_a_waiting_deletion(make_client, owner, core_user, write) -> tuple[object, dict]:
     """The deletion of `core_user` waits at its gate for a write under way; `write()` comes meanwhile (its own thread
     and connection). Returns the deletion's answer and `write`'s outcome: {"result": ...} or {"error": ...}."""
-    import threading
     import time
 
     from django.db import connection
