@@ -372,6 +372,14 @@ def start_embedded_worker() -> None:
     beat.start()
 
 
+# The in-memory broker is no event-loop transport: its worker runs Celery's blocking loop, which applies the
+# acknowledgements of finished tasks only between waits of 2 s. With CELERY_WORKER_PREFETCH_MULTIPLIER's 4, a worker
+# of 2 threads took 8 tasks per 2 s, however quick (a deleted user's thousands of data sets, each a no-op, held up
+# every other upload for minutes: the security review); at 64 it takes 128 (bench/embedded_tasks.py). The queue is in
+# this process, so a task taken early costs nothing and is lost with the process as a queued one is.
+EMBEDDED_PREFETCH_MULTIPLIER = 64
+
+
 def _worker_start(app, queue: str, concurrency: int) -> None:
     """A worker thread taking `queue` only. Celery keeps the queues a worker takes in the app (one selection for
     the process), and a worker reads it as it starts consuming: so each is started, and ready, before the next
@@ -382,6 +390,7 @@ def _worker_start(app, queue: str, concurrency: int) -> None:
         concurrency=concurrency,
         queues=[queue],
         hostname=f"{queue}@embedded",
+        prefetch_multiplier=EMBEDDED_PREFETCH_MULTIPLIER,
         without_heartbeat=True,
         without_mingle=True,
         without_gossip=True,
