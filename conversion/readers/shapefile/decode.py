@@ -300,10 +300,9 @@ def _on_the_globe(coordinates: np.ndarray) -> np.ndarray:
 def _centres_and_areas(polygons: list, to_wgs84: Transformer | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x and y of each polygon's centre (its centroid, or a point on it when it is not valid: a self-crossing
     polygon's centroid may lie outside it) and its geodesic area in m2 (of the ground it covers), taken in WGS84
-    (`_transformed`); NaN for
-    None (a record without a shape), and for the area of a polygon off the globe, whose record is left out as its
-    centre is (measured first, a single cell 3,000 km wide in degrees took 23 s and 2.9 GB; one with an infinite
-    position failed the data set)."""
+    (`_transformed`); NaN for None (a record without a shape), and for the area of a polygon off the globe, whose
+    record is left out as its centre is (measured first, a single cell 3,000 km wide in degrees took 23 s and 2.9 GB;
+    one with an infinite position failed the data set)."""
     geometries = np.empty(len(polygons), dtype=object)
     geometries[:] = polygons
     geometries[~_every_position(geometries, _finite)] = None  # (a position that is no number: a shape of nothing)
