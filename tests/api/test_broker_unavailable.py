@@ -346,3 +346,26 @@ def test_once_the_broker_refused_a_send_the_next_ones_are_kept_without_trying_fo
     processed_file(core_user, grid_table(start="2024-09-02T10:00:00", seed=3))
     assert len(broker_silent) > asked
     assert len(_kept()) == 4
+
+
+def test_the_pause_after_a_refusal_lasts_its_10_seconds_from_the_refusal_and_no_longer(broker_silent, monkeypatch):
+    """A send kept during the pause must not make it longer, and the pause ends 10 s after the refusal: a pause
+    pushed on by each kept send, or measured on another clock, never tried the broker again once it was back."""
+    from types import SimpleNamespace
+
+    from platform_site import celery
+    from platform_site.celery import send_on_commit
+    from platform_site.outbox.tasks import outbox_send as task
+
+    now = [1000.0]
+    monkeypatch.setattr(celery, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(celery._BrokerRefused, "until", 0.0)
+    send_on_commit(task, outbox=False)  # tried: refused at t=1000
+    asked = len(broker_silent)
+    assert asked >= 1
+    now[0] = 1009.0
+    send_on_commit(task, outbox=False)  # within the pause: not tried
+    assert len(broker_silent) == asked
+    now[0] = 1010.5  # 10.5 s after the refusal (1.5 s after the kept send)
+    send_on_commit(task, outbox=False)
+    assert len(broker_silent) > asked

@@ -422,6 +422,39 @@ def test_a_request_lines_control_characters_are_written_escaped_in_the_log(embed
     assert "\x1b" not in log_path.read_text()
 
 
+def _log_lines_with(embedded_server, text: str) -> list[str]:
+    log_path = embedded_server.database.parent / "server.log"
+    deadline = time.monotonic() + 10
+    while not (lines := [line for line in log_path.read_text().splitlines() if text in line]):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return lines
+
+
+def test_control_characters_are_escaped_on_the_servers_own_refusals_too(embedded_server):
+    """A request the server refuses before Django (here 431, too many headers) was logged by the standard
+    library's line, raw: the escape sequence reached the terminal without a login. DEL and the C1 controls (0x9b
+    is a terminal's escape too) are escaped as C0 ones are."""
+    headers = "".join(f"X-{n}: 1\r\n" for n in range(101))
+    request = f"GET /x\x1b[31mprobe-431\x9b\x7f HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n"
+    status, _, _ = send_raw(embedded_server.base, request.encode("latin-1"))
+    assert status == 431
+    [line] = _log_lines_with(embedded_server, "probe-431")
+    assert '"GET /x\\x1b[31mprobe-431\\x9b\\x7f HTTP/1.1" 431' in line, line
+    log = (embedded_server.database.parent / "server.log").read_text(encoding="latin-1")
+    assert not {"\x1b", "\x9b", "\x7f"} & set(log)
+
+
+def test_a_tls_handshake_keeps_djangos_message(embedded_server):
+    """HTTPS spoken to the plain server: Django's own line says so (escaping the handshake's line hid it)."""
+    address = urlsplit(embedded_server.base)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+        sock.sendall(b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"R" * 20 + b"\r\n\r\n")
+        sock.recv(1024)
+    assert _log_lines_with(embedded_server, "accessing the development server over HTTPS")
+
+
 def test_the_log_lines_of_a_task_name_the_request_that_queued_it(embedded_server):
     """The in-process workers' lines about what a request set off (here the failed post of the webhook a field's
     change fired) carry the request's id, as the request's own lines do."""

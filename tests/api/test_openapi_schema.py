@@ -443,7 +443,10 @@ _RING = [[-93.6, 42.0], [-93.59, 42.0], [-93.59, 42.01], [-93.6, 42.01], [-93.6,
       False),
      ({"type": "Polygon", "coordinates": [_RING], "crs": {"type": "EPSG", "properties": {"code": 32632}}}, False),
      ({"type": "Polygon", "coordinates": [_RING], "crs": "EPSG:4326"}, False),
-     ({"type": "MultiPolygon", "coordinates": [[_RING]], "bbox": [-93.6, 42.0, -93.59, 42.01]}, True)],
+     ({"type": "MultiPolygon", "coordinates": [[_RING]], "bbox": [-93.6, 42.0, -93.59, 42.01]}, True),
+     ({"type": "Polygon", "coordinates": [_RING], "crs": {"type": "name", "properties": {}}}, False),
+     ({"type": "Polygon", "coordinates": [_RING], "crs": {"properties": {"name": "EPSG:4326"}}}, False),
+     ({"type": "Polygon", "coordinates": [[[*position, 310.5] for position in _RING]]}, True)],
 )  # fmt: skip
 def test_a_geometrys_type_and_nesting_are_described_together_as_the_server_takes_them(
     schema, api_client, core_user, geometry, valid
@@ -458,6 +461,18 @@ def test_a_geometrys_type_and_nesting_are_described_together_as_the_server_takes
     assert jsonschema.Draft202012Validator(request).is_valid({"geometry": geometry}) is valid
     answer = api_client.post(f"/services/fields/api/users/{core_user.id}/fields", {"geometry": geometry}, format="json")
     assert answer.status_code == (201 if valid else 400), answer.json()
+
+
+def test_a_geometrys_optional_members_and_the_weather_centroid_are_described(schema):
+    """What validation alone does not show: the document names `bbox` (a client generated from it keeps the member),
+    and the weather's centroid is a position without altitude."""
+    document, *_ = schema
+    schemas = document["components"]["schemas"]
+    request = schemas["FieldCreateRequest"]["properties"]["geometry"]
+    for variant in request["oneOf"]:
+        assert {"type", "coordinates", "crs", "bbox"} <= set(variant["properties"]), variant
+    centroid = schemas["GeoJSONPoint"]["properties"]["coordinates"]
+    assert (centroid["minItems"], centroid["maxItems"]) == (2, 2)
 
 
 @pytest.mark.parametrize(

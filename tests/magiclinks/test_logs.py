@@ -96,6 +96,11 @@ def test_the_callback_address_is_kept_and_tracebacks_are_redacted():
             "?refresh_token=[redacted]&client_secret=[redacted]&Password=[redacted]&api_key=[redacted] HTTP/1.1",
         ),
         ("GET /links/oauth/callback/?code=C0DE&state=ST4TE HTTP/1.1", "/?code=[redacted]&state=[redacted] HTTP/1.1"),
+        ("GET /links/oauth/callback%2F?code=C0DE&state=ST4TE HTTP/1.1", "?code=[redacted]&state=[redacted] HTTP/1.1"),
+        # each alone on its line (no "token=" beside it)
+        ("GET /users?password=eyJ5 HTTP/1.1", "/users?password=[redacted] HTTP/1.1"),
+        ("GET /users?client_secret=eyJ6 HTTP/1.1", "/users?client_secret=[redacted] HTTP/1.1"),
+        ("GET /users?api_key=eyJ7 HTTP/1.1", "/users?api_key=[redacted] HTTP/1.1"),
     ],
 )
 def test_tokens_in_a_query_and_the_callbacks_code_and_state_are_redacted(line, logged):

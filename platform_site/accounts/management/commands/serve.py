@@ -380,10 +380,10 @@ def start_embedded_worker() -> None:
 EMBEDDED_PREFETCH_MULTIPLIER = 64
 
 
-def _worker_start(app, queue: str, concurrency: int) -> None:
-    """A worker thread taking `queue` only. Celery keeps the queues a worker takes in the app (one selection for
-    the process), and a worker reads it as it starts consuming: so each is started, and ready, before the next
-    selects its own."""
+def _worker_start(app, queue: str, concurrency: int):
+    """A worker thread taking `queue` only; the worker is returned started and ready. Celery keeps the queues a
+    worker takes in the app (one selection for the process), and a worker reads it as it starts consuming: so each
+    is started, and ready, before the next selects its own."""
     ready = threading.Event()
     worker = app.WorkController(
         pool_cls="threads",
@@ -400,3 +400,4 @@ def _worker_start(app, queue: str, concurrency: int) -> None:
     threading.Thread(target=worker.start, name=f"celery-worker-{queue}", daemon=True).start()
     if not ready.wait(timeout=60):
         raise RuntimeError(f"the embedded Celery worker for queue {queue!r} did not start")
+    return worker
