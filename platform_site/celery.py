@@ -120,10 +120,6 @@ class _BrokerRefused:
         cls.url, cls.until = url, time.monotonic() + BROKER_REFUSED_PAUSE_SECONDS
 
 
-class BrokerPaused(KombuError):
-    """A send not tried: the broker refused one a moment ago (`BROKER_REFUSED_PAUSE_SECONDS`)."""
-
-
 def send_on_commit(task, *args, outbox: bool = True) -> None:
     """Queue `task(*args)` once the current transaction commits. A broker that cannot take it (Redis down) neither
     undoes what committed nor turns the request that committed it into a 500, and the callbacks after it still run:
@@ -133,22 +129,26 @@ def send_on_commit(task, *args, outbox: bool = True) -> None:
     sweeps send again what never started, after CONVERSION_STUCK_AFTER_SECONDS. Once the broker refused a send, the
     sends of the next BROKER_REFUSED_PAUSE_SECONDS are kept without being tried."""
 
+    def keep(eager: bool) -> None:
+        # (Run eagerly, the task raised this itself: no broker was asked; nothing to send again.)
+        if outbox and not eager:
+            from platform_site.outbox.services import outbox_record
+
+            if outbox_record(task_name=task.name, args=args):
+                log.warning("task %s%r not queued (broker unavailable); kept in the outbox", task.name, args)
+                return
+        log.warning("task %s%r not queued (broker unavailable); the sweeps will see to it", task.name, args)
+
     def send() -> None:
         eager, url = task.app.conf.task_always_eager, task.app.conf.broker_url
+        if not eager and _BrokerRefused.pausing(url):
+            keep(eager)
+            return
         try:
-            if not eager and _BrokerRefused.pausing(url):
-                raise BrokerPaused(f"the broker refused a send less than {BROKER_REFUSED_PAUSE_SECONDS:g} s ago")
             task.delay(*args)
-        except (KombuError, OSError) as exc:
-            if not eager and not isinstance(exc, BrokerPaused):
+        except (KombuError, OSError):
+            if not eager:
                 _BrokerRefused.refused(url)
-            # (Run eagerly, the task raised this itself: no broker was asked; nothing to send again.)
-            if outbox and not eager:
-                from platform_site.outbox.services import outbox_record
-
-                if outbox_record(task_name=task.name, args=args):
-                    log.warning("task %s%r not queued (broker unavailable); kept in the outbox", task.name, args)
-                    return
-            log.warning("task %s%r not queued (broker unavailable); the sweeps will see to it", task.name, args)
+            keep(eager)
 
     transaction.on_commit(send)
