@@ -381,6 +381,20 @@ def test_a_request_line_the_embedded_server_refuses_is_a_problem_with_a_status_l
     assert (problem["status"], problem["errorKey"]) == (status, error_key)
 
 
+def _log_lines_with(embedded_server, *texts: str, at_least: int = 1) -> list[str]:
+    """The lines of the server's log holding every one of `texts`, once there are `at_least` of them (or after 10 s:
+    the server writes its request line after the answer)."""
+    log_path = embedded_server.database.parent / "server.log"
+    deadline = time.monotonic() + 10
+    while (
+        len(lines := [line for line in log_path.read_text().splitlines() if all(t in line for t in texts)]) < at_least
+    ):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return lines
+
+
 def test_a_refused_requests_log_lines_carry_the_id_its_answer_carried(embedded_server):
     """The server's request line of a 4xx and Django's line about it both carry the request's `X-Request-Id`, the id
     a client quotes, so that one leads to the other."""
@@ -390,12 +404,7 @@ def test_a_refused_requests_log_lines_carry_the_id_its_answer_carried(embedded_s
         urllib.request.urlopen(request, timeout=30)
     assert (refused.value.code, refused.value.headers["X-Request-Id"]) == (404, sent)
     size = len(refused.value.read())
-    log_path = embedded_server.database.parent / "server.log"
-    deadline = time.monotonic() + 10
-    while len(lines := [line for line in log_path.read_text().splitlines() if sent in line]) < 2:
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    lines = _log_lines_with(embedded_server, sent, at_least=2)
     assert any(
         line.endswith(f" WARNING django.request: [request {sent}] Not Found: /nowhere-{sent}") for line in lines
     ), lines
@@ -412,24 +421,9 @@ def test_a_request_lines_control_characters_are_written_escaped_in_the_log(embed
         f"GET /x\x1b[31m{sent}\\ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode("latin-1"),
     )
     assert status == 404
-    log_path = embedded_server.database.parent / "server.log"
-    deadline = time.monotonic() + 10
-    while not (lines := [line for line in log_path.read_text().splitlines() if f"{sent}\\" in line and '"GET' in line]):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    lines = _log_lines_with(embedded_server, f"{sent}\\", '"GET')
     assert len(lines) == 1 and f'"GET /x\\x1b[31m{sent}\\\\ HTTP/1.1" 404 ' in lines[0], lines
-    assert "\x1b" not in log_path.read_text()
-
-
-def _log_lines_with(embedded_server, text: str) -> list[str]:
-    log_path = embedded_server.database.parent / "server.log"
-    deadline = time.monotonic() + 10
-    while not (lines := [line for line in log_path.read_text().splitlines() if text in line]):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    return lines
+    assert "\x1b" not in (embedded_server.database.parent / "server.log").read_text()
 
 
 def test_control_characters_are_escaped_on_the_servers_own_refusals_too(embedded_server):
