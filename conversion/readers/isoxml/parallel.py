@@ -61,16 +61,33 @@ class JoinedTimeLog:
             self._filled[index] = self._fill(index)
         return self._filled[index]
 
-    def _fill(self, index: int) -> np.ndarray:
+    def _source(self, index: int) -> tuple[TimeLog, int, np.ndarray | None]:
+        """The log a joined DLV is of, its index there, and which of that log's records each base record takes
+        (None: the base's own)."""
         for log, first, at in reversed(self.others):
             if index >= first:
-                values = log.raw_values(index - first)[at]
-                values[at < 0] = np.nan
-                return values
-        return self.base.raw_values(index)
+                return log, index - first, at
+        return self.base, index, None
+
+    def _fill(self, index: int) -> np.ndarray:
+        log, own_index, at = self._source(index)
+        return _at_base_records(log.raw_values(own_index), at)
 
     def values(self, index: int) -> np.ndarray:
-        return self.raw_values(index) * ddis.resolution(self.header.dlvs[index].ddi)
+        """As `TimeLog.values` (not cached), for a DLV of any of the joined logs."""
+        if index in self._filled:
+            return self._filled[index] * ddis.resolution(self.header.dlvs[index].ddi)
+        log, own_index, at = self._source(index)
+        return _at_base_records(log.values(own_index), at)
+
+
+def _at_base_records(values: np.ndarray, at: np.ndarray | None) -> np.ndarray:
+    """`values` of a log at the base's records (`at`, -1 where the log has none yet: NaN), or as they are."""
+    if at is None:
+        return values
+    values = values[at]
+    values[at < 0] = np.nan
+    return values
 
 
 Span = tuple[np.datetime64, np.datetime64] | None

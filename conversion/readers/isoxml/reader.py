@@ -322,7 +322,12 @@ class IsoxmlReader(Reader):
             *left_out_warning(no_time, len(lat), "no time"),
         ]
         valid = ~no_position & ~no_time
-        table = PointTable(
+        if not valid.all():
+            # Column by column, each left for its selection as it goes: a copy of the whole table took its size again.
+            for group in (columns, raw):
+                for key in group:
+                    group[key] = group[key][valid]
+        return PointTable(
             name=task_name,
             operation_type=operation,  # type: ignore[arg-type]
             columns=columns,
@@ -333,9 +338,6 @@ class IsoxmlReader(Reader):
             source_format="ISOXML",
             warnings=warnings,
         )
-        if not valid.all():
-            table = table.select(valid)
-        return table
 
     def _yield_ignore_times(
         self,

@@ -103,11 +103,10 @@ class TimeLog:
     gps_days: np.ndarray | None
     fixed_utc: np.datetime64 | None
     _data: bytes = field(repr=False)
-    _record_ends: np.ndarray = field(repr=False)
+    _first_pairs: np.ndarray = field(repr=False)
+    _pair_base: np.ndarray = field(repr=False)
     _pair_indexes: np.ndarray = field(repr=False)
-    _pair_offsets: np.ndarray = field(repr=False)
-    _positions: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
-    _pair_records: np.ndarray | None = field(default=None, repr=False)
+    _logged_counts: np.ndarray = field(repr=False)
     _filled: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -125,15 +124,9 @@ class TimeLog:
         """Longitude in degrees (PTN B), or None when the log has no position."""
         return self.ptn.get("east")
 
-    def _pairs_of(self, index: int) -> np.ndarray:
-        """Positions of the (index, value) pairs of one DLV, in record order; computed when first needed."""
-        if index not in self._positions:
-            self._positions[index] = np.flatnonzero(self._pair_indexes == index)
-        return self._positions[index]
-
     def logged_count(self, index: int) -> int:
         """How many values the log holds for DLV `index`."""
-        return len(self._pairs_of(index))
+        return int(self._logged_counts[index])
 
     def raw_values(self, index: int) -> np.ndarray:
         """Values of DLV `index` per record as float64 raw integers, carried forward; NaN before the first one.
@@ -149,15 +142,15 @@ class TimeLog:
         spec = self.header.dlvs[index]
         if spec.fixed is not None:
             return np.full(self.n_records, float(spec.fixed))
-        positions = self._pairs_of(index)
-        if len(positions) == 0:
+        if not self._logged_counts[index]:
             return np.full(self.n_records, np.nan)
-        # Values are only decoded for the DLVs asked for, which is what makes a million-record log fast.
-        if self._pair_records is None:
-            counts = np.diff(self._record_ends, prepend=0)
-            self._pair_records = np.repeat(np.arange(self.n_records, dtype=self._pair_offsets.dtype), counts)
-        recs = self._pair_records[positions]
-        vals = values_at(self._data, self._pair_offsets[positions] + 1, "<i4")
+        # Values are only decoded for the DLVs asked for, which is what makes a million-record log fast. Where each
+        # pair is, is worked out again for each: kept for every pair of the log, it took 1.4 times the log's size.
+        pairs = np.flatnonzero(self._pair_indexes == index)
+        # (A record without pairs begins where the next one does: the last record beginning at or before a pair
+        # is the one that holds it.)
+        recs = np.searchsorted(self._first_pairs, pairs, side="right") - 1
+        vals = values_at(self._data, self._pair_base[recs] + 5 * pairs + 1, "<i4")
         if ddis.is_bitfield(spec.ddi):
             vals = vals.view(np.uint32)
         # Carry each value forward to later records; where a record logs one DLV twice the later value wins.
@@ -171,8 +164,14 @@ class TimeLog:
         return lookup[last]
 
     def values(self, index: int) -> np.ndarray:
-        """Values of DLV `index` in the DDI unit (raw x resolution), carried forward."""
-        return self.raw_values(index) * ddis.resolution(self.header.dlvs[index].ddi)
+        """Values of DLV `index` in the DDI unit (raw x resolution), carried forward: an array of the caller's own.
+        Not cached: a DLV read only for this (a raw column) is not kept twice, raw and scaled."""
+        resolution = ddis.resolution(self.header.dlvs[index].ddi)
+        if index in self._filled:
+            return self._filled[index] * resolution
+        values = self._fill(index)  # (of no one else: scaled in place)
+        values *= resolution
+        return values
 
     def utc_time(self, tc_zone: np.timedelta64 | None = None) -> np.ndarray | None:
         """Per-record UTC times (datetime64[ms]) where the log states them, NaT elsewhere; None when it states none.
@@ -300,16 +299,13 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
 
     counts = buf[offsets + fixed_size].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
     ends = np.cumsum(counts)
-    total = int(ends[-1]) if n else 0
-    # Byte offset of pair k of record i = start of its pairs + 5 * (k - pairs before record i). Offsets of a
-    # binary under 2 GiB fit 32 bits, which halves the memory the per-pair arrays stream through.
-    offset_type = np.int32 if len(data) < 2**31 else np.int64
-    pair_offsets = np.arange(0, 5 * total, 5, dtype=offset_type)
-    pair_offsets += np.repeat((offsets + fixed_size + 1 - 5 * (ends - counts)).astype(offset_type), counts)
-    indexes = buf[pair_offsets]
+    first_pairs = ends - counts
+    # Pair k of the log (counted over every record) is at byte pair_base[i] + 5 * k of its record i.
+    pair_base = offsets + fixed_size + 1 - 5 * first_pairs
+    indexes, logged = _pair_indexes(buf, pair_base, counts, ends)
 
     n_dlv = len(header.dlvs)
-    if total and int(indexes.max()) >= n_dlv:
+    if len(indexes) and int(indexes.max()) >= n_dlv:
         bad = int(np.argmax(indexes >= n_dlv))
         rec = int(np.searchsorted(ends, bad, side="right"))
         raise _index_error(name, rec, int(offsets[rec]), int(indexes[bad]), n_dlv)
@@ -328,10 +324,34 @@ def parse_binary(name: str, header: TimeLogHeader, data: bytes) -> TimeLog:
         gps_days=gps_days,
         fixed_utc=fixed_utc,
         _data=data,
-        _record_ends=ends,
+        _first_pairs=first_pairs,
+        _pair_base=pair_base,
         _pair_indexes=indexes,
-        _pair_offsets=pair_offsets,
+        _logged_counts=logged,
     )
+
+
+# Records whose pairs are located at once when the DLV indexes are read: the byte offsets of a chunk's pairs are 8
+# bytes each, so the whole log's at once took 1.4 times its size.
+PAIR_CHUNK_RECORDS = 65_536
+
+
+def _pair_indexes(
+    buf: np.ndarray, pair_base: np.ndarray, counts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The DLV index (the first byte) of every (index, value) pair, in record order, and how many pairs each index
+    has: pair k is at `pair_base[i] + 5 * k` of its record i, which has `counts[i]` pairs; `ends` their running
+    total."""
+    indexes = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.uint8)
+    logged = np.zeros(256, dtype=np.int64)
+    for start in range(0, len(counts), PAIR_CHUNK_RECORDS):
+        chunk = slice(start, start + PAIR_CHUNK_RECORDS)
+        first, last = int(ends[start] - counts[start]), int(ends[chunk][-1])
+        at = 5 * np.arange(first, last, dtype=np.int64)
+        at += np.repeat(pair_base[chunk], counts[chunk])
+        indexes[first:last] = buf[at]
+        logged += np.bincount(indexes[first:last], minlength=256)  # (counting takes 8 bytes a pair)
+    return indexes, logged
 
 
 def _index_error(name: str, record: int, byte: int, index: int, n_dlv: int) -> TimeLogError:
