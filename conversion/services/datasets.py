@@ -92,7 +92,9 @@ def _dataset_convert(dataset_id: int, task_retries: int) -> None:
         original = outputs.store_original(dataset, source, extra=reader.extra_files)
         failures = []
         several = len(tables) + len(reader.skipped) + len(reader.failed) > 1
-        for table in tables:
+        while tables:
+            # Each table let go once its file is made: they were all held until the last was converted.
+            table = tables.pop(0)
             # A data set of several operations names each file after its own (the task, the time log).
             file = _file_named(dataset, _part_name(dataset, table.name, several))
             if file is None:

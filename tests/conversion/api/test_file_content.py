@@ -341,6 +341,29 @@ def test_an_internal_error_reading_one_task_fails_only_its_file(
     _retry_converts_all(api_client, batch)
 
 
+def test_each_tasks_points_are_let_go_once_its_file_is_made(api_client, core_user, valid_timelogs, monkeypatch):
+    """The points of every task of a task data set were held until the last task's file was made: a worker held
+    them all at once. Each task's are let go once its file is made now (the reader still reads every task first)."""
+    import gc
+    import weakref
+
+    real_produce = outputs.produce
+    made: list[weakref.ref] = []
+    held_while_making: list[int] = []
+
+    def produce(file, table, **kwargs):
+        gc.collect()
+        held_while_making.append(sum(ref() is not None for ref in made))
+        made.append(weakref.ref(table))
+        return real_produce(file, table, **kwargs)
+
+    monkeypatch.setattr(outputs, "produce", produce)
+    entries = {f"iso/{p.name}": p.read_bytes() for p in valid_timelogs.iterdir()}
+    batch = _batch(api_client, core_user, zip_entries(entries))
+    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+    assert held_while_making == [0] * 19
+
+
 def _upload_with_one_task_broken(api_client, core_user, valid_timelogs, caplog, broken: str) -> dict:
     """Upload the 19 tasks of ValidTimeLogs while the task named `broken` meets "a bug met by this task's data":
     the other 18 convert, that one's file fails with the internal-error text and the traceback is logged."""
