@@ -6,6 +6,7 @@ UPLOAD_MB the size of the generated upload, default 1024).
 - The shapefile reader on 200,000 polygons (a yield export as cells), each measured on the ellipsoid.
 - Reader alone, each stage, and the whole file pipeline (read, derive, clean, summary, units, the points file,
   standardGeojson and rawGeojson written to disk) for ISOXML binary time logs and for the JD harvest shapefile.
+- The peak resident memory of the ISOXML whole file pipeline, over the process's before it, against the log's size.
 - Peak resident memory of a process that receives a generated zip upload of 64 MB and of UPLOAD_MB through
   Django's multipart parser with our streaming `ZipUploadHandler`: it must not grow with the file.
 
@@ -118,6 +119,8 @@ def main() -> None:
         print(f"  whole file pipeline       {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s (read to outputs)")
         seconds, n = best_of(lambda: whole_pipeline("ISOXML", dataset, tmp_path), runs=1)
         print(f"ISOXML whole file pipeline  {seconds:7.3f} s  {n / seconds / 1e6:6.2f} M points/s (read to outputs)")
+        peak = pipeline_memory(tmp_path)
+        print(f"  its peak memory           {peak / 1e6:7.0f} MB over the process's, {peak / len(data):.1f}x the log")
         polygons = write_polygon_shapefile(tmp_path / "polygons")
         seconds, tables = best_of(lambda: get_reader("SHAPEFILE").read(polygons), runs=3)
         n = len(tables[0])
@@ -162,6 +165,29 @@ def whole_pipeline(fmt: str, dataset: Dataset, out: Path) -> int:
     return points
 
 
+def pipeline_memory(folder: Path) -> int:
+    """How far the resident memory's peak rose over the resident memory of a fresh process (its imports done) while
+    it ran the ISOXML whole file pipeline on the task data in `folder`, bytes. (In this process, memory that earlier
+    stages freed but the allocator kept would be counted as the process's.)"""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, __file__, "--pipeline-memory", str(folder)], capture_output=True, text=True, check=True
+    )
+    return int(out.stdout.split()[-1])
+
+
+def _pipeline_memory_child(folder: Path) -> None:
+    def status(key: str) -> int:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key))
+
+    dataset = Dataset("ISOXML", folder / "TASKDATA.XML", folder, "bench")
+    before = status("VmRSS:")
+    whole_pipeline("ISOXML", dataset, folder)
+    print(status("VmHWM:") - before)
+
+
 def upload_memory() -> None:
     """Peak RSS of a process receiving a small and a large generated upload (kB as Linux reports it)."""
     import subprocess
@@ -188,4 +214,7 @@ def upload_memory() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--pipeline-memory"]:
+        _pipeline_memory_child(Path(sys.argv[2]))
+    else:
+        main()

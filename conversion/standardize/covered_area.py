@@ -31,7 +31,7 @@ MAX_SWATH_M = 100.0
 # The grid's degree of longitude is measured at most this far from the equator (a pole's is 0 m).
 MAX_GRID_LATITUDE = 89.9
 # Samples taken at once, at most (bounds their memory; a point's own are never split).
-CHUNK_SAMPLES = 1_000_000
+CHUNK_SAMPLES = 250_000
 
 
 # What the coverage of a table reads of its columns.
