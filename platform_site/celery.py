@@ -7,6 +7,7 @@ import threading
 import time
 
 from celery import Celery, Task, signals
+from celery.beat import PersistentScheduler
 from django.db import InterfaceError, OperationalError, close_old_connections, transaction
 from kombu.exceptions import KombuError
 
@@ -44,6 +45,21 @@ class DatabaseRetryTask(Task):
             close_old_connections()  # the broken connection goes; the next run opens a new one
             log.warning("task %s%r: the database failed (%s); sent again", self.name, tuple(args), exc)
             raise self.retry(exc=exc, countdown=settings.TASK_DATABASE_RETRY_SECONDS * 2**request.retries) from exc
+
+
+class SweepScheduler(PersistentScheduler):
+    """Beat's scheduler (CELERY_BEAT_SCHEDULER): Celery's, which keeps each entry's last run in its schedule file, but
+    an entry that has never run by the file is due at once. Celery starts such an entry's interval when beat starts,
+    so on a first start, and after a `kill -9` left the file corrupted (Celery removes it and starts afresh), the
+    hourly sweeps (stray storage, expired links) waited an hour of uptime, and a beat restarted within the hour never
+    ran them. Every entry is a sweep that may run any time."""
+
+    def setup_schedule(self):
+        super().setup_schedule()
+        for entry in self.schedule.values():
+            run_every = getattr(entry.schedule, "run_every", None)
+            if entry.total_run_count == 0 and run_every is not None:
+                entry.last_run_at = entry.default_now() - run_every
 
 
 app = Celery("platform_site", task_cls=DatabaseRetryTask)

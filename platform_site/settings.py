@@ -288,7 +288,9 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 # sends to a queue by its name anyway, but a binding that says what it routes keeps any other sender right).
 CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("webhooks", routing_key="webhooks"))
 CELERY_TASK_ROUTES = {"webhooks.tasks.webhooks_delivery_send": {"queue": "webhooks"}}
-# (The embedded server's beat thread runs this schedule too.)
+# (The embedded server's beat thread runs this schedule too.) Each entry runs at beat's start unless its schedule file
+# says it has run (`SweepScheduler`).
+CELERY_BEAT_SCHEDULER = "platform_site.celery:SweepScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
     "outbox-send": {"task": "platform_site.outbox.tasks.outbox_send", "schedule": 60.0},
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},
