@@ -422,8 +422,22 @@ def test_parallel_time_logs_are_joined_by_time(tmp_path):
     assert np.allclose(table.columns["wetMassPerArea"], [5000.0, 5000.01, 5000.02, 5000.03])
     assert table.columns["harvestMoisture"].tolist() == [15.0, 15.0, 15.0, 16.0]
     assert table.columns["timestamp"].tolist() == sorted(set(table.columns["timestamp"].tolist()))
-    # And the raw columns of both logs are there, side by side
-    assert {"DDI0054_DET-1", "DDI0063_DET-1"} <= set(table.raw_columns)
+    # And the raw columns of both logs are there, side by side, per point and in their DDI's unit
+    assert table.raw_columns["DDI0063_DET-1"].tolist() == [150_000.0, 150_000.0, 150_000.0, 160_000.0]  # (ppm)
+    assert table.raw_columns["DDI0054_DET-1"].tolist() == [500_000.0, 500_001.0, 500_002.0, 500_003.0]  # (mg/m2)
+
+
+def test_a_parallel_logs_raw_column_has_no_value_before_its_first_record(tmp_path):
+    """Its raw column takes at each point of the base log the value it held then, in its DDI's unit (a seed rate in
+    /m2, not in the 0.001 /m2 steps logged): none before its first record."""
+    _hand_log(tmp_path, "TLG00001", [0x0054], [(t * 1000, 48 + t * 1e-5, 11, {0: 500_000}) for t in range(4)])
+    points = [(1500, 48, 11, {0: 8_000, 1: 1_000}), (2500, 48.00002, 11, {0: 9_000, 1: 2_000})]
+    _hand_log(tmp_path, "TLG00002", [0x000C, 0x0075], points)
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
+    # (the seed rate also read for the points' rate, the distance counter (mm) only for its raw column)
+    seed_rate, distance = table.raw_columns["DDI000C_DET-1"], table.raw_columns["DDI0075_DET-1"]
+    assert np.isnan(seed_rate[:2]).all() and seed_rate[2:].tolist() == [8.0, 9.0]
+    assert np.isnan(distance[:2]).all() and distance[2:].tolist() == [1_000.0, 2_000.0]
 
 
 def test_time_logs_one_after_another_are_not_joined(tmp_path):
@@ -642,11 +656,14 @@ def test_the_counters_of_a_task_paused_and_resumed_add_up_over_its_logs(tmp_path
 
 def test_raw_columns_are_in_their_ddis_unit(tmp_path):
     """rawGeojson's `DDI000C_DET-1` is the seed rate in DDI 000C's unit (/m2: 8 seeds), not its raw count of
-    0.001 /m2 steps (8000)."""
-    _hand_log(tmp_path, "TLG00001", [0x000C], [(t * 1000, 48 + t * 1e-5, 11, {0: 8_000}) for t in range(3)])
+    0.001 /m2 steps (8000); so is a DDI read for its raw column alone (0090, an angle in 0.001 arcdeg steps)."""
+    points = [(t * 1000, 48 + t * 1e-5, 11, {0: 8_000, 1: 2_500}) for t in range(3)]
+    _hand_log(tmp_path, "TLG00001", [0x000C, 0x0090], points)
     [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
     assert table.raw_columns["DDI000C_DET-1"].tolist() == [8.0, 8.0, 8.0]
     assert table.raw_units["DDI000C_DET-1"] == "/m2"
+    assert table.raw_columns["DDI0090_DET-1"].tolist() == [2.5, 2.5, 2.5]
+    assert table.raw_units["DDI0090_DET-1"] == "arcdeg"
 
 
 def test_a_record_naming_a_dlv_past_the_headers_is_a_corrupt_log(tmp_path):
