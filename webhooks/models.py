@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.core.validators import MinLengthValidator
 from django.db import models
+from django.db.models import Q
 
 from platform_site.db.fields import UpdatedTimeField
 
@@ -106,7 +107,14 @@ class Delivery(models.Model):
     updated_at = UpdatedTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"]),
+            # An owner's deliveries being posted (`_owner_busy`, before each post) and due (`_hand_over`, after
+            # each): through the owner's index alone, both read every delivery the owner has kept, delivered ones
+            # (kept WEBHOOK_DELIVERED_KEEP_DAYS) included, and each post took longer as the history grew.
+            models.Index(fields=["owner", "status", "lease_until"], name="webhooks_delivery_owner_lease"),
+            models.Index(fields=["owner", "status", "next_attempt_at"], name="webhooks_delivery_owner_due"),
+        ]
         verbose_name_plural = "deliveries"
 
     def __str__(self):
@@ -118,6 +126,12 @@ class DeliveryAttempt(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    # The delivery's owner, kept with the attempt so that `failed-calls` reads the owner's failed attempts alone
+    # (through the delivery, it read every delivery the owner kept). Null only for an attempt recorded by a release
+    # before it, which migration 0006 gave its delivery's owner.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", null=True, db_index=False
+    )
     number = models.PositiveIntegerField()
     attempted_at = models.DateTimeField(auto_now_add=True)
     # The address posted to: a webhook's URL may be changed (in the admin) while its deliveries wait for a retry,
@@ -133,7 +147,12 @@ class DeliveryAttempt(models.Model):
 
     class Meta:
         ordering = ["-attempted_at"]
-        indexes = [models.Index(fields=["succeeded", "attempted_at"])]
+        indexes = [
+            models.Index(fields=["succeeded", "attempted_at"]),
+            models.Index(
+                fields=["owner", "attempted_at"], condition=Q(succeeded=False), name="webhooks_attempt_owner_failed"
+            ),
+        ]
 
     def __str__(self):
         return f"attempt {self.number} of {self.delivery_id}: {self.status_code or self.error[:40]}"

@@ -354,6 +354,7 @@ def _delivery_record(delivery, url, status_code, response_text, error, duration_
     delivery.save(update_fields=["attempts", "status", "next_attempt_at", "lease_until", "updated_at"])
     DeliveryAttempt.objects.create(
         delivery=delivery,
+        owner_id=delivery.owner_id,
         number=delivery.attempts,
         url=url,
         status_code=status_code,

@@ -70,6 +70,4 @@ class FailedCallViewSet(mixins.ListModelMixin, OwnerScopedViewSet):
     default_sort = ("-attempted_at",)
 
     def get_queryset(self):
-        return DeliveryAttempt.objects.filter(delivery__owner=self.owner, succeeded=False).select_related(
-            "delivery__webhook"
-        )
+        return DeliveryAttempt.objects.filter(owner=self.owner, succeeded=False).select_related("delivery__webhook")

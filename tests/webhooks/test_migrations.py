@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.migrating import migrate
+from tests.migrating import migrate, migrate_latest
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -10,7 +10,7 @@ pytestmark = [
     pytest.mark.usefixtures("latest_schema_after"),
 ]
 
-BEFORE, AFTER = ("webhooks", "0003_delivery_request_id"), ("webhooks", "0005_delivery_attempt_url_backfill")
+BEFORE = ("webhooks", "0003_delivery_request_id")
 
 
 def test_attempts_recorded_before_their_url_was_kept_keep_the_webhooks_url_of_the_upgrade(owner, make_client):
@@ -28,7 +28,7 @@ def test_attempts_recorded_before_their_url_was_kept_keep_the_webhooks_url_of_th
     )
     attempt = DeliveryAttempt.objects.create(delivery=delivery, number=1, status_code=500, will_retry=True)
 
-    migrate(AFTER)
+    migrate_latest()  # (0005 fills the URLs; the API reads the latest schema)
     from webhooks.models import Webhook as CurrentWebhook
 
     CurrentWebhook.objects.filter(pk=webhook.pk).update(url="https://new.example/hook")  # edited in the admin
@@ -36,3 +36,29 @@ def test_attempts_recorded_before_their_url_was_kept_keep_the_webhooks_url_of_th
     assert answer.status_code == 200, answer.content[:300]
     calls = {call["id"]: call for call in answer.json()}
     assert calls[str(attempt.pk)]["url"] == "https://old.example/hook"
+
+
+def test_failed_attempts_recorded_before_their_owner_was_kept_are_listed_for_their_owner_alone(
+    owner, other_owner, make_client
+):
+    """`failed-calls` reads the attempts by their own owner now (0006): those recorded before it get their
+    delivery's."""
+    from django.utils import timezone
+
+    old = migrate(("webhooks", "0005_delivery_attempt_url_backfill"))
+    Webhook, Delivery, DeliveryAttempt = (
+        old.get_model("webhooks", m) for m in ("Webhook", "Delivery", "DeliveryAttempt")
+    )
+    attempts = {}
+    for who in (owner, other_owner):
+        webhook = Webhook.objects.create(owner_id=who.pk, name="hook", url="https://a.example/hook", secret="s" * 32)
+        delivery = Delivery.objects.create(
+            webhook=webhook, owner_id=who.pk, event="fieldCreated", body="{}", next_attempt_at=timezone.now()
+        )
+        attempts[who.pk] = DeliveryAttempt.objects.create(delivery=delivery, number=1, status_code=500).pk
+
+    migrate_latest()  # (0006 fills the owners)
+    for who in (owner, other_owner):
+        answer = make_client(who).get("/services/alerts/api/alerts/webhooks/failed-calls")
+        assert answer.status_code == 200, answer.content[:300]
+        assert [call["id"] for call in answer.json()] == [str(attempts[who.pk])]
