@@ -51,8 +51,8 @@ class SweepScheduler(PersistentScheduler):
     """Beat's scheduler (CELERY_BEAT_SCHEDULER): Celery's, which keeps each entry's last run in its schedule file, but
     an entry that has never run by the file is due at once. Celery starts such an entry's interval when beat starts,
     so on a first start, and after a `kill -9` left the file corrupted (Celery removes it and starts afresh), the
-    hourly sweeps (stray storage, expired links) waited an hour of uptime, and a beat restarted within the hour never
-    ran them. Every entry is a sweep that may run any time."""
+    hourly sweeps (stray storage, expired links) waited an hour of uptime. Every entry is a sweep that may run at any
+    moment."""
 
     def setup_schedule(self):
         super().setup_schedule()
