@@ -3,9 +3,11 @@ both databases."""
 
 import contextlib
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,6 +57,16 @@ def on_both_databases(measure: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory() as var_dir:
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
         subprocess.run([sys.executable, script, "SpatiaLite"], check=True, env=env | {"VAR_DIR": var_dir})
+
+
+def median_seconds(run: Callable[[], object], repeat: int) -> float:
+    """The median wall time of `repeat` calls of `run`."""
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings)
 
 
 def percentile(values: list[float], q: float) -> float:

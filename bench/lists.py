@@ -13,11 +13,10 @@ Each boundary is a ring of 200 positions, a field-sized outline. Prints the medi
 
 import math
 import os
-import statistics
 import time
 import uuid
 
-from _django import on_both_databases, scratch_database
+from _django import median_seconds, on_both_databases, scratch_database
 
 FIELDS = int(os.environ.get("BENCH_FIELDS", 40_000))
 CORE_USERS = 20
@@ -64,15 +63,6 @@ def load(core_users) -> None:
         cursor.execute("ANALYZE")
 
 
-def median_seconds(run) -> float:
-    timings = []
-    for _ in range(REPEAT):
-        started = time.perf_counter()
-        run()
-        timings.append(time.perf_counter() - started)
-    return statistics.median(timings)
-
-
 def measure(label: str) -> None:
     with scratch_database():
         from rest_framework.test import APIClient
@@ -98,9 +88,9 @@ def measure(label: str) -> None:
                 assert response.status_code == 200 and len(response.json()) == SIZE, response.content[:300]
 
             start = page * SIZE
-            http = median_seconds(request)
-            keys_first = median_seconds(lambda start=start: page_rows(queryset, start, SIZE))
-            plain = median_seconds(lambda start=start: list(queryset[start : start + SIZE]))
+            http = median_seconds(request, REPEAT)
+            keys_first = median_seconds(lambda start=start: page_rows(queryset, start, SIZE), REPEAT)
+            plain = median_seconds(lambda start=start: list(queryset[start : start + SIZE]), REPEAT)
             print(
                 f"{label:10s} page {page:3d} of {SIZE}: HTTP {http * 1000:7.1f} ms; rows keys first "
                 f"{keys_first * 1000:7.1f} ms, plain OFFSET {plain * 1000:7.1f} ms"

@@ -10,12 +10,11 @@ REPEAT runs:
 """
 
 import os
-import statistics
 import time
 import uuid
 from datetime import timedelta
 
-from _django import on_both_databases, scratch_database
+from _django import median_seconds, on_both_databases, scratch_database
 
 DELIVERIES = int(os.environ.get("BENCH_DELIVERIES", 200_000))
 FAILED = 50
@@ -57,12 +56,7 @@ def load(owner, webhook) -> None:
 
 
 def median_ms(run) -> float:
-    timings = []
-    for _ in range(REPEAT):
-        started = time.perf_counter()
-        run()
-        timings.append(time.perf_counter() - started)
-    return statistics.median(timings) * 1000
+    return median_seconds(run, REPEAT) * 1000
 
 
 def measure(label: str) -> None:
