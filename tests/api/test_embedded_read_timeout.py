@@ -173,13 +173,18 @@ def test_a_client_that_takes_nothing_of_its_answer_is_cut_off_without_a_tracebac
     """A client that stops reading its answers (the OpenAPI document, 0.9 MB, asked for ten times at once on one
     connection, more than the sockets' buffers hold): the server's writes made no progress for the timeout, and
     wsgiref logged the TimeoutError as a raw traceback, then the connection waited another timeout for a next request
-    (leak review). It is given up as a client that hung up is."""
-    base, _, var_dir = server
+    (leak review). It is given up as a client that hung up is: a request sent behind those answers is not run."""
+    base, token, var_dir = server
     address = urlsplit(base)
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (before connecting: a small window)
         sock.connect((address.hostname, address.port))
-        sock.sendall(b"GET /api/schema/?format=json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 10)
+        behind = json.dumps({"name": "behind the answers not taken"}).encode()
+        sock.sendall(
+            b"GET /api/schema/?format=json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 10
+            + _head("POST", USERS, token, "application/json", len(behind))
+            + behind
+        )
         time.sleep(TIMEOUT + 1.5)  # (taking nothing meanwhile)
         sock.settimeout(30)
         received = 0
@@ -190,6 +195,7 @@ def test_a_client_that_takes_nothing_of_its_answer_is_cut_off_without_a_tracebac
     assert "Traceback" not in log and "TimeoutError" not in log, log[-3000:]
     with urllib.request.urlopen(base + "/api/schema/?format=json", timeout=30) as response:
         assert len(response.read()) > 800_000  # (and it goes on serving)
+    assert "behind the answers not taken" not in _users(base, token)
 
 
 def _post_json(base: str, token: str, path: str, body: dict) -> tuple[int, dict]:

@@ -67,7 +67,13 @@ def _carried_forward(walk: dict, index: int, bitfield: bool) -> np.ndarray:
     return np.asarray(out)
 
 
-def test_every_value_position_and_time_matches_the_independent_walker(valid_timelogs):
+@pytest.mark.parametrize("chunk_records", [65_536, 3], ids=["chunks-of-the-reader", "chunks-of-3-records"])
+def test_every_value_position_and_time_matches_the_independent_walker(valid_timelogs, chunk_records, monkeypatch):
+    """Also with the pairs located 3 records at a time, so that every log spans many chunks (the reader's chunks are
+    65,536 records: longer than these logs)."""
+    from conversion.readers.isoxml import tlg
+
+    monkeypatch.setattr(tlg, "PAIR_CHUNK_RECORDS", chunk_records)
     stems = sorted(p.stem for p in valid_timelogs.glob("TLG*.xml"))
     assert len(stems) == 21  # (the export's time logs: PROVENANCE.md)
     for stem in stems:
@@ -431,13 +437,27 @@ def test_a_parallel_logs_raw_column_has_no_value_before_its_first_record(tmp_pat
     """Its raw column takes at each point of the base log the value it held then, in its DDI's unit (a seed rate in
     /m2, not in the 0.001 /m2 steps logged): none before its first record."""
     _hand_log(tmp_path, "TLG00001", [0x0054], [(t * 1000, 48 + t * 1e-5, 11, {0: 500_000}) for t in range(4)])
-    points = [(1500, 48, 11, {0: 8_000, 1: 1_000}), (2500, 48.00002, 11, {0: 9_000, 1: 2_000})]
-    _hand_log(tmp_path, "TLG00002", [0x000C, 0x0075], points)
+    points = [(1500, 48, 11, {0: 8_000, 1: 1_000, 2: 1_000}), (2500, 48.00002, 11, {0: 9_000, 1: 2_000, 2: 2_000})]
+    _hand_log(tmp_path, "TLG00002", [0x000C, 0x0075, 0x0090], points)
     [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002"]))
-    # (the seed rate also read for the points' rate, the distance counter (mm) only for its raw column)
+    # (the seed rate also read for the points' rate; the distance counter (mm) and an angle (0.001 arcdeg steps) only
+    # for their raw columns)
     seed_rate, distance = table.raw_columns["DDI000C_DET-1"], table.raw_columns["DDI0075_DET-1"]
+    angle = table.raw_columns["DDI0090_DET-1"]
     assert np.isnan(seed_rate[:2]).all() and seed_rate[2:].tolist() == [8.0, 9.0]
     assert np.isnan(distance[:2]).all() and distance[2:].tolist() == [1_000.0, 2_000.0]
+    assert np.isnan(angle[:2]).all() and angle[2:].tolist() == [1.0, 2.0]
+
+
+def test_three_parallel_logs_each_give_their_own_columns(tmp_path):
+    """A DLV of the third of three logs written side by side is read from the third, not the second."""
+    _hand_log(tmp_path, "TLG00001", [0x0054], [(t * 1000, 48 + t * 1e-5, 11, {0: 500_000}) for t in range(4)])
+    _hand_log(tmp_path, "TLG00002", [0x000C], [(0, 48, 11, {0: 8_000}), (3000, 48.00003, 11, {0: 9_000})])
+    _hand_log(tmp_path, "TLG00003", [0x0075], [(500, 48, 11, {0: 10}), (2500, 48.00002, 11, {0: 30})])
+    [table] = _read(_hand_task(tmp_path, ["TLG00001", "TLG00002", "TLG00003"]))
+    assert table.raw_columns["DDI000C_DET-1"].tolist() == [8.0, 8.0, 8.0, 9.0]
+    distance = table.raw_columns["DDI0075_DET-1"]
+    assert np.isnan(distance[0]) and distance[1:].tolist() == [10.0, 10.0, 30.0]
 
 
 def test_time_logs_one_after_another_are_not_joined(tmp_path):
@@ -476,6 +496,22 @@ def test_a_record_without_a_position_fix_is_no_point(tmp_path):
     _hand_log(tmp_path, "TLG00001", [0x000C], records)
     [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
     assert len(table) == 2 and not ((table.columns["lat"] == 0) & (table.columns["lon"] == 0)).any()
+
+
+def test_the_values_of_a_record_left_out_go_with_it(tmp_path):
+    """The first record has no fix: each column and each raw column loses its value, and keeps the others' in step."""
+    records = [
+        (0, 0, 0, {0: 7_000, 1: 10}),
+        (1000, 48, 11, {0: 8_000, 1: 20}),
+        (2000, 48.00001, 11, {0: 9_000, 1: 30}),
+    ]
+    _hand_log(tmp_path, "TLG00001", [0x000C, 0x0075], records)
+    [table] = _read(_hand_task(tmp_path, ["TLG00001"]))
+    assert len(table) == 2 and np.allclose(table.columns["lat"], [48.0, 48.00001], rtol=0, atol=1e-7)
+    assert table.columns["seedRate"].tolist() == [80_000.0, 90_000.0]
+    assert {len(values) for values in table.raw_columns.values()} == {2}
+    assert table.raw_columns["DDI000C_DET-1"].tolist() == [8.0, 9.0]
+    assert table.raw_columns["DDI0075_DET-1"].tolist() == [20.0, 30.0]
 
 
 def test_a_planter_logging_only_its_setpoint_has_the_setpoint_as_seed_rate_and_says_so(tmp_path):
