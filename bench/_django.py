@@ -59,6 +59,14 @@ def on_both_databases(measure: Callable[[str], None]) -> None:
         subprocess.run([sys.executable, script, "SpatiaLite"], check=True, env=env | {"VAR_DIR": var_dir})
 
 
+def own_status_kib(key: str) -> int | None:
+    """A figure of this process's /proc/self/status, in kB as Linux writes it (`VmRSS`, `VmHWM`: unlike ru_maxrss,
+    the high-water mark is not the parent's inherited at fork); None where there is none."""
+    status = Path("/proc/self/status")
+    lines = status.read_text().splitlines() if status.exists() else []
+    return next((int(line.split()[1]) for line in lines if line.startswith(f"{key}:")), None)
+
+
 def median_seconds(run: Callable[[], object], repeat: int) -> float:
     """The median wall time of `repeat` calls of `run`."""
     timings = []

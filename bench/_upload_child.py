@@ -14,6 +14,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from _django import own_status_kib  # noqa: E402
 from django.test import RequestFactory  # noqa: E402
 
 from conversion.uploads import install_upload_handlers  # noqa: E402
@@ -59,11 +60,9 @@ class Body(io.RawIOBase):
 
 
 def peak_rss_kb() -> int:
-    """This process's own high-water mark (VmHWM; unlike ru_maxrss it does not inherit the parent's at fork)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """This process's own high-water mark (VmHWM), else ru_maxrss."""
+    peak = own_status_kib("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 before = peak_rss_kb()

@@ -178,14 +178,12 @@ def pipeline_memory(folder: Path) -> int:
 
 
 def _pipeline_memory_child(folder: Path) -> None:
-    def status(key: str) -> int:
-        with open("/proc/self/status") as fh:
-            return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key))
+    from _django import own_status_kib
 
     dataset = Dataset("ISOXML", folder / "TASKDATA.XML", folder, "bench")
-    before = status("VmRSS:")
+    before = own_status_kib("VmRSS")
     whole_pipeline("ISOXML", dataset, folder)
-    print(status("VmHWM:") - before)
+    print((own_status_kib("VmHWM") - before) * 1024)
 
 
 def upload_memory() -> None:
