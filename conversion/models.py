@@ -13,6 +13,7 @@ status of each step.
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -61,6 +62,23 @@ class Batch(models.Model):
 
     def __str__(self):
         return f"{self.file_name} ({self.status})"
+
+
+class UploadKey(models.Model):
+    """The `Idempotency-Key` an upload was sent with, per API owner: a retry of the upload with that key answers its
+    batch instead of storing the zip again (`services.batch_receive_once`). Honoured for `UPLOAD_KEY_LIFETIME`
+    after the upload; the row goes with its batch, and an expired one is replaced when its key is used again."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    batch = models.OneToOneField(Batch, on_delete=models.CASCADE, related_name="upload_key")
+    created_time = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "key"], name="uploadkey_unique_per_owner")]
+
+    def __str__(self):
+        return self.key
 
 
 class DatasetStatus(models.TextChoices):

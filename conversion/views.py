@@ -46,7 +46,7 @@ from .serializers import (
     file_context,
     images_data,
 )
-from .uploads import not_a_zip, upload_parse
+from .uploads import IDEMPOTENCY_KEY, idempotency_key, not_a_zip, upload_parse
 
 FILE_SORT_FIELDS = {
     "id": "id",
@@ -276,11 +276,15 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
     serializer_class = BatchSerializer
     parser_classes = [MultiPartParser]
     problem_responses = {
+        "create": {
+            422: "The `Idempotency-Key` was sent with another upload in the last 24 hours, for another core user, "
+            "provider or file (`idempotencyKeyReused`).",
+        },
         "retry": {
             **NO_BODY_PROBLEMS,
             409: "The batch is still being processed (`batchProcessing`), or only data sets of formats that cannot be "
             "converted failed (`nothingToRetry`).",
-        }
+        },
     }
     filterset_class = BatchFilterSet
     sort_fields = BATCH_SORT_FIELDS
@@ -300,6 +304,16 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
             OpenApiParameter(
                 "provider", str, enum=UPLOAD_PROVIDERS, required=True, description="query string or form field"
             ),
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                pattern=IDEMPOTENCY_KEY.pattern,
+                description="Optional: a key of the client's for this upload (a UUID, say), to retry it safely. An "
+                "upload of the same key within 24 hours answers the batch the first one made, with "
+                "`Idempotent-Replayed: true`, and stores nothing (with `coreUserId` and `provider` in the query "
+                "string, before its body is read); one for another core user, provider or file is a 422.",
+            ),
         ],
         request={
             "multipart/form-data": {
@@ -311,10 +325,15 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
         responses={201: BatchReceivedSerializer},
     )
     def create(self, request):
-        # Parameters in the query string are checked before the body is read: a wrong user costs no upload.
+        # Parameters in the query string are checked before the body is read: a wrong user costs no upload, nor the
+        # retry of an upload already received.
+        upload_key = idempotency_key(request)
         params = {key: request.query_params.get(key) for key in ("coreUserId", "provider")}
         if all(params.values()):
             core_user, provider = self._upload_target(params)
+            earlier = None if upload_key is None else services.batch_of_key(owner=self.owner, key=upload_key)
+            if earlier is not None:
+                return self._received(services.batch_replayed(earlier, core_user=core_user, provider=provider), False)
         upload = upload_parse(request).get("file")
         differing = [key for key, value in params.items() if value and request.data.get(key) not in (None, value)]
         if differing:  # which one counts? (the query's did, silently)
@@ -340,8 +359,18 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
             )
         if upload.size == 0:
             raise not_a_zip()
-        batch = services.batch_receive(core_user=core_user, provider=provider, upload=upload)
-        return Response(BatchReceivedSerializer(batch).data, status=status.HTTP_201_CREATED)
+        if upload_key is None:
+            return self._received(services.batch_receive(core_user=core_user, provider=provider, upload=upload), True)
+        return self._received(
+            *services.batch_receive_once(core_user=core_user, provider=provider, upload=upload, key=upload_key)
+        )
+
+    @staticmethod
+    def _received(batch, created: bool) -> Response:
+        """The upload's answer: its batch, 201 again for a retry of an upload received (`Idempotency-Key`), as the
+        first answer was (the draft's "same response"), with `Idempotent-Replayed: true`."""
+        headers = {} if created else {"Idempotent-Replayed": "true"}
+        return Response(BatchReceivedSerializer(batch).data, status=status.HTTP_201_CREATED, headers=headers)
 
     def _upload_target(self, params: dict):
         query = BatchUploadQuerySerializer(data={k: v for k, v in params.items() if v is not None})

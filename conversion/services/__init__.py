@@ -1,7 +1,8 @@
 """Batches and files: receiving an upload, opening it, converting each data set, finishing the batch, retry, sweep.
 
 The state machine (spec "Batch status", supplement "Files and batches"):
-- `batch_receive` stores the streamed zip as a RECEIVED batch and enqueues `batch_open` after commit.
+- `batch_receive` stores the streamed zip as a RECEIVED batch and enqueues `batch_open` after commit;
+  `batch_receive_once` for an upload sent with an `Idempotency-Key` (a retry answers the batch the key made).
 - `batch_open` extracts the zip safely, detects data sets, and creates one `BatchDataset` and one processing
   `File` per data set (failed at once for the proprietary formats nobody can read); each readable data set
   gets a `dataset_convert` task.
@@ -19,7 +20,17 @@ One module per stage; import them from here.
 - `recovery`: retry and sweep.
 """
 
-from .batches import batch_open, batch_progress, batch_receive, batch_status, ensure_extracted
+from .batches import (
+    UPLOAD_KEY_LIFETIME,
+    batch_of_key,
+    batch_open,
+    batch_progress,
+    batch_receive,
+    batch_receive_once,
+    batch_replayed,
+    batch_status,
+    ensure_extracted,
+)
 from .datasets import dataset_convert
 from .files import FAILED_EVENTS, FINISHED_EVENTS, file_complete, file_fail, internal_error
 from .recovery import STUCK_MESSAGE, batch_retry, conversion_sweep, derived_file_sweep, stuck_limit
@@ -28,9 +39,13 @@ __all__ = [
     "FAILED_EVENTS",
     "FINISHED_EVENTS",
     "STUCK_MESSAGE",
+    "UPLOAD_KEY_LIFETIME",
+    "batch_of_key",
     "batch_open",
     "batch_progress",
     "batch_receive",
+    "batch_receive_once",
+    "batch_replayed",
     "batch_retry",
     "batch_status",
     "conversion_sweep",

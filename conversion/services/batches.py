@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from assets.models import Provider
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
-from platform_site.api.errors import NOT_FOUND, InsufficientStorage, NotFoundError, storage_full
+from platform_site.api.errors import NOT_FOUND, DomainError, InsufficientStorage, NotFoundError, storage_full
 from platform_site.celery import send_on_commit
 from platform_site.text import fit, storable
 from webhooks.models import EventType
@@ -30,6 +31,7 @@ from ..models import (
     DatasetStatus,
     File,
     FileStatus,
+    UploadKey,
 )
 from ..signals import batch_ended
 from .files import NAME_LENGTH, _file_fail, _file_for
@@ -46,15 +48,20 @@ def _tasks():
 # --- upload -----------------------------------------------------------------------------------------
 
 
-def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
+def _upload_file_name(upload) -> str:
+    return os.path.basename(upload.name or "upload.zip")[:255] or "upload.zip"
+
+
+def batch_receive(*, core_user: CoreUser, provider: str, upload, key: str | None = None) -> Batch:
     """Store a streamed zip (`conversion.uploads.ZipUploadHandler` checked its size and signature) as a
-    RECEIVED batch and enqueue its opening after commit."""
+    RECEIVED batch and enqueue its opening after commit. `key`, an upload's `Idempotency-Key`, is kept with the
+    batch (an IntegrityError when an upload of the owner has it: see `batch_receive_once`)."""
     if provider not in Provider.values:
         raise ValueError(f"unknown provider {provider!r}")
     batch = Batch(
         core_user=core_user,
         provider=provider,
-        file_name=os.path.basename(upload.name or "upload.zip")[:255] or "upload.zip",
+        file_name=_upload_file_name(upload),
         size=upload.size,
         attempts=1,  # an attempt is a send of the opening task (the sweep counts its re-sends)
     )
@@ -66,6 +73,10 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
             if not core_user_lock(core_user.pk):
                 raise NotFoundError(NOT_FOUND)
             batch.save(force_insert=True)
+            if key is not None:
+                # An expired row of the key is replaced: the key names a new upload.
+                UploadKey.objects.filter(owner_id=core_user.owner_id, key=key, created_time__lt=_key_horizon()).delete()
+                UploadKey.objects.create(owner_id=core_user.owner_id, key=key, batch=batch)
             send_on_commit(_tasks().batch_open, str(batch.id))
     except BaseException as exc:
         # Not when the batch committed and what failed came after (a commit hook): the zip is its data.
@@ -75,6 +86,70 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload) -> Batch:
             raise InsufficientStorage() from exc
         raise
     return batch
+
+
+# How long an upload's `Idempotency-Key` answers its batch (a client retries within minutes; a day, as is usual).
+UPLOAD_KEY_LIFETIME = timedelta(hours=24)
+
+
+class UploadKeyReused(DomainError):
+    """A retry (same `Idempotency-Key`) asking for another upload than the one the key made (RFC draft
+    "The Idempotency-Key HTTP Header Field", 422)."""
+
+    status_code = 422
+    error_key = "idempotencyKeyReused"
+
+
+def _key_horizon():
+    return timezone.now() - UPLOAD_KEY_LIFETIME
+
+
+def batch_of_key(*, owner, key: str) -> Batch | None:
+    """The batch an upload of `owner` sent with `Idempotency-Key: key` made in the last UPLOAD_KEY_LIFETIME."""
+    row = (
+        UploadKey.objects.select_related("batch").filter(owner=owner, key=key, created_time__gte=_key_horizon()).first()
+    )
+    return row.batch if row else None
+
+
+def batch_replayed(batch: Batch, *, core_user: CoreUser, provider: str, upload=None) -> Batch:
+    """`batch`, the answer to a retry of its upload, when the retry asks for the same: the core user and the
+    provider, and the file's name and size when its body was read. 422 `idempotencyKeyReused` otherwise: a
+    client that reuses a key for another upload would lose that upload."""
+    differing = [
+        name
+        for name, same in (
+            ("coreUserId", batch.core_user_id == core_user.pk),
+            ("provider", batch.provider == provider),
+            ("file", upload is None or (batch.file_name, batch.size) == (_upload_file_name(upload), upload.size)),
+        )
+        if not same
+    ]
+    if differing:
+        raise UploadKeyReused(
+            f"This Idempotency-Key was sent with another upload (batch {batch.pk}) in the last "
+            f"{UPLOAD_KEY_LIFETIME.total_seconds() / 3600:.0f} hours, which differs in {', '.join(differing)}. "
+            "Send a new key with each new upload, and the same key only to retry one.",
+            field_errors=[
+                {"field": name, "message": "Differs from the upload of this Idempotency-Key."} for name in differing
+            ],
+        )
+    return batch
+
+
+def batch_receive_once(*, core_user: CoreUser, provider: str, upload, key: str) -> tuple[Batch, bool]:
+    """`batch_receive` for an upload sent with an `Idempotency-Key`: (its new batch, True), or (the batch an
+    upload with that key made, False), the zip just streamed then not kept. Two uploads of one key at
+    once make one batch: the second to commit meets the first's key (`uploadkey_unique_per_owner`)."""
+    earlier = batch_of_key(owner=core_user.owner_id, key=key)
+    if earlier is None:
+        try:
+            return batch_receive(core_user=core_user, provider=provider, upload=upload, key=key), True
+        except IntegrityError:
+            earlier = batch_of_key(owner=core_user.owner_id, key=key)
+            if earlier is None:  # another constraint
+                raise
+    return batch_replayed(earlier, core_user=core_user, provider=provider, upload=upload), False
 
 
 # --- opening a batch --------------------------------------------------------------------------------
