@@ -3,8 +3,8 @@
 import os
 
 import django
-from django.core.handlers.wsgi import WSGIHandler, WSGIRequest, get_bytes_from_wsgi
-from django.http import QueryDict
+from django.core.handlers.wsgi import LimitedStream, WSGIHandler, WSGIRequest, get_bytes_from_wsgi
+from django.http import QueryDict, UnreadablePostError
 from django.utils.functional import cached_property
 from django.utils.http import parse_header_parameters
 
@@ -19,13 +19,45 @@ def _text_encoding(name: str) -> bool:
     return True
 
 
+class WholeBody(LimitedStream):
+    """Django's body stream, which ends a body whose client stopped sending (closed its side of the connection)
+    before its Content-Length with an error, as a read that times out or a connection reset end it (408
+    `requestTimeout`, `errors.BODY_INCOMPLETE`). Django took the bytes that came as the whole body: a cut upload was
+    a 400 "no file" and a cut JSON body a 400 parse error, blaming a body the client never finished sending."""
+
+    def read(self, size=-1, /):
+        # What is asked is given whole, however the input hands it over (a read may return less than asked
+        # before the end); nothing more coming before then is the body's end.
+        want = self.limit - self._pos if size is None or size < 0 else min(size, self.limit - self._pos)
+        parts = [super().read(want)] if want else []
+        got = len(parts[0]) if parts else 0
+        while got < want:
+            more = self._ended(super().read(want - got))
+            parts.append(more)
+            got += len(more)
+        return b"".join(parts)
+
+    def readline(self, size=-1, /):
+        return self._ended(super().readline(size)) if size != 0 else b""
+
+    def _ended(self, data: bytes) -> bytes:
+        if not data and self._pos < self.limit:
+            raise UnreadablePostError(f"the body ended after {self._pos} of the {self.limit} bytes announced")
+        return data
+
+
 class Request(WSGIRequest):
-    """Django's request, with two changes:
+    """Django's request, with three changes:
     - the query string is read as UTF-8 (as URLs are; RFC 3986), whatever charset the body declares: Django read it
       in the body's charset, so `charset=zlib` (or any other codec that is no text encoding) on any request with a
       query string was a 500 before any middleware, and `charset=utf-16` made the parameters unreadable;
     - the body's charset is taken only when it names a text encoding (Django took any codec, and let a name holding
-      a NUL raise ValueError out of this constructor: a 500). The JSON parser refuses any but Unicode (415)."""
+      a NUL raise ValueError out of this constructor: a 500). The JSON parser refuses any but Unicode (415);
+    - a body that ends before its Content-Length is an error (`WholeBody`), not a shorter body."""
+
+    def __init__(self, environ):
+        super().__init__(environ)
+        self._stream = WholeBody(self.environ["wsgi.input"], self._stream.limit)
 
     def _set_content_type_params(self, meta):
         self.content_type, self.content_params = parse_header_parameters(meta.get("CONTENT_TYPE", ""))

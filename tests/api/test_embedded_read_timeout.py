@@ -121,6 +121,38 @@ def test_an_upload_that_stops_arriving_is_408_and_its_partial_file_is_removed(se
         assert json.loads(response.read()) == []
 
 
+@pytest.mark.parametrize("kind", ["json", "upload"])
+def test_a_body_whose_client_stops_sending_is_408_at_once_and_nothing_is_kept(server, kind):
+    """The client closes its side of the connection before its Content-Length (it gave up, or crashed, mid-body):
+    the bytes that came were taken as the whole body, a 400 that blamed it ("no file", a JSON parse error), and the
+    log said "Bad Request"."""
+    base, token, var_dir = server
+    status, user = _post_json(base, token, USERS, {"name": f"half-sent {kind}"})
+    assert status == 201, user
+    if kind == "json":
+        path, content_type = USERS, "application/json"
+        start = json.dumps({"name": "never complete", "externalId": "half-sent"}).encode()[:20]
+    else:
+        path = f"/services/operations/api/batch?coreUserId={user['id']}&provider=Other"
+        content_type = "multipart/form-data; boundary=half"
+        start = b'--half\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nPK\x03\x04' + bytes(
+            50_000
+        )
+    with _connect(base) as sock:
+        sock.sendall(_head("POST", path, token, content_type, len(start) + 1_000_000) + start)
+        sock.shutdown(socket.SHUT_WR)
+        started = time.monotonic()
+        status, problem = _answer(sock)
+        waited = time.monotonic() - started
+    assert (status, problem["errorKey"]) == (408, "requestTimeout"), problem
+    assert "Content-Length" in problem["detail"]
+    assert waited < TIMEOUT  # not the read timeout: the end of the body was seen
+    assert "never complete" not in _users(base, token)
+    assert list((var_dir / "media" / ".uploads").glob("*")) == []
+    log = (var_dir / "server.log").read_text()
+    assert f"Request Timeout: {path.split('?')[0]}" in log
+
+
 def test_a_slow_body_that_keeps_arriving_is_taken(server):
     """The limit is on each read, not on the request: a body sent in pieces, each within the timeout, but the whole
     over it, is taken."""
