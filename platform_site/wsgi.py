@@ -85,15 +85,25 @@ def length_unknown(meta) -> bool:
     )
 
 
+def body_encoded(meta) -> bool:
+    """A body sent with a content coding (`Content-Encoding: gzip`, `br`...) to a method that takes one. No view
+    decodes one: a gzipped JSON body was a 400 parse error, an upload a 400 about file names, and a coding whose
+    bytes happened to be JSON (`br` on a plain body) was taken as it was. It is refused with 415 before any view."""
+    coding = meta.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    return meta.get("REQUEST_METHOD") in BODY_METHODS and coding not in ("", "identity")
+
+
 class Handler(WSGIHandler):
     request_class = Request
 
     def get_response(self, request):
-        from platform_site.api.errors import length_required
+        from platform_site.api.errors import coding_unsupported, length_required
         from platform_site.api.middleware import answer_headers
 
         if length_unknown(request.META):
             return answer_headers(request, length_required(request))
+        if body_encoded(request.META):
+            return answer_headers(request, coding_unsupported(request))
         if not request.path_info.startswith("/"):
             # `OPTIONS *` names no URL of ours: it is answered as a path of none is (Django answered its HTML debug
             # page in debug mode, the routes taking only paths)

@@ -407,6 +407,20 @@ def length_required(request) -> HttpResponse:
     )
 
 
+def coding_unsupported(request) -> HttpResponse:
+    """415 for a body sent with a content coding (`platform_site.wsgi.body_encoded`), saying that none is taken
+    (`Accept-Encoding: identity`, RFC 9110 15.5.16)."""
+    coding = storable(request.META.get("HTTP_CONTENT_ENCODING", ""))[:80]
+    response = _plain_problem(
+        request,
+        415,
+        "unsupportedMediaType",
+        f'Unsupported content coding "{coding}": send the body as it is, without a Content-Encoding.',
+    )
+    response["Accept-Encoding"] = "identity"
+    return response
+
+
 # Why the database cannot serve is logged at most once a minute by each process, for each kind of cause: an outage
 # answers every request 503, and the answer says nothing of the cause (a wrong password or database name looked like
 # a restart).

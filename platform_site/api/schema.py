@@ -74,7 +74,8 @@ PROBLEM_DESCRIPTIONS = {
     408: "The body stopped arriving before its Content-Length was reached (`requestTimeout`).",
     411: "The body was sent without a Content-Length (`Transfer-Encoding: chunked`; `lengthRequired`).",
     413: "The JSON body is larger than the server accepts (`requestTooLarge`).",
-    415: "The body is not JSON in UTF-8, UTF-16 or UTF-32 (`unsupportedMediaType`).",
+    415: "The body is not JSON in UTF-8, UTF-16 or UTF-32, or comes with a `Content-Encoding` (`unsupportedMediaType`; "
+    "no content coding is taken: `Accept-Encoding: identity`).",
     507: "The server has no room left to store the change (its disk or its database is full; "
     "`insufficientStorage`): nothing of it was kept. Send it again after `Retry-After` seconds.",
 }
@@ -90,7 +91,7 @@ WRITE_METHODS = ("post", "put", "patch", "delete")
 DOWNLOAD_NOT_ACCEPTABLE = "The `Accept` header takes neither {media_types} nor JSON (`notAcceptable`)."
 UPLOAD_PROBLEM_DESCRIPTIONS = {
     413: "The upload is larger than the server accepts (`fileTooLarge`).",
-    415: "The body is not `multipart/form-data` (`unsupportedMediaType`).",
+    415: "The body is not `multipart/form-data`, or comes with a `Content-Encoding` (`unsupportedMediaType`).",
 }
 UNAUTHORIZED_HEADERS = {
     "WWW-Authenticate": {"description": f"`{BEARER_CHALLENGE}`.", "schema": {"type": "string"}},

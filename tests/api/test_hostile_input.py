@@ -2,6 +2,7 @@
 problem, never a 500. The route list is read from the URL configuration, so a new route is covered
 without being named here."""
 
+import gzip
 import io
 import json
 import re
@@ -130,22 +131,36 @@ def test_a_json_body_in_another_charset_than_unicode_is_415(api_client, charset)
     assert_problem(response, 415, "unsupportedMediaType")
 
 
-def _wsgi(method: str, path: str, *, query: str = "", content_type: str = "", body: bytes = b"", token: str = ""):
+def _wsgi(
+    method: str,
+    path: str,
+    *,
+    query: str = "",
+    content_type: str = "",
+    body: bytes = b"",
+    token: str = "",
+    meta: dict[str, str] | None = None,
+):
     """A request to the WSGI application gunicorn and `manage.py serve` call (Django's test client builds its own
-    request objects): (status code, headers, body)."""
+    request objects, and skips the application's `Handler`): (status code, headers, body). `meta`: more of the
+    environ (headers as `HTTP_...`)."""
     from platform_site.wsgi import application
 
-    environ = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "80",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "CONTENT_TYPE": content_type,
-        "CONTENT_LENGTH": str(len(body)),
-    } | ({"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {})
+    environ = (
+        {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "80",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "CONTENT_TYPE": content_type,
+            "CONTENT_LENGTH": str(len(body)),
+        }
+        | ({"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {})
+        | (meta or {})
+    )
     answer = {}
     # As Django's test client does: the test's database connection must outlive the request.
     for signal in (request_started, request_finished):
@@ -203,6 +218,65 @@ def test_an_upload_declaring_a_codec_that_is_no_text_encoding_is_read(owner, cor
         token=token_issue(owner),
     )
     assert (status, json.loads(body)["errorKey"]) == (400, "invalidArchive")
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br", "GZIP", "deflate, gzip", "x-unknown"])
+def test_a_body_with_a_content_coding_is_415_and_nothing_is_written(owner, core_user, coding):
+    """No view decodes a content coding: a gzipped body was a 400 parse error, and `br` on a plain JSON body (the
+    bytes happened to be JSON) was taken as it was, though the client said they were something else."""
+    from platform_site.accounts.models import CoreUser
+    from platform_site.api.authentication import token_issue
+
+    plain = json.dumps({"name": "encoded"}).encode()
+    body = gzip.compress(plain) if "gzip" in coding.lower() else plain
+    status, headers, answer = _wsgi(
+        "POST",
+        "/services/usermanagement/api/users",
+        content_type="application/json",
+        body=body,
+        token=token_issue(owner),
+        meta={"HTTP_CONTENT_ENCODING": coding},
+    )
+    assert (status, headers["Content-Type"], headers["Accept-Encoding"]) == (
+        415,
+        "application/problem+json",
+        "identity",
+    )
+    problem = json.loads(answer)
+    assert problem["errorKey"] == "unsupportedMediaType" and coding in problem["detail"]
+    assert not CoreUser.objects.filter(name="encoded").exists()
+
+
+def test_an_upload_with_a_content_coding_is_415(owner, core_user):
+    """It was a 400 saying a file name in another encoding made the part unreadable."""
+    from platform_site.api.authentication import token_issue
+
+    part = b'--abc\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\nPK\x05\x06' + bytes(18)
+    status, _headers, body = _wsgi(
+        "POST",
+        "/services/operations/api/batch",
+        query=f"coreUserId={core_user.id}&provider=Other",
+        content_type="multipart/form-data; boundary=abc",
+        body=gzip.compress(part + b"\r\n--abc--\r\n"),
+        token=token_issue(owner),
+        meta={"HTTP_CONTENT_ENCODING": "gzip"},
+    )
+    assert (status, json.loads(body)["errorKey"]) == (415, "unsupportedMediaType")
+
+
+@pytest.mark.parametrize("coding", ["identity", ""])
+def test_a_body_sent_as_it_is_is_taken(owner, core_user, coding):
+    from platform_site.api.authentication import token_issue
+
+    status, _headers, _body = _wsgi(
+        "POST",
+        "/services/usermanagement/api/users",
+        content_type="application/json",
+        body=json.dumps({"name": "plain"}).encode(),
+        token=token_issue(owner),
+        meta={"HTTP_CONTENT_ENCODING": coding},
+    )
+    assert status == 201
 
 
 @pytest.mark.parametrize("charset", ["utf-8", "UTF8", "utf-16"])
