@@ -22,6 +22,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from platform_site.api.authentication import BEARER_CHALLENGE, OwnerDeactivated
+from platform_site.api.renderers import answered_media_types
 from platform_site.db import DEADLOCK, database_unavailable, sqlstate
 from platform_site.text import clip, storable
 
@@ -312,8 +313,10 @@ def _what_is_taken(exc: exceptions.APIException, view) -> str:
         kinds = [parser.media_type for parser in getattr(view, "parser_classes", ())]
         return f" Send {' or '.join(kinds)}." if kinds else ""
     if isinstance(exc, exceptions.NotAcceptable) and view is not None:
-        kinds = [renderer.media_type for renderer in getattr(view, "renderer_classes", ())]
-        return f" This answers {' or '.join(dict.fromkeys(kinds))}." if kinds else ""
+        # The renderers negotiated with (a download's own among them), not the view's class list
+        renderers = getattr(exc, "available_renderers", None) or view.get_renderers()
+        kinds = answered_media_types(renderers)
+        return f" This answers {' or '.join(kinds)}." if kinds else ""
     return ""
 
 

@@ -2,6 +2,8 @@
 
 from rest_framework.metadata import SimpleMetadata
 
+from platform_site.api.renderers import answered_media_types
+
 
 class ApiMetadata(SimpleMetadata):
     """DRF's `OPTIONS` answer (name, description, renders, parses) without `actions`: to describe the body of a PUT
@@ -10,3 +12,17 @@ class ApiMetadata(SimpleMetadata):
 
     def determine_actions(self, request, view):
         return {}
+
+    def determine_metadata(self, request, view):
+        """`renders`: what a GET of the URL answers (a download its file type), where DRF listed the view's
+        renderer classes (JSON and the browsable page, for a PNG)."""
+        metadata = super().determine_metadata(request, view)
+        if hasattr(view, "get_renderers"):
+            action = getattr(view, "action", None)
+            # OPTIONS is no action of a viewset: the renderers are those of the URL's GET
+            view.action = (getattr(view, "action_map", None) or {}).get("get", action)
+            try:
+                metadata["renders"] = answered_media_types(view.get_renderers())
+            finally:
+                view.action = action
+        return metadata

@@ -47,6 +47,13 @@ class DownloadNegotiation:
         return [*(r for r in renderers if not isinstance(r, BrowsableAPIRenderer)), download()]
 
 
+def answered_media_types(renderers) -> list[str]:
+    """What a view answers with these renderers (instances), for a 406 and `OPTIONS` to say: a download's file type
+    (its JSON renderer writes its problems only), else every renderer's type, each once."""
+    downloads = [r for r in renderers if isinstance(r, _Download)]
+    return list(dict.fromkeys(r.media_type for r in downloads or renderers))
+
+
 def _weight(media_range: _MediaType) -> float:
     """The range's `q` (1 without one, or with one that is no number)."""
     try:

@@ -90,6 +90,27 @@ def test_a_media_type_no_download_serves_is_406(api_client, file):
     assert_problem(api_client.get(f"{FILES_URL}/{file.pk}", HTTP_ACCEPT="image/png"), 406, "notAcceptable")
 
 
+@pytest.mark.parametrize("debug", [False, True], ids=["production", "debug"])
+def test_a_downloads_406_and_options_name_its_file_type(api_client, file, monkeypatch, debug):
+    """Both named the view's renderer classes: "This answers application/json or text/html." for a PNG."""
+    from conversion.views import FileViewSet
+    from operations.views import OperationViewSet
+
+    if debug:  # `make run` adds the browsable page
+        for view in (FileViewSet, OperationViewSet):
+            monkeypatch.setattr(view, "renderer_classes", [*view.renderer_classes, BrowsableAPIRenderer])
+    for url, media_type, _head in _downloads(file):
+        problem = assert_problem(api_client.get(url, HTTP_ACCEPT="text/csv"), 406, "notAcceptable")
+        assert problem["detail"].endswith(f"This answers {media_type}."), (url, problem["detail"])
+        options = api_client.options(url)
+        assert options.status_code == 200 and options.json()["renders"] == [media_type], url
+    record = f"{FILES_URL}/{file.pk}"
+    problem = assert_problem(api_client.get(record, HTTP_ACCEPT="text/csv"), 406, "notAcceptable")
+    answered = ["application/json", "text/html"] if debug else ["application/json"]
+    assert problem["detail"].endswith(f"This answers {' or '.join(answered)}.")
+    assert api_client.options(record).json()["renders"] == answered
+
+
 def test_in_debug_mode_a_download_is_no_browsable_page(api_client, file, monkeypatch):
     """`make run` (DEBUG) adds DRF's browsable renderer, which took `Accept: text/html`: the file was answered."""
     from conversion.views import FileViewSet
