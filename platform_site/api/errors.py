@@ -353,7 +353,10 @@ def problem_exception_handler(exc: Exception, context: dict) -> Response | None:
             field_errors = flatten_field_errors(exc.detail)
             detail = _summarise(field_errors)
         else:
-            detail = str(exc.detail) + _what_is_taken(exc, context.get("view"))
+            detail = str(exc.detail)
+            if isinstance(exc, exceptions.UnsupportedMediaType) and request is not None and not request.content_type:
+                detail = "The body has no Content-Type."  # (DRF: 'Unsupported media type "" in request.')
+            detail += _what_is_taken(exc, context.get("view"))
         if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
             exc.status_code = status.HTTP_401_UNAUTHORIZED
         code = exc.status_code
@@ -398,6 +401,15 @@ def _plain_problem(request, status_code: int, error_key: str, detail: str) -> Ht
 def malformed_request(request, detail: str) -> HttpResponse:
     """400 `malformedRequest` saying `detail`, answered outside DRF (the admin's URLs)."""
     return _plain_problem(request, 400, "malformedRequest", detail)
+
+
+def method_not_allowed(request, allowed: tuple[str, ...]) -> HttpResponse:
+    """405 `methodNotAllowed` answered outside DRF (`make run`'s static files), with `Allow` (RFC 9110 15.5.6)."""
+    response = _plain_problem(
+        request, 405, "methodNotAllowed", f'Method "{storable(request.method)[:40]}" not allowed.'
+    )
+    response["Allow"] = ", ".join(allowed)
+    return response
 
 
 def length_required(request) -> HttpResponse:

@@ -242,3 +242,18 @@ def _post_json(base: str, token: str, path: str, body: dict) -> tuple[int, dict]
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize("ending", ["timeout", "stopped"])
+def test_a_408_says_the_connection_ends(server, ending):
+    """RFC 9110 15.5.9: the server closes the connection after a 408, and should say so (it closed it unsaid)."""
+    base, token, _ = server
+    body = json.dumps({"name": "never complete"}).encode()
+    with _connect(base) as sock:
+        sock.sendall(_head("POST", USERS, token, "application/json", len(body)) + body[:10])
+        if ending == "stopped":
+            sock.shutdown(socket.SHUT_WR)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        response.read()
+    assert (response.status, response.getheader("Connection")) == (408, "close")

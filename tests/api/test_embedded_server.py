@@ -677,3 +677,84 @@ def test_a_204_sends_no_length_and_its_connection_serves_on(embedded_server):
     answers = _answers(base, request.encode())
     assert [status for status, _ in answers] == [204, 200], answers
     assert "content-length" not in answers[0][1] and "connection" not in answers[0][1]
+
+
+def _raw_exchange(base: str, request: bytes) -> tuple[bytes, bytes]:
+    """(head, everything after it) the server sends for `request` until it closes the connection."""
+    address = urlsplit(base)
+    received = b""
+    with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+        sock.sendall(request)
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, rest = received.partition(b"\r\n\r\n")
+    return head, rest
+
+
+@pytest.mark.parametrize(
+    "line",
+    [f"HEAD /health?{'a' * 5000} HTTP/1.1", "HEAD /health HTTP/1.x", "HEAD /health HTTP/1.1\r\nX: a\x00b"],
+    ids=["line too long", "bad version", "a NUL"],
+)
+def test_the_servers_own_refusals_of_a_head_have_no_body(embedded_server, line):
+    """RFC 9110 9.3.2: no content in an answer to HEAD. The server's refusals made before the request line was
+    parsed (414, a bad version) wrote their problem document after the headers."""
+    head, rest = _raw_exchange(embedded_server.base, f"{line}\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    assert head.split(b" ")[1] in (b"400", b"414"), head
+    assert b"Content-Length:" in head and rest == b"", (head, rest)
+
+
+@pytest.mark.parametrize("method", ["DELETE", "POST", "PUT", "FOO"])
+def test_a_static_file_answers_get_and_head_only(embedded_server, method):
+    """staticfiles' `serve` answered any method with the file: a 200 to DELETE says the file was deleted."""
+    path = "/static/admin/css/base.css"
+    request = (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    answers = _answers(embedded_server.base, request.encode())
+    assert [status for status, _ in answers] == [405, 200], answers
+    assert answers[0][1]["allow"] == "GET, HEAD"
+    assert answers[0][1]["content-type"] == "application/problem+json"
+
+
+def test_a_body_without_a_content_type_is_said_to_have_none(embedded_server):
+    """wsgiref filled in `text/plain` (RFC 9110 8.3 lets a server assume only application/octet-stream): the 415
+    named a type the client never sent."""
+    base, token, _ = embedded_server
+    body = b'{"name": "no type"}'
+    request = (
+        f"POST /services/usermanagement/api/users HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    head, rest = _raw_exchange(base, request + body)
+    assert head.split(b" ")[1] == b"415", head
+    problem = json.loads(rest)
+    assert problem["errorKey"] == "unsupportedMediaType"
+    assert problem["detail"] == "The body has no Content-Type. Send application/json."
+
+
+@pytest.mark.parametrize(
+    ("method", "version", "coding", "status"),
+    [
+        ("POST", "1.1", "foo", 501),
+        ("GET", "1.1", "foo", 501),
+        ("POST", "1.1", "chunked, chunked", 400),
+        ("POST", "1.1", "chunked, gzip", 400),
+        ("POST", "1.0", "chunked", 400),
+        ("POST", "1.1", "gzip, chunked", 411),  # framed as gunicorn frames it; then no length (wsgi.length_unknown)
+    ],
+)
+def test_transfer_codings_are_refused_as_gunicorn_refuses_them(embedded_server, method, version, coding, status):
+    """A coding neither server knows was a 411 (a POST) or answered (a GET); chunked in an HTTP/1.0 request, or
+    not last, was a 411: gunicorn answers 501 and 400 (`platform_site.server`), and `make run` should too."""
+    request = (
+        f"{method} /services/usermanagement/api/users HTTP/{version}\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {embedded_server.token}\r\nContent-Type: application/json\r\n"
+        f"Transfer-Encoding: {coding}\r\n\r\n0\r\n\r\n"
+    )
+    head, rest = _raw_exchange(embedded_server.base, request.encode())
+    assert head.split(b" ")[1] == str(status).encode(), head
+    assert b"Connection: close" in head
+    error_key = {501: "transferCodingNotImplemented", 400: "malformedRequest", 411: "lengthRequired"}[status]
+    assert json.loads(rest)["errorKey"] == error_key

@@ -34,7 +34,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from platform_site.api import request_ids
-from platform_site.api.errors import PROBLEM_CONTENT_TYPE, handler404, problem_body
+from platform_site.api.errors import PROBLEM_CONTENT_TYPE, handler404, method_not_allowed, problem_body
 from platform_site.api.middleware import answer_headers, host_refusal
 from webhooks.services import deliveries_release
 
@@ -119,6 +119,11 @@ class BoundedDrainServerHandler(ServerHandler):
         if self._unread() > DRAIN_BYTES:
             self.headers["Connection"] = "close"
             self.request_handler.close_connection = True
+        if self.status.startswith("408") or self.request_handler.close_connection:
+            # The connection ends after this answer (a read that timed out; a body that ended early): it says so
+            # (RFC 9110 15.5.9, 9112 9.6).
+            self.headers["Connection"] = "close"
+            self.request_handler.close_connection = True
         self.request_handler.served_request_id = self.headers.get(request_ids.HEADER)
 
     def close(self):
@@ -180,6 +185,14 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
         else:
             self.log_message('"%s" %s %s [request %s]', line, str(code), str(size), served)
 
+    def get_environ(self):
+        """Django's, without wsgiref's `text/plain` for a request that has no Content-Type (RFC 9110 8.3: the
+        client said nothing of its body; a 415 named "text/plain"), as gunicorn leaves it out."""
+        environ = super().get_environ()
+        if self.headers.get("Content-Type") is None:
+            environ.pop("CONTENT_TYPE", None)
+        return environ
+
     def handle_one_request(self):
         """Django's, with the handler that throws an unread body away in chunks (`BoundedDrainServerHandler`)."""
         self.raw_requestline = self.rfile.readline(REQUEST_LINE_MAX + 3)
@@ -200,6 +213,10 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
             return
         if (refused := framing_error(self.command, self.request_version, self.headers)) is not None:
             self.send_error(400, refused)
+            self.close_connection = True
+            return
+        if (coding_refused := transfer_coding_refusal(self.request_version, self.headers)) is not None:
+            self.send_error(*coding_refused)
             self.close_connection = True
             return
         self._origin_form()
@@ -223,6 +240,7 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
         error_key, detail = {
             414: ("uriTooLong", "The request line is too long: send fewer or shorter query parameters."),
             431: ("requestHeadersTooLarge", f"The request headers are too large ({message}): send fewer or shorter."),
+            501: ("transferCodingNotImplemented", f"{message}: send the body with a Content-Length."),
         }.get(code, ("malformedRequest", f"The request is not valid HTTP/1.1: {message}."))
         # (Django's `log_message` reads the second argument as a text: None, for a request line too long, made the
         # refusal a traceback and an empty answer.)
@@ -238,7 +256,11 @@ class ReadTimeoutRequestHandler(WSGIRequestHandler):
         self.send_header("Content-Type", PROBLEM_CONTENT_TYPE)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if getattr(self, "command", None) != "HEAD":
+        # (A refusal made before the request line was parsed, `command` unset, is a HEAD's too when its line says so.)
+        method = getattr(self, "command", None) or getattr(self, "raw_requestline", b"").split(b" ", 1)[0].decode(
+            "latin-1"
+        )
+        if method != "HEAD":
             self.wfile.write(body)
 
 
@@ -272,6 +294,29 @@ def framing_error(method: str, version: str, headers) -> str | None:
         return "a request has a Content-Length or a Transfer-Encoding, not both"
     if version == "HTTP/1.1" and len(headers.get_all("Host") or []) != 1:
         return "an HTTP/1.1 request has one Host header"
+    return None
+
+
+TRANSFER_CODINGS = ("identity", "compress", "deflate", "gzip")  # (and chunked, last) what gunicorn knows
+
+
+def transfer_coding_refusal(version: str, headers) -> tuple[int, str] | None:
+    """(status, message) refusing a request's `Transfer-Encoding` as gunicorn refuses it (`set_body_reader`), or
+    None: a coding it does not know is 501 (it was a 411 for a POST, and a GET was answered), `chunked` twice or not
+    last, or in an HTTP/1.0 request, is 400 (RFC 9112 6.1, 6.3: it was a 411)."""
+    chunked = False
+    for value in headers.get_all("Transfer-Encoding") or []:
+        for coding in (part.strip().lower() for part in value.split(",")):
+            if coding == "chunked" and chunked:
+                return 400, "chunked is applied once"
+            if coding == "chunked":
+                chunked = True
+            elif coding not in TRANSFER_CODINGS:
+                return 501, f"Unsupported transfer coding: {value[:80]!r}"
+            elif chunked:
+                return 400, "chunked must be the last transfer coding"
+    if chunked and version != "HTTP/1.1":
+        return 400, f"a {version} request cannot be chunked: send the body with a Content-Length"
     return None
 
 
@@ -336,6 +381,9 @@ class Runserver(RunserverCommand):
         return ProblemStaticFilesHandler(handler.application) if isinstance(handler, StaticFilesHandler) else handler
 
 
+STATIC_METHODS = ("GET", "HEAD")
+
+
 class ProblemStaticFilesHandler(StaticFilesHandler):
     """Staticfiles' handler (it serves `/static/...` before any middleware runs), answering a path it has no file
     for with the API's 404 problem document (`errors.handler404`), as any unknown URL. A path climbing out of the
@@ -347,10 +395,14 @@ class ProblemStaticFilesHandler(StaticFilesHandler):
 
     def get_response(self, request):
         if (response := host_refusal(request)) is None:
-            try:
-                response = self.serve(request)
-            except (Http404, SuspiciousFileOperation):
-                response = handler404(request)
+            if request.method not in STATIC_METHODS:
+                # staticfiles' `serve` answers any method with the file: a 200 to a DELETE says it was deleted
+                response = method_not_allowed(request, STATIC_METHODS)
+            else:
+                try:
+                    response = self.serve(request)
+                except (Http404, SuspiciousFileOperation):
+                    response = handler404(request)
         return answer_headers(request, response, owners_data=False)
 
 
