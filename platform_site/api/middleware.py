@@ -55,7 +55,8 @@ class ResponseHeadersMiddleware:
       private could serve one owner's to another);
     - a 204 or 304 has no Content-Length (RFC 9110 8.6: Django's CommonMiddleware gave every answer one);
     - `X-Request-Id`, the request's id, which every log line written while it is served carries too
-      (`platform_site.api.request_ids`)."""
+      (`platform_site.api.request_ids`);
+    - `Accept-Patch` on the OPTIONS of a resource that takes PATCH, and on a PATCH's 415."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -73,6 +74,9 @@ def answer_headers(request, response, *, owners_data: bool = True):
     if not hasattr(request, "request_id"):
         request.request_id = request_ids.request_id(request.META)
     response[request_ids.HEADER] = request.request_id
+    if _patch_answered(request, response):
+        # RFC 5789 2.2, 3.1: the patch formats taken (every PATCH reads a JSON object of the keys to change).
+        response["Accept-Patch"] = "application/json"
     if owners_data and "HTTP_AUTHORIZATION" in request.META and not response.has_header("Cache-Control"):
         response["Cache-Control"] = "no-store"
     if response.status_code in (204, 304):
@@ -81,3 +85,11 @@ def answer_headers(request, response, *, owners_data: bool = True):
     elif not response.streaming and not response.has_header("Content-Length"):
         response["Content-Length"] = str(len(response.content))
     return response
+
+
+def _patch_answered(request, response) -> bool:
+    """An answer that says which patch formats the resource takes: its OPTIONS, and a PATCH's 415."""
+    allowed = {method.strip() for method in response.get("Allow", "").split(",")}
+    return "PATCH" in allowed and (
+        request.method == "OPTIONS" or (request.method == "PATCH" and response.status_code == 415)
+    )

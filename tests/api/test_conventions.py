@@ -276,6 +276,20 @@ def test_wrong_media_type_is_415(api_client):
     assert_problem(api_client.post(URL, data="name=x", content_type="text/plain"), 415, "unsupportedMediaType")
 
 
+def test_a_resource_taking_patch_says_which_patch_formats_it_takes(api_client, core_user):
+    """RFC 5789 2.2, 3.1: `Accept-Patch` on the resource's OPTIONS and on a PATCH's 415 (neither said it)."""
+    configs = f"/services/config/api/configs/{core_user.id}"
+    options = api_client.options(configs)
+    assert "PATCH" in options["Allow"] and options["Accept-Patch"] == "application/json"
+    refused = api_client.patch(configs, '{"geoimagesShape": "SQUARE"}', content_type="application/merge-patch+json")
+    assert_problem(refused, 415, "unsupportedMediaType")
+    assert refused["Accept-Patch"] == "application/json"
+    # A resource without PATCH says nothing of it
+    users = api_client.options(URL)
+    assert "PATCH" not in users["Allow"] and not users.has_header("Accept-Patch")
+    assert not api_client.get(configs).has_header("Accept-Patch")
+
+
 def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):
     assert_problem(api_client.patch(f"{URL}/{core_user.id}", {}, format="json"), 405, "methodNotAllowed")
     assert_problem(api_client.get("/services/usermanagement/api/nothing-here"), 404, "notFound")
