@@ -4,7 +4,7 @@ import os
 
 import django
 from django.core.handlers.wsgi import LimitedStream, WSGIHandler, WSGIRequest, get_bytes_from_wsgi
-from django.http import QueryDict, UnreadablePostError
+from django.http import HttpResponse, QueryDict, UnreadablePostError
 from django.utils.functional import cached_property
 from django.utils.http import parse_header_parameters
 
@@ -93,6 +93,9 @@ def body_encoded(meta) -> bool:
     return meta.get("REQUEST_METHOD") in BODY_METHODS and coding not in ("", "identity")
 
 
+SERVER_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"  # what some URL of the API answers
+
+
 class Handler(WSGIHandler):
     request_class = Request
 
@@ -104,9 +107,14 @@ class Handler(WSGIHandler):
             return answer_headers(request, length_required(request))
         if body_encoded(request.META):
             return answer_headers(request, coding_unsupported(request))
+        if request.method == "OPTIONS" and request.path_info == "*":
+            # The server's own capabilities (RFC 9110 9.3.7; a ping of proxies and clients): the methods it serves.
+            response = HttpResponse(status=200)
+            response["Allow"] = SERVER_METHODS
+            return answer_headers(request, response)
         if not request.path_info.startswith("/"):
-            # `OPTIONS *` names no URL of ours: it is answered as a path of none is (Django answered its HTML debug
-            # page in debug mode, the routes taking only paths)
+            # Any other target that is no path (`GET *`) names no URL of ours: it is answered as a path of none is
+            # (Django answered its HTML debug page in debug mode, the routes taking only paths)
             request.path_info = "/" + request.path_info
         return super().get_response(request)
 

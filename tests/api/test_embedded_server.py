@@ -657,11 +657,20 @@ def test_a_target_in_absolute_form_is_taken(embedded_server):
     """RFC 9112 3.2.2: a server must take `GET http://host/path`; it was a 404 (Django's HTML debug page)."""
     request = f"GET {embedded_server.base}/health HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n".encode()
     assert [status for status, _ in _answers(embedded_server.base, request)][:1] == [200]
-    request = b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    request = b"GET * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     answers = _answers(embedded_server.base, request)
     assert [status for status, _ in answers] == [404, 200]  # (a 404 of a known length: the connection serves on)
     assert answers[0][1]["content-type"] == "application/problem+json"
     assert answers[0][1]["x-content-type-options"] == "nosniff"  # (answered by the whole stack, as any 404)
+
+
+def test_options_of_the_whole_server_says_its_methods(embedded_server):
+    """RFC 9110 9.3.7: `OPTIONS *` asks about the server itself (a ping of proxies and clients); it was a 404."""
+    request = b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    answers = _answers(embedded_server.base, request)
+    assert [status for status, _ in answers] == [200, 200]
+    assert answers[0][1]["allow"] == "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+    assert answers[0][1]["content-length"] == "0" and len(answers[0][1]["x-request-id"]) == 36
 
 
 def test_a_204_sends_no_length_and_its_connection_serves_on(embedded_server):

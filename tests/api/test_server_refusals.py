@@ -1,5 +1,9 @@
 """What gunicorn refuses before Django sees it is answered as every other error: a problem document."""
 
+import http.client
+import socket
+from urllib.parse import urlsplit
+
 import pytest
 
 from tests.api.raw_http import send_raw
@@ -57,3 +61,15 @@ def test_a_transfer_coding_gunicorn_does_not_know_is_a_501_problem(gunicorn_serv
     base, _ = gunicorn_server
     raw = f"POST {USERS} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: br, chunked\r\n\r\n0\r\n\r\n".encode()
     assert_refused(send_raw(base, raw), 501, "transferCodingNotImplemented")
+
+
+def test_options_of_the_whole_server_says_its_methods(gunicorn_server):
+    """RFC 9110 9.3.7 (`make run`'s case is in test_embedded_server): it was a 404."""
+    base, _ = gunicorn_server
+    address = urlsplit(base)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+        sock.sendall(b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.read() == b""
+    assert (response.status, response.getheader("Allow")) == (200, "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
