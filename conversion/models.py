@@ -206,6 +206,7 @@ class File(models.Model):
             models.Index(fields=["core_user", "status"]),
             models.Index(fields=["status", "started_at"]),
             models.Index(fields=["status", "updated_time"]),  # the sweeps: processing too long, processed not grouped
+            models.Index(fields=["core_user", "updated_time"]),  # `updatedTime`: what changed since
         ]
 
     def __str__(self):

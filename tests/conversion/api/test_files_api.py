@@ -157,6 +157,24 @@ def test_time_and_area_filters_hold_their_bounds(api_client, core_user, converte
     assert harvest["id"] not in _ids(api_client.get(FILES_URL, {"minArea": repr(area * (1 + 1e-9))}))
 
 
+def test_the_updated_time_filter_finds_the_files_changed_since(api_client, core_user, converted):
+    """Not in the spec's list of file filters: without it a syncing client could not find the files that changed
+    (a file's `updatedTime` moves when it is processed, or a field or machine it names goes)."""
+    from conversion.models import File
+
+    _, _, _, files = converted
+    harvest = files["harvest"]
+    later = File.objects.get(pk=harvest["id"]).updated_time + timedelta(hours=1)
+    File.objects.filter(pk=harvest["id"]).update(updated_time=later)
+    record = api_client.get(f"{FILES_URL}/{harvest['id']}").json()
+    assert _ids(api_client.get(FILES_URL, {"updatedTime": record["updatedTime"]})) == [harvest["id"]]
+    before = (later - timedelta(milliseconds=1)).isoformat()
+    assert harvest["id"] in _ids(api_client.get(FILES_URL, {"updatedTime": before}))
+    after = (later + timedelta(milliseconds=1)).isoformat()
+    assert _ids(api_client.get(FILES_URL, {"updatedTime": after})) == []
+    assert_problem(api_client.get(FILES_URL, {"updatedTime": "yesterday"}), 400, "validation")
+
+
 def test_an_end_time_filter_takes_in_the_whole_millisecond_it_names(api_client, core_user, converted):
     """A file that ended within the millisecond a response prints has ended by then (`endTime` is "ended then or
     earlier"), though its time holds microseconds past it."""
