@@ -83,8 +83,8 @@ def test_a_retry_answers_the_first_uploads_batch_and_stores_nothing(
 
 
 def test_a_retry_with_its_parameters_in_the_query_is_answered_before_its_body_is_read(api_client, core_user):
-    """The zip is not read again: the answer comes before the body (a client sending `Expect: 100-continue` does
-    not even send it). Its bytes are not compared, only what the query says."""
+    """The zip is not read again: the answer comes before the body is read (curl stops sending at it; both servers
+    send `100 Continue` at once, as gunicorn does). Its bytes are not compared, only what the query says."""
     first = keyed_upload(api_client, core_user.pk).json()
     again = keyed_upload(api_client, core_user.pk, b"not a zip, and never read")
     assert again.status_code == 201 and again.json()["id"] == first["id"]
