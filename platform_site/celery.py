@@ -70,6 +70,30 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+# A worker or beat started without CELERY_BROKER_URL runs on an in-memory broker of its own, which no other process
+# sends to: it said "ready" and never took a conversion, or sent the sweeps to nobody (a production try-out).
+NO_BROKER_PROCESS = (
+    "CELERY_BROKER_URL is not set: {process} on the in-memory broker shares no task with any other process (only "
+    "`manage.py serve` runs its tasks so, inside itself). Give it the environment of the API, CELERY_BROKER_URL "
+    'included (README "Production").'
+)
+
+
+@signals.celeryd_init.connect
+def _worker_needs_a_broker(**kwargs):
+    """`celery worker` (`manage.py serve` starts its workers otherwise, and sends no `celeryd_init`). SystemExit:
+    Celery logs an exception of a signal handler and goes on."""
+    if app.conf.broker_url.startswith("memory://"):
+        raise SystemExit(NO_BROKER_PROCESS.format(process="a Celery worker"))
+
+
+@signals.beat_init.connect
+def _beat_needs_a_broker(**kwargs):
+    """`celery beat`; the embedded beat of `manage.py serve` starts once its workers have."""
+    if app.conf.broker_url.startswith("memory://") and not embedded_workers.is_set():
+        raise SystemExit(NO_BROKER_PROCESS.format(process="Celery beat"))
+
+
 @signals.before_task_publish.connect
 def _request_id_sent(headers=None, **kwargs):
     """A task queued while a request is served (or by a task that one queued) carries the request's id."""

@@ -141,18 +141,32 @@ def log_level(name: str, default: str) -> str:
     return value.upper()
 
 
+CREDENTIALS_ENCODED = (
+    ", its user and password percent-encoded where they hold `/`, `?`, `#`, `@` or `:` (`%2F`, `%3F`, `%23`, `%40`, "
+    "`%3A`)"
+)
+
+
 def url(name: str, default: str, *, schemes: tuple[str, ...], host: bool = True) -> str:
     """An absolute URL of one of `schemes` (with a host unless `host` is false)."""
     value = raw(name)
     if value is None:
         return default
     takes = f"a URL of {' or '.join(f'{scheme}://' for scheme in schemes)}" + (" with a host" if host else "")
+    credentials = "@" in value.partition("://")[2]
+    if credentials:
+        # A user or password is read up to the first `/`, `?` or `#`: one holding such a character (`ab/c`) made the
+        # rest of the URL its path, and the refusal said only what the variable takes.
+        takes += CREDENTIALS_ENCODED
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 (a port that is no number raises)
     except ValueError:
         raise refused(name, value, takes) from None
     if "://" not in value or parts.scheme.lower() not in schemes or (host and not parts.hostname):
+        raise refused(name, value, takes)
+    if credentials and parts.netloc and "@" not in parts.netloc:
+        # `postgis://user:12/ab@db/platform` read as host `user`, port 12, database `ab@db/platform`
         raise refused(name, value, takes)
     return value
 

@@ -155,6 +155,27 @@ def test_a_value_of_no_use_is_refused_with_what_the_variable_takes(tmp_path, nam
     assert refusal == f'{name}={value!r} is refused: {name} takes {takes} (README "Configuration").'
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "postgis://platform:ab/c+d=@db:5432/platform",  # (read as host `platform`, port `ab`: "no number")
+        "postgis://platform:12/cd@db:5432/platform",  # (read as host `platform`, port 12, taken, unsaid)
+        "postgis://platform:a#b@db/platform",
+        "postgis://platform:a?b@db/platform",
+    ],
+)
+def test_a_password_that_needs_percent_encoding_is_refused_saying_so(tmp_path, value):
+    """The refusal said only "takes a URL of postgis:// or spatialite://", though the value is one (a production
+    try-out); a password holding `/` after digits was even taken, for a host and port that are not the database's."""
+    [refusal] = _settings_answers(tmp_path, [("DATABASE_URL", value)])
+    assert refusal is not None and "percent-encoded" in refusal and "`%2F`" in refusal, refusal
+    assert "ab/c" not in refusal and "12/cd" not in refusal  # (the password is not repeated)
+    encoded = (
+        value.replace("ab/c", "ab%2Fc").replace("12/cd", "12%2Fcd").replace("a#b", "a%23b").replace("a?b", "a%3Fb")
+    )
+    assert _settings_answers(tmp_path, [("DATABASE_URL", encoded)]) == [None]
+
+
 def test_values_the_readme_gives_are_taken(tmp_path):
     pairs = [
         ("DATABASE_URL", "postgis://platform:secret@db:5432/platform"),
@@ -248,6 +269,17 @@ def test_a_worker_with_a_refused_value_does_not_start(tmp_path):
     done = _python(tmp_path, worker, {"CELERY_WORKER_PREFETCH_MULTIPLIER": "-1"})
     assert done.returncode != 0
     assert "CELERY_WORKER_PREFETCH_MULTIPLIER='-1' is refused" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("process", ["worker", "beat"])
+def test_a_worker_or_beat_without_a_broker_does_not_start(tmp_path, process):
+    """Without CELERY_BROKER_URL a worker said "ready" on an in-memory broker of its own and never took a task of
+    the API's, and beat sent the sweeps to nobody (a production try-out): they stop, saying what is missing."""
+    command = ["-m", "celery", "-A", "platform_site", process]
+    command += ["--pool", "solo"] if process == "worker" else ["-s", str(tmp_path / "schedule")]
+    done = _python(tmp_path, command, {})
+    assert done.returncode != 0
+    assert "CELERY_BROKER_URL is not set" in done.stderr, done.stderr[-2000:]
 
 
 @pytest.mark.parametrize(
