@@ -61,6 +61,16 @@ class SweepScheduler(PersistentScheduler):
             if entry.total_run_count == 0 and run_every is not None:
                 entry.last_run_at = entry.default_now() - run_every
 
+    def sync(self):
+        """Celery's, then the file closed and opened again where its dbm has no `sync` of its own (Debian's Python
+        shelves in Berkeley DB's ndbm, `<file>.db`, which writes on close only): a beat killed at any moment before
+        it stopped lost every run since it started, and its next start sent every sweep again (a production try-out).
+        With CELERY_BEAT_SYNC_EVERY at 1, each send is on disk once it is made."""
+        super().sync()
+        if self._store is not None and not hasattr(self._store.dict, "sync"):
+            self._store.close()
+            self._store = self._open_schedule()
+
 
 app = Celery("platform_site", task_cls=DatabaseRetryTask)
 # Set once `manage.py serve` runs its worker threads on the in-memory broker: then, and only then, a task sent

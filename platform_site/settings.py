@@ -291,6 +291,9 @@ CELERY_TASK_ROUTES = {"webhooks.tasks.webhooks_delivery_send": {"queue": "webhoo
 # (The embedded server's beat thread runs this schedule too.) Each entry runs at beat's start unless its schedule file
 # says it has run (`SweepScheduler`).
 CELERY_BEAT_SCHEDULER = "platform_site.celery:SweepScheduler"
+# Each send written to the schedule file at once (a few a minute): Celery wrote it every 3 minutes, so a beat killed
+# meanwhile left the sweeps it had sent as never run, and its next start sent them again.
+CELERY_BEAT_SYNC_EVERY = 1
 CELERY_BEAT_SCHEDULE: dict = {
     "outbox-send": {"task": "platform_site.outbox.tasks.outbox_send", "schedule": 60.0},
     "webhooks-deliveries-sweep": {"task": "webhooks.tasks.webhooks_deliveries_sweep", "schedule": 60.0},

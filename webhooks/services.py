@@ -307,6 +307,10 @@ def _delivery_post_claimed(delivery: Delivery, lease: str | None) -> tuple[float
             response_text = _read_limited(response)  # streamed: read before the session closes
     except UnsafeUrl as exc:
         error = f"refused: {exc}"
+        # The operators' business, not only the receiver's: the URL passed the same check when it was registered, so
+        # this worker and the API disagree on WEBHOOK_ALLOW_PRIVATE_URLS, or the host now resolves inside. (Logged at
+        # INFO with the other failures, a worker started without the API's setting failed every delivery unseen.)
+        logger.warning("webhook %s: delivery %s refused by this worker: %s", webhook.pk, delivery.pk, exc.detail)
     except requests.ConnectTimeout as exc:
         error = f"Timeout: no connection within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s{connected_to(exc)}"
     except requests.RequestException as exc:

@@ -188,6 +188,23 @@ def test_a_stored_url_that_hides_a_private_host_is_refused_at_delivery(owner, dn
     assert attempt.status_code is None and attempt.error.startswith("refused:"), attempt.error
 
 
+def test_a_url_registered_while_allowed_and_refused_by_the_worker_is_logged_as_a_warning(
+    owner, dns, webhook_receiver, caplog
+):
+    """The API took a loopback URL (WEBHOOK_ALLOW_PRIVATE_URLS=true there) and the delivery worker, started without
+    it, refused every delivery: logged at INFO among receivers' failures, an operator alerting on warnings never
+    saw it (a production try-out). The log names the address refused, for the operators; the attempt does not."""
+    delivery = _pending_delivery(owner, webhook_receiver.url)
+    with caplog.at_level("INFO", logger="webhooks.services"):
+        delivery_attempt(delivery.pk)
+    assert webhook_receiver.wait_for(1, timeout=0.3) == []
+    [warning] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert f"webhook {delivery.webhook_id}: delivery {delivery.pk} refused by this worker" in warning.getMessage()
+    assert "127.0.0.1" in warning.getMessage()
+    [attempt] = DeliveryAttempt.objects.all()
+    assert attempt.error.startswith("refused:") and "127.0.0.1" not in attempt.error, attempt.error
+
+
 def test_a_delivery_connects_only_to_the_address_that_was_checked(owner, dns, settings, webhook_receiver):
     # Given a name that answers a public address to the check and loopback to any later lookup (rebinding)
     settings.WEBHOOK_TIMEOUT_SECONDS = 1
