@@ -288,6 +288,8 @@ def test_a_resource_taking_patch_says_which_patch_formats_it_takes(api_client, c
     users = api_client.options(URL)
     assert "PATCH" not in users["Allow"] and not users.has_header("Accept-Patch")
     assert not api_client.get(configs).has_header("Accept-Patch")
+    changed = api_client.patch(configs, {"geoimagesShape": "SQUARE"}, format="json")
+    assert changed.status_code == 200 and not changed.has_header("Accept-Patch")
 
 
 def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):

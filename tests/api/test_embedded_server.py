@@ -727,6 +727,22 @@ def test_a_static_file_answers_get_and_head_only(embedded_server, method):
     assert answers[0][1]["content-type"] == "application/problem+json"
 
 
+def test_a_head_of_a_static_file_is_answered(embedded_server):
+    head, rest = _raw_exchange(
+        embedded_server.base,
+        b"HEAD /static/admin/css/base.css HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    assert head.split(b" ")[1] == b"200" and rest == b"", head
+
+
+def test_an_answer_to_a_request_that_closes_its_connection_says_so(embedded_server):
+    """RFC 9112 9.6: the server that closes after its answer sends `Connection: close`."""
+    head, _rest = _raw_exchange(
+        embedded_server.base, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    assert head.split(b" ")[1] == b"200" and b"\r\nConnection: close" in head, head
+
+
 def test_a_body_without_a_content_type_is_said_to_have_none(embedded_server):
     """wsgiref filled in `text/plain` (RFC 9110 8.3 lets a server assume only application/octet-stream): the 415
     named a type the client never sent."""
@@ -752,6 +768,8 @@ def test_a_body_without_a_content_type_is_said_to_have_none(embedded_server):
         ("POST", "1.1", "chunked, gzip", 400),
         ("POST", "1.0", "chunked", 400),
         ("POST", "1.1", "gzip, chunked", 411),  # framed as gunicorn frames it; then no length (wsgi.length_unknown)
+        ("POST", "1.1", "Chunked", 411),  # (codings are case-insensitive)
+        ("POST", "1.1", "GZIP, chunked", 411),
     ],
 )
 def test_transfer_codings_are_refused_as_gunicorn_refuses_them(embedded_server, method, version, coding, status):

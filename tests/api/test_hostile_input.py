@@ -264,7 +264,7 @@ def test_an_upload_with_a_content_coding_is_415(owner, core_user):
     assert (status, json.loads(body)["errorKey"]) == (415, "unsupportedMediaType")
 
 
-@pytest.mark.parametrize("coding", ["identity", ""])
+@pytest.mark.parametrize("coding", ["identity", "IDENTITY", ""])
 def test_a_body_sent_as_it_is_is_taken(owner, core_user, coding):
     from platform_site.api.authentication import token_issue
 
@@ -277,6 +277,31 @@ def test_a_body_sent_as_it_is_is_taken(owner, core_user, coding):
         meta={"HTTP_CONTENT_ENCODING": coding},
     )
     assert status == 201
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "DELETE"])
+def test_a_method_that_reads_no_body_is_answered_whatever_its_content_coding(owner, core_user, method):
+    from platform_site.api.authentication import token_issue
+
+    status, _headers, _body = _wsgi(
+        method,
+        f"/services/usermanagement/api/users/{core_user.id}",
+        token=token_issue(owner),
+        meta={"HTTP_CONTENT_ENCODING": "gzip"},
+    )
+    assert status == (204 if method == "DELETE" else 200)
+
+
+def test_options_of_a_resource_is_the_resources_not_the_servers(owner):
+    """Through the application gunicorn calls (`Handler`, which answers `OPTIONS *` itself): the resource's methods
+    and what it renders."""
+    from platform_site.api.authentication import token_issue
+
+    status, headers, body = _wsgi("OPTIONS", "/services/usermanagement/api/users", token=token_issue(owner))
+    assert status == 200 and "PATCH" not in headers["Allow"] and "POST" in headers["Allow"]
+    assert json.loads(body)["renders"] == ["application/json"]
+    status, headers, _body = _wsgi("OPTIONS", "*")
+    assert (status, headers["Allow"]) == (200, "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 
 
 @pytest.mark.parametrize("charset", ["utf-8", "UTF8", "utf-16"])

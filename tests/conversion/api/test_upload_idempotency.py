@@ -11,7 +11,7 @@ from django.db import transaction
 
 from conversion import tasks
 from conversion.models import Batch, UploadKey
-from conversion.services import UPLOAD_KEY_LIFETIME, batch_receive
+from conversion.services import batch_receive
 from conversion.uploads import upload_temp_dir
 from tests.concurrency import needs_postgresql, run_meanwhile
 from tests.factories import CoreUserFactory
@@ -162,9 +162,7 @@ def test_a_failed_upload_keeps_no_key_so_its_retry_is_received(api_client, core_
 
 def test_a_key_is_honoured_for_a_day_then_names_a_new_upload(api_client, core_user):
     first = keyed_upload(api_client, core_user.pk).json()
-    UploadKey.objects.update(
-        created_time=UploadKey.objects.get().created_time - UPLOAD_KEY_LIFETIME + timedelta(minutes=1)
-    )
+    UploadKey.objects.update(created_time=UploadKey.objects.get().created_time - timedelta(hours=24, minutes=-1))
     assert keyed_upload(api_client, core_user.pk).json()["id"] == first["id"]
 
     UploadKey.objects.update(created_time=UploadKey.objects.get().created_time - timedelta(minutes=2))
