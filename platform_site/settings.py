@@ -288,8 +288,9 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 # sends to a queue by its name anyway, but a binding that says what it routes keeps any other sender right).
 CELERY_TASK_QUEUES = (Queue("celery", routing_key="celery"), Queue("webhooks", routing_key="webhooks"))
 CELERY_TASK_ROUTES = {"webhooks.tasks.webhooks_delivery_send": {"queue": "webhooks"}}
-# (The embedded server's beat thread runs this schedule too.) Each entry runs at beat's start unless its schedule file
-# says it has run (`SweepScheduler`).
+# Each entry runs at beat's start unless its schedule file says it has run (`SweepScheduler`). The embedded server's
+# beat thread runs this schedule too, with Celery's own scheduler: its start sends every sweep itself
+# (`serve.restart_recovery`).
 CELERY_BEAT_SCHEDULER = "platform_site.celery:SweepScheduler"
 # Each send written to the schedule file at once (a few a minute): Celery wrote it every 3 minutes, so a beat killed
 # meanwhile left the sweeps it had sent as never run, and its next start sent them again.
