@@ -14,6 +14,7 @@ the only process on its database: two embedded servers on one database would eac
 
 import contextlib
 import json
+import logging
 import re
 import socket
 import threading
@@ -49,6 +50,7 @@ class Command(BaseCommand):
         if settings.CELERY_EMBEDDED and not settings.CELERY_TASK_ALWAYS_EAGER:
             started = timezone.now()
             released = deliveries_release()  # (before a worker of this process can hold one)
+            routine_task_lines_quiet()
             start_embedded_worker()
             restart_recovery(started)
             self.stdout.write(
@@ -420,6 +422,18 @@ def restart_recovery(started: datetime) -> None:
     operations_sweep.delay(limit)
     conversion_storage_sweep.delay(limit)
     webhooks_deliveries_sweep.delay()
+
+
+# Celery's INFO lines of each task (received, succeeded) and of each periodic send: under `make run`, whose log is the
+# API's too, they were most of it (9.6 MB in 35 minutes of a load test; six lines a minute when idle), burying its
+# warnings. A task that fails is still logged (ERROR), and every line is back with LOG_LEVEL=DEBUG.
+ROUTINE_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace", "celery.beat")
+
+
+def routine_task_lines_quiet() -> None:
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        for name in ROUTINE_TASK_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def start_embedded_worker() -> None:
