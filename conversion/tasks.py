@@ -21,10 +21,10 @@ def dataset_convert(self, dataset_id: int) -> None:
 
 
 @app.task(ignore_result=True)
-def conversion_sweep(limit: str | None = None) -> dict:
+def conversion_sweep(limit: str | None = None, restarted: bool = False) -> dict:
     """Periodic: re-send or fail batches, data sets and files that stayed in flight too long (untouched since
-    `limit`, an ISO 8601 time: the embedded server's start, sent at its start)."""
-    return services.conversion_sweep(limit=parse_datetime(limit) if limit else None)
+    `limit`, an ISO 8601 time: the embedded server's start, sent at its start with `restarted`)."""
+    return services.conversion_sweep(limit=parse_datetime(limit) if limit else None, restarted=restarted)
 
 
 @app.task(ignore_result=True)

@@ -87,11 +87,14 @@ def stuck_limit(limit: datetime | None = None) -> datetime:
     return limit or timezone.now() - timedelta(seconds=settings.CONVERSION_STUCK_AFTER_SECONDS)
 
 
-def conversion_sweep(*, limit: datetime | None = None) -> dict[str, int]:
+def conversion_sweep(*, limit: datetime | None = None, restarted: bool = False) -> dict[str, int]:
     """Re-send batches and data sets that stayed in flight too long (their worker died, or their task was lost
     before it started), or fail them with a reason after CONVERSION_MAX_ATTEMPTS; merged files too. In flight too
     long: nothing done since `limit` (default CONVERSION_STUCK_AFTER_SECONDS ago; the embedded server's start, at
-    its start: its in-memory broker lost every task of the process before it)."""
+    its start: its in-memory broker lost every task of the process before it). `restarted` (that start): a data
+    set whose task never started was lost with the process through no fault of its own, and is sent again without
+    using an attempt (each restart of `make run` used one, and a queue of uploads waiting through three restarts
+    failed "did not finish in time" unconverted)."""
     limit = stuck_limit(limit)
     counts = {"resent": 0, "failed": 0}
     # Batches not opened: never started, or started long ago by a worker that died. Each send of the opening task is
@@ -125,13 +128,14 @@ def conversion_sweep(*, limit: datetime | None = None) -> dict[str, int]:
         Q(progress_at__lt=limit) | Q(progress_at__isnull=True, batch__started_at__lt=limit)
     )
     for dataset in never_started:
-        if dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS:
+        if dataset.attempts >= settings.CONVERSION_MAX_ATTEMPTS and not restarted:
             message = STUCK_MESSAGE.format(attempts=dataset.attempts)
             _dataset_fail(dataset, f"{INTERNAL_ERROR} ({message})", message)
             counts["failed"] += 1
             continue
+        counted = {} if restarted else {"attempts": F("attempts") + 1}
         claimed = BatchDataset.objects.filter(pk=dataset.pk, status=DatasetStatus.PENDING).update(
-            attempts=F("attempts") + 1, progress_at=timezone.now()
+            **counted, progress_at=timezone.now()
         )
         if claimed:
             _tasks().dataset_convert.delay(dataset.pk)

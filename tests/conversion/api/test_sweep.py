@@ -196,6 +196,33 @@ def test_a_data_set_whose_task_never_arrives_fails_with_a_reason(
     assert conversion_sweep() == {"resent": 0, "failed": 0}  # the retry's own task is not sent twice
 
 
+def test_at_the_embedded_servers_start_a_data_set_that_never_started_uses_no_attempt(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    """Its task was lost with the process (the in-memory broker), not through a fault of its own: each restart of
+    `make run` used an attempt, and a data set waiting through CONVERSION_MAX_ATTEMPTS restarts failed unconverted.
+    A data set a run began (PROCESSING) still counts its runs: one that kills the process must end."""
+    batch_id = _pending_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
+    BatchDataset.objects.filter(batch_id=batch_id).update(attempts=settings.CONVERSION_MAX_ATTEMPTS)
+    with monkeypatch.context() as patch:
+        patch.setattr(tasks.dataset_convert, "delay", lambda *a: None)  # (lost again)
+        assert conversion_sweep(limit=timezone.now(), restarted=True) == {"resent": 1, "failed": 0}
+    assert BatchDataset.objects.get(batch_id=batch_id).attempts == settings.CONVERSION_MAX_ATTEMPTS
+    # The periodic sweep still counts a task that never arrives, and ends it
+    assert conversion_sweep(limit=timezone.now()) == {"resent": 0, "failed": 1}
+    assert api_client.get(f"{BATCH_URL}/{batch_id}").json()["status"] == "FAILED"
+
+
+def test_the_embedded_servers_start_converts_a_data_set_left_pending(
+    api_client, core_user, valid_timelogs, settings, monkeypatch
+):
+    batch_id = _pending_upload(api_client, core_user, valid_timelogs, settings, monkeypatch)
+    assert tasks.conversion_sweep(timezone.now().isoformat(), True) == {"resent": 1, "failed": 0}
+    batch = api_client.get(f"{BATCH_URL}/{batch_id}").json()
+    assert batch["status"] == "PROCESSED" and len(batch["files"]) == 19
+    assert BatchDataset.objects.get(batch_id=batch_id).attempts == 1  # (its one run)
+
+
 def test_a_batch_whose_opening_never_arrives_fails_with_a_reason(
     api_client, core_user, valid_timelogs, settings, monkeypatch
 ):

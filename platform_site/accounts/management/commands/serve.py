@@ -411,14 +411,14 @@ class ProblemStaticFilesHandler(StaticFilesHandler):
 def restart_recovery(started: datetime) -> None:
     """Send the sweeps at once, everything untouched since `started` (this process's start) counting as in flight
     too long: conversions, merges and operation builds are sent again (each send an attempt: work that kills the
-    process every time ends FAILED after CONVERSION_MAX_ATTEMPTS starts), uploads cut off are removed, due webhook
-    deliveries are sent."""
+    process every time ends FAILED after CONVERSION_MAX_ATTEMPTS starts; a data set whose task never started uses
+    none), uploads cut off are removed, due webhook deliveries are sent."""
     from conversion.tasks import conversion_storage_sweep, conversion_sweep
     from operations.tasks import operations_sweep
     from webhooks.tasks import webhooks_deliveries_sweep
 
     limit = started.isoformat()
-    conversion_sweep.delay(limit)
+    conversion_sweep.delay(limit, True)
     operations_sweep.delay(limit)
     conversion_storage_sweep.delay(limit)
     webhooks_deliveries_sweep.delay()
