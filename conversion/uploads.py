@@ -174,7 +174,7 @@ class ZipUploadHandler(FileUploadHandler):
             upload.close()
 
 
-# An `Idempotency-Key`: 1-255 visible ASCII characters but quotes and backslash (a UUID, say), bare as most APIs
+# An `Idempotency-Key`: 1-255 visible ASCII characters but double quotes and backslash (a UUID, say), bare as most APIs
 # take it or as the structured-field string the IETF draft writes (`"..."`), which is the same key.
 _KEY = r"[\x21\x23-\x5b\x5d-\x7e]{1,255}"
 IDEMPOTENCY_KEY = re.compile(rf'^(?:({_KEY})|"({_KEY})")$')
@@ -187,7 +187,7 @@ def idempotency_key(request) -> str | None:
         return None
     match = IDEMPOTENCY_KEY.fullmatch(value.strip(" \t"))
     if match is None:
-        message = "1 to 255 visible ASCII characters, without quotes or backslash (a UUID, say)."
+        message = "1 to 255 visible ASCII characters, without double quotes or backslash (a UUID, say)."
         raise DomainError(
             f"Idempotency-Key: must be {message}", field_errors=[{"field": "Idempotency-Key", "message": message}]
         )

@@ -141,10 +141,7 @@ def log_level(name: str, default: str) -> str:
     return value.upper()
 
 
-CREDENTIALS_ENCODED = (
-    ", its user and password percent-encoded where they hold `/`, `?`, `#`, `@` or `:` (`%2F`, `%3F`, `%23`, `%40`, "
-    "`%3A`)"
-)
+CREDENTIALS_ENCODED = ", its user and password percent-encoded where they hold `/`, `?` or `#` (`%2F`, `%3F`, `%23`)"
 
 
 def url(name: str, default: str, *, schemes: tuple[str, ...], host: bool = True) -> str:

@@ -101,8 +101,11 @@ class Handler(WSGIHandler):
 
     def get_response(self, request):
         from platform_site.api.errors import coding_unsupported, length_required
-        from platform_site.api.middleware import answer_headers
+        from platform_site.api.middleware import answer_headers, host_refusal
 
+        if (refused := host_refusal(request)) is not None:
+            # (as on every path: the answers made here, before the middleware, named the API to any Host)
+            return answer_headers(request, refused)
         if length_unknown(request.META):
             return answer_headers(request, length_required(request))
         if body_encoded(request.META):

@@ -304,6 +304,26 @@ def test_options_of_a_resource_is_the_resources_not_the_servers(owner):
     assert (status, headers["Allow"]) == (200, "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "meta"),
+    [
+        ("OPTIONS", "*", {}),
+        ("POST", "/services/usermanagement/api/users", {"HTTP_CONTENT_ENCODING": "gzip"}),
+        ("POST", "/services/usermanagement/api/users", {"HTTP_TRANSFER_ENCODING": "chunked", "CONTENT_LENGTH": ""}),
+    ],
+    ids=["options-star", "content-coding", "chunked"],
+)
+def test_a_host_not_allowed_is_refused_before_the_answers_made_before_the_middleware(db, method, path, meta):
+    """`OPTIONS *`, a content coding's 415 and a chunked body's 411 are answered before the middleware: they
+    answered any Host (a 200 naming the API's methods to `evil.example`), where every other path refuses it."""
+    status, headers, body = _wsgi(
+        method, path, content_type="application/json", body=b"{}", meta={"HTTP_HOST": "evil.example", **meta}
+    )
+    assert (status, headers["Content-Type"]) == (400, "application/problem+json")
+    assert json.loads(body)["errorKey"] == "malformedRequest"
+    assert "Allow" not in headers
+
+
 @pytest.mark.parametrize("charset", ["utf-8", "UTF8", "utf-16"])
 def test_a_json_body_in_a_unicode_charset_is_read(api_client, charset):
     body = '{"username": "nobody", "password": "wrong"}'.encode(charset.replace("UTF8", "utf-8"))
