@@ -93,14 +93,18 @@ NO_BROKER_PROCESS = (
 def _worker_needs_a_broker(**kwargs):
     """`celery worker` (`manage.py serve` starts its workers otherwise, and sends no `celeryd_init`). SystemExit:
     Celery logs an exception of a signal handler and goes on."""
-    if app.conf.broker_url.startswith("memory://"):
+    from django.conf import settings
+
+    if settings.CELERY_EMBEDDED:
         raise SystemExit(NO_BROKER_PROCESS.format(process="a Celery worker"))
 
 
 @signals.beat_init.connect
 def _beat_needs_a_broker(**kwargs):
     """`celery beat`; the embedded beat of `manage.py serve` starts once its workers have."""
-    if app.conf.broker_url.startswith("memory://") and not embedded_workers.is_set():
+    from django.conf import settings
+
+    if settings.CELERY_EMBEDDED and not embedded_workers.is_set():
         raise SystemExit(NO_BROKER_PROCESS.format(process="Celery beat"))
 
 

@@ -96,25 +96,31 @@ def body_encoded(meta) -> bool:
 SERVER_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"  # what some URL of the API answers
 
 
+def _answered_before_django(request):
+    """The answer to a request refused for its body's framing or coding, or to `OPTIONS *`; None for the others."""
+    from platform_site.api.errors import coding_unsupported, length_required
+
+    if length_unknown(request.META):
+        return length_required(request)
+    if body_encoded(request.META):
+        return coding_unsupported(request)
+    if request.method == "OPTIONS" and request.path_info == "*":
+        # The server's own capabilities (RFC 9110 9.3.7; a ping of proxies and clients): the methods it serves.
+        response = HttpResponse(status=200)
+        response["Allow"] = SERVER_METHODS
+        return response
+    return None
+
+
 class Handler(WSGIHandler):
     request_class = Request
 
     def get_response(self, request):
-        from platform_site.api.errors import coding_unsupported, length_required
         from platform_site.api.middleware import answer_headers, host_refusal
 
-        if (refused := host_refusal(request)) is not None:
-            # (as on every path: the answers made here, before the middleware, named the API to any Host)
-            return answer_headers(request, refused)
-        if length_unknown(request.META):
-            return answer_headers(request, length_required(request))
-        if body_encoded(request.META):
-            return answer_headers(request, coding_unsupported(request))
-        if request.method == "OPTIONS" and request.path_info == "*":
-            # The server's own capabilities (RFC 9110 9.3.7; a ping of proxies and clients): the methods it serves.
-            response = HttpResponse(status=200)
-            response["Allow"] = SERVER_METHODS
-            return answer_headers(request, response)
+        if (early := _answered_before_django(request)) is not None:
+            # A Host not allowed is refused first, as on every path (`HostCheckMiddleware` checks the others).
+            return answer_headers(request, host_refusal(request) or early)
         if not request.path_info.startswith("/"):
             # Any other target that is no path (`GET *`) names no URL of ours: it is answered as a path of none is
             # (Django answered its HTML debug page in debug mode, the routes taking only paths)

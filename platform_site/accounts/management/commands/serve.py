@@ -113,17 +113,17 @@ class BoundedDrainServerHandler(ServerHandler):
         super().cleanup_headers()
         if no_content:
             del self.headers["Content-Length"]
-        if "Transfer-Encoding" in self.request_handler.headers:
-            # A chunked body is never read here (Django cannot; a method that takes a body was answered 411): what
-            # is left of it must not be read as the next request, and the answer says the connection ends.
-            self.headers["Connection"] = "close"
-            self.request_handler.close_connection = True
-        if self._unread() > DRAIN_BYTES:
-            self.headers["Connection"] = "close"
-            self.request_handler.close_connection = True
-        if self.status.startswith("408") or self.request_handler.close_connection:
-            # The connection ends after this answer (a read that timed out; a body that ended early): it says so
-            # (RFC 9110 15.5.9, 9112 9.6).
+        # The connection ends after this answer, which says so (RFC 9110 15.5.9, 9112 9.6): a chunked body is never
+        # read here (Django cannot; a method that takes a body was answered 411) and what is left of it must not be
+        # read as the next request; more is left unread than DRAIN_BYTES; a 408 (a read that timed out, a body that
+        # ended early); or the connection was ending already (HTTP/1.0, the client's `Connection: close`, a write
+        # that timed out).
+        if (
+            "Transfer-Encoding" in self.request_handler.headers
+            or self._unread() > DRAIN_BYTES
+            or self.status.startswith("408")
+            or self.request_handler.close_connection
+        ):
             self.headers["Connection"] = "close"
             self.request_handler.close_connection = True
         self.request_handler.served_request_id = self.headers.get(request_ids.HEADER)
