@@ -12,7 +12,6 @@ which
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -172,26 +171,6 @@ class ZipUploadHandler(FileUploadHandler):
         self._discard()
         for upload in self.created:
             upload.close()
-
-
-# An `Idempotency-Key`: 1-255 visible ASCII characters but double quotes and backslash (a UUID, say), bare as most APIs
-# take it or as the structured-field string the IETF draft writes (`"..."`), which is the same key.
-_KEY = r"[\x21\x23-\x5b\x5d-\x7e]{1,255}"
-IDEMPOTENCY_KEY = re.compile(rf'^(?:({_KEY})|"({_KEY})")$')
-
-
-def idempotency_key(request) -> str | None:
-    """The upload's `Idempotency-Key` header (None without one); 400 when it is not a key."""
-    value = request.META.get("HTTP_IDEMPOTENCY_KEY")
-    if value is None:
-        return None
-    match = IDEMPOTENCY_KEY.fullmatch(value.strip(" \t"))
-    if match is None:
-        message = "1 to 255 visible ASCII characters, without double quotes or backslash (a UUID, say)."
-        raise DomainError(
-            f"Idempotency-Key: must be {message}", field_errors=[{"field": "Idempotency-Key", "message": message}]
-        )
-    return match.group(1) or match.group(2)
 
 
 def install_upload_handlers(request) -> ZipUploadHandler:

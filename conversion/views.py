@@ -13,6 +13,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from fields.models import Field
+from platform_site.api import idempotency
 from platform_site.api.errors import DomainError
 from platform_site.api.parsers import no_body
 from platform_site.api.renderers import DownloadNegotiation, GeoJSONDownload, PNGDownload, ZipDownload
@@ -46,7 +47,7 @@ from .serializers import (
     file_context,
     images_data,
 )
-from .uploads import IDEMPOTENCY_KEY, idempotency_key, not_a_zip, upload_parse
+from .uploads import not_a_zip, upload_parse
 
 FILE_SORT_FIELDS = {
     "id": "id",
@@ -151,6 +152,7 @@ class FileViewSet(DownloadNegotiation, FileListMixin, mixins.RetrieveModelMixin,
         "original_file": "Download the original files of a file's data set (zip)",
     }
 
+    keyed_actions = frozenset({"merge"})
     problem_responses = {
         "merge": {
             400: "Fewer than two files, or files of several core users or operation types, or not processed "
@@ -275,6 +277,9 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
 
     serializer_class = BatchSerializer
     parser_classes = [MultiPartParser]
+    # An upload's `Idempotency-Key` is its own (`services.batch_receive_once`): its retry is answered before its
+    # body is read, and answers the batch as it is now.
+    keyed_actions = frozenset()
     problem_responses = {
         "create": {
             422: "The `Idempotency-Key` was sent with another upload in the last 24 hours, for another core user, "
@@ -308,7 +313,7 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
                 "Idempotency-Key",
                 str,
                 OpenApiParameter.HEADER,
-                pattern=IDEMPOTENCY_KEY.pattern,
+                pattern=idempotency.KEY_PATTERN.pattern,
                 description="Optional: a key of the client's for this upload (a UUID, say), to retry it safely. An "
                 "upload of the same key within 24 hours answers the batch the first one made, with "
                 "`Idempotent-Replayed: true`, and stores nothing (with `coreUserId` and `provider` in the query "
@@ -327,7 +332,7 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
     def create(self, request):
         # Parameters in the query string are checked before the body is read: a wrong user costs no upload, nor the
         # retry of an upload already received.
-        upload_key = idempotency_key(request)
+        upload_key = idempotency.request_key(request)
         params = {key: request.query_params.get(key) for key in ("coreUserId", "provider")}
         if all(params.values()):
             core_user, provider = self._upload_target(params)

@@ -38,6 +38,7 @@ class MagicLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
     create_with_user_serializer_class: type[s.LinkCreateSerializer] = s.LinkCreateSerializer
     queryset = MagicLink.objects.none()
     serializer_class = s.MagicLinkSerializer
+    keyed_actions = frozenset({"create", "create_for_user"})
     filterset_class = MagicLinkFilterSet
     sort_fields = LINK_SORT_FIELDS
     default_sort = ("-created_at",)

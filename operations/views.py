@@ -47,6 +47,7 @@ class OperationViewSet(DownloadNegotiation, mixins.ListModelMixin, mixins.Retrie
 
     serializer_class = OperationSerializer
     filterset_class = OperationFilterSet
+    keyed_actions = frozenset({"crop"})
     download_renderers = {"image": PNGDownload, "standard_geojson": GeoJSONDownload}
     problem_responses = {
         "crop": {

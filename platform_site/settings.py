@@ -214,6 +214,7 @@ SPECTACULAR_SETTINGS = {
         "platform_site.api.schema.postprocess_paging_headers",
         "platform_site.api.schema.postprocess_download_headers",
         "platform_site.api.schema.postprocess_created_headers",
+        "platform_site.api.schema.postprocess_idempotency_keys",
         "platform_site.api.schema.postprocess_service_tags",
         "platform_site.api.schema.postprocess_operation_summaries",
         "platform_site.api.schema.postprocess_query_parameters",
@@ -303,6 +304,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "operations-sweep": {"task": "operations.tasks.operations_sweep", "schedule": 300.0},
     "credentials-refresh": {"task": "magiclinks.tasks.magiclinks_credentials_refresh_sweep", "schedule": 300.0},
     "magiclinks-sweep": {"task": "magiclinks.tasks.magiclinks_sweep", "schedule": 3600.0},
+    "idempotency-keys-sweep": {"task": "platform_site.api.tasks.idempotency_keys_sweep", "schedule": 3600.0},
 }
 
 # The embedded server (`make run`) closes a connection that sends nothing for this long: a client that announced a

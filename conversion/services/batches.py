@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -14,7 +13,8 @@ from django.utils import timezone
 from assets.models import Provider
 from platform_site.accounts.models import CoreUser
 from platform_site.accounts.services import core_user_lock
-from platform_site.api.errors import NOT_FOUND, DomainError, InsufficientStorage, NotFoundError, storage_full
+from platform_site.api import idempotency
+from platform_site.api.errors import NOT_FOUND, InsufficientStorage, NotFoundError, storage_full
 from platform_site.celery import send_on_commit
 from platform_site.text import fit, storable
 from webhooks.models import EventType
@@ -88,20 +88,16 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload, key: str | None
     return batch
 
 
-# How long an upload's `Idempotency-Key` answers its batch (a client retries within minutes; a day, as is usual).
-UPLOAD_KEY_LIFETIME = timedelta(hours=24)
+# How long an upload's `Idempotency-Key` answers its batch: as long as other requests' keys.
+UPLOAD_KEY_LIFETIME = idempotency.KEY_LIFETIME
 
 
-class UploadKeyReused(DomainError):
+class UploadKeyReused(idempotency.IdempotencyKeyReused):
     """A retry (same `Idempotency-Key`) asking for another upload than the one the key made (RFC draft
     "The Idempotency-Key HTTP Header Field", 422)."""
 
-    status_code = 422
-    error_key = "idempotencyKeyReused"
 
-
-def _key_horizon():
-    return timezone.now() - UPLOAD_KEY_LIFETIME
+_key_horizon = idempotency.key_horizon
 
 
 def batch_of_key(*, owner, key: str) -> Batch | None:

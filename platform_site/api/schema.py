@@ -322,6 +322,55 @@ def postprocess_created_headers(result, generator, request, public):
     return result
 
 
+def postprocess_idempotency_keys(result, generator, request, public):
+    """The creating POSTs (their views' `keyed_actions`) take an `Idempotency-Key` (`platform_site.api.idempotency`):
+    the header, its 422, and the `Idempotent-Replayed` header of a retry's answer. `POST /batch` declares its own
+    header (its key is its own); its answers get the same `Idempotent-Replayed`."""
+    from .idempotency import HEADER, KEY_LIFETIME, KEY_PATTERN, REPLAYED_HEADER
+
+    hours = f"{KEY_LIFETIME.total_seconds() / 3600:.0f} hours"
+    keyed = {
+        endpoint
+        for endpoint, view_class, name in _endpoint_views(generator)
+        if endpoint[1] == "post" and name in getattr(view_class, "keyed_actions", ())
+    }
+    for path, method, operation in _operations(result):
+        parameters = operation.get("parameters", [])
+        declared = any(p.get("in") == "header" and p.get("name") == HEADER for p in parameters)
+        if (_path_shape(path), method) in keyed and not declared:
+            operation.setdefault("parameters", []).append(
+                {
+                    "in": "header",
+                    "name": HEADER,
+                    "required": False,
+                    "schema": {"type": "string", "pattern": KEY_PATTERN.pattern},
+                    "description": f"Optional: a key of the client's for this request (a UUID, say), to retry it "
+                    f"safely. A request of the same key within {hours} is answered as the first one was, with "
+                    f"`{REPLAYED_HEADER}: true`, and makes nothing again; one with another address, query or body is "
+                    "a 422. A request answered with an error keeps no key.",
+                }
+            )
+            operation.setdefault("responses", {}).setdefault(
+                "422",
+                {
+                    "description": f"The `{HEADER}` was sent with another request in the last {hours} "
+                    "(`idempotencyKeyReused`).",
+                    "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}},
+                },
+            )
+            declared = True
+        if not declared:
+            continue
+        for status, answer in operation.get("responses", {}).items():
+            if status.startswith("2"):
+                answer.setdefault("headers", {})[REPLAYED_HEADER] = {
+                    "description": f"`true` when this answers a retry with the `{HEADER}` of an earlier request "
+                    "(absent otherwise).",
+                    "schema": {"type": "string", "enum": ["true"]},
+                }
+    return result
+
+
 def postprocess_download_headers(result, generator, request, public):
     """Every file answered (`DOWNLOAD_DISPOSITIONS`' media types) comes with `Content-Disposition`, its file name."""
     for _, ok in _answers(result, "200"):

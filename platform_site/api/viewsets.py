@@ -7,6 +7,7 @@ from urllib.parse import quote
 from django import forms
 from django.core.exceptions import FieldDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.db.models import IntegerField, QuerySet, UUIDField
 from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
@@ -16,7 +17,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from platform_site.accounts.models import CoreUser
-from platform_site.api import wording
+from platform_site.api import idempotency, wording
 from platform_site.api.errors import NOT_FOUND
 from platform_site.api.lookups import row_get
 from platform_site.api.pagination import PagePagination
@@ -143,10 +144,21 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
 
     lookup_url_kwarg = "pk"
     schema = ApiAutoSchema()
+    # The actions (POST) that create something, and so take an `Idempotency-Key` (`platform_site.api.idempotency`);
+    # a POST that only asks (an intersection) ignores the header.
+    keyed_actions: frozenset[str] = frozenset({"create"})
 
     @property
     def owner(self):
         return self.request.user
+
+    def dispatch(self, request, *args, **kwargs):
+        # A keyed request runs in one transaction with the claim of its key and the keeping of its answer.
+        keyed = request.method == "POST" and self.action_map.get("post") in self.keyed_actions
+        if keyed and "HTTP_IDEMPOTENCY_KEY" in request.META:
+            with transaction.atomic():
+                return super().dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -158,6 +170,23 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False) or self.action is None:
             return
         self.scope_check()
+        if request.method == "POST" and self.action in self.keyed_actions:
+            key = idempotency.request_key(request)
+            if key is not None:
+                # (after the scope: another owner's core user is a 404 whatever the key)
+                self._idempotent_request = idempotency.claim(
+                    owner=self.owner, key=key, request=request, core_user=self.addressed_core_user()
+                )
+
+    def addressed_core_user(self) -> CoreUser | None:
+        """The core user the URL names (`coreUserId`), if it names one."""
+        core_user_id = self.kwargs.get("coreUserId")
+        return None if core_user_id is None else owned_core_user_or_404(self.owner, core_user_id)
+
+    def handle_exception(self, exc):
+        if isinstance(exc, idempotency.Replayed):
+            return exc.response
+        return super().handle_exception(exc)
 
     def scope_check(self) -> None:
         """Raise 404 when the URL names a scope (a core user) that is not the owner's: before the query is read."""
@@ -171,6 +200,10 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
         if response.status_code == 201 and not response.has_header("Location") and self.action == "create":
             if isinstance(data, dict) and data.get("id") is not None:
                 response["Location"] = created_location(request, request.path, data["id"])
+        claimed = getattr(self, "_idempotent_request", None)
+        if claimed is not None:
+            self._idempotent_request = None
+            idempotency.keep(claimed, response)
         return response
 
     def filter_queryset(self, queryset):
@@ -209,6 +242,9 @@ class CoreUserScopedViewSet(OwnerScopedViewSet):
                 raise NotFound(NOT_FOUND)
             return looked_up[1]
         return owned_core_user_or_404(self.owner, core_user_id)
+
+    def addressed_core_user(self) -> CoreUser:
+        return self.core_user
 
     def scope_check(self) -> None:
         # Resolve the core user before anything else, so a foreign one is a 404 on every method the route has (one
