@@ -19,7 +19,6 @@ from conversion.readers.shapefile.columns import (
     TIME_ISO_NAMES,
     TIME_TEXT_NAMES,
     column_match,
-    iso_utc,
     normalized_name,
     parse_text_times,
     rate_operation,
@@ -186,16 +185,6 @@ def _timestamps(
 
 
 def _times(values: list) -> np.ndarray:
-    """ISO 8601 text as UTC (an offset honoured, none taken as UTC); other text in the exporters' formats
-    (`9/19/2016 4:45:10 PM`, as the shapefile reader reads it); NaT for anything else."""
-    out = np.full(len(values), np.datetime64("NaT", "ms"))
-    other: list[int] = []
-    for i, v in enumerate(values):
-        if not isinstance(v, str):
-            continue
-        out[i] = iso_utc(v)
-        if np.isnat(out[i]):
-            other.append(i)
-    if other:
-        out[other] = parse_text_times(_object_array([values[i] for i in other]))
-    return out
+    """Text as the shapefile reader reads its time columns (`parse_text_times`: ISO 8601 as UTC, else the exporters'
+    formats); NaT for anything else (a number, a boolean)."""
+    return parse_text_times(_object_array([v if isinstance(v, str) else None for v in values]))

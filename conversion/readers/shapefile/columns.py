@@ -258,7 +258,7 @@ def _parse_iso(values: np.ndarray) -> np.ndarray:
     strings = text.astype("U40")
     # An offset is a "+", or a "-" past the date's own two (`2016-09-19T09:45:11-05:00`)
     offset = (np.char.find(strings, "+") >= 0) | (np.char.rfind(strings, "-") > 7)
-    if not offset.any():
+    if not offset.any() and _iso_shaped(strings).all():
         try:
             return np.char.rstrip(strings, "Z").astype("datetime64[ms]")
         except ValueError:
@@ -266,6 +266,22 @@ def _parse_iso(values: np.ndarray) -> np.ndarray:
     uniques, codes = text_codes(text)
     parsed = np.array([*(iso_utc(item) for item in uniques), None], dtype="datetime64[ms]")
     return parsed[codes]
+
+
+def _iso_shaped(strings: np.ndarray) -> np.ndarray:
+    """Per text (a fixed-width numpy array), whether it starts as an ISO 8601 date-time does (`dddd-dd-dd`, then
+    nothing or `T` or a space): what numpy's own parser may be given. It reads more: `now` and `today` (the
+    conversion's clock), `2016` and `2016-09` (a month's first instant) were times of the points, where ISO 8601
+    text is read as `iso_utc` reads it."""
+    if not len(strings):
+        return np.ones(0, dtype=bool)
+    chars = np.ascontiguousarray(strings).view("U1").reshape(len(strings), -1)
+    if chars.shape[1] < 10:
+        return np.zeros(len(strings), dtype=bool)
+    digits = np.char.isdigit(chars[:, [0, 1, 2, 3, 5, 6, 8, 9]]).all(axis=1)
+    dashes = (chars[:, 4] == "-") & (chars[:, 7] == "-")
+    joined = (chars[:, 10] == "T") | (chars[:, 10] == " ") | (chars[:, 10] == "") if chars.shape[1] > 10 else True
+    return digits & dashes & joined
 
 
 def iso_utc(text: str) -> np.datetime64:
@@ -290,10 +306,15 @@ _TEXT_FORMATS = (
 
 
 def parse_text_times(values: np.ndarray) -> np.ndarray:
-    """Times written as the exporters write them (`9/19/2016 4:45:10 PM`, ISO 8601...), NaT where none parses."""
+    """Times as text: ISO 8601 as UTC (an offset honoured, none taken as UTC; `iso_utc`, as the API's filters read
+    them), else as the exporters write them (`9/19/2016 4:45:10 PM`); NaT where none parses. A shapefile's `Time`
+    column of ISO 8601 text gave no time at all, as its warning named ISO 8601."""
     uniques, inverse = text_codes(values)
     parsed = np.full(len(uniques) + 1, np.datetime64("NaT", "ms"))  # (the last for None)
     for i, text in enumerate(uniques):
+        parsed[i] = iso_utc(text)
+        if not np.isnat(parsed[i]):
+            continue
         for fmt in _TEXT_FORMATS:
             try:
                 parsed[i] = np.datetime64(datetime.strptime(text.strip(), fmt), "ms")

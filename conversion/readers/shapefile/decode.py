@@ -100,7 +100,7 @@ def _read_dbf(
     warnings: per numeric column, how many of its values are there but no number (a damaged file: `54.9891999;99`),
     read as none. Said, as points left out are: cleaning dropped such a point as if its value were missing.
 
-    `fields` are pyshp's, their names read as Latin-1 (the header's bytes one for one). Names and text are decoded
+    `fields` are pyshp's (their types and sizes; the names are read here, `_field_names`). Names and text are decoded
     with `codec` (the .cpg's) when all of them are valid in it; without one, or when some are not (the .cpg is not
     the .dbf's: a tool rewrote one of them; said, with how many), as UTF-8 when all of them are UTF-8, else with
     `fallback`.
@@ -120,24 +120,28 @@ def _read_dbf(
     count = min(n_records, available)
     table = np.frombuffer(data, dtype=dtype, count=count, offset=header_len)
     keep = table["_deleted"] != b"*"
+    names = _field_names(data, [name.encode("latin-1") for name, *_ in fields])
     # Per column: its name's bytes and its values (numbers), or the unique texts and where each row's is (text).
     read: list[tuple[bytes, np.ndarray | tuple[np.ndarray, np.ndarray]]] = []
     unreadable: list[tuple[bytes, int]] = []
-    for place, (name, ftype, _size, _dec) in enumerate(fields):
+    for place, (_, ftype, _size, _dec) in enumerate(fields):
         col = table[f"_{place}"][keep]
-        name = name or f"FIELD{place + 1}"  # (a field without a name is named by its place)
+        name = names[place] or f"FIELD{place + 1}".encode()  # (a field without a name is named by its place)
         if ftype in ("N", "F"):
             stripped = np.char.strip(col)
             numbers = _bytes_to_float(stripped)
             if count := int(np.count_nonzero(~_none_written(stripped) & np.isnan(numbers))):
-                unreadable.append((name.encode("latin-1"), count))
-            read.append((name.encode("latin-1"), numbers))
+                unreadable.append((name, count))
+            read.append((name, numbers))
         elif ftype == "L":
             stripped = np.char.upper(np.char.strip(col))
             true, false = np.isin(stripped, [b"T", b"Y"]), np.isin(stripped, [b"F", b"N"])
-            read.append((name.encode("latin-1"), np.where(true, 1.0, np.where(false, 0.0, np.nan))))
+            read.append((name, np.where(true, 1.0, np.where(false, 0.0, np.nan))))
+        elif ftype == "D":
+            uniques, inverse = np.unique(col, return_inverse=True)
+            read.append((name, (np.array([_dbf_date(u) for u in uniques], dtype=object), inverse)))
         else:
-            read.append((name.encode("latin-1"), np.unique(col, return_inverse=True)))
+            read.append((name, np.unique(col, return_inverse=True)))
     texts = [raw for raw, _ in read] + [u for _, v in read if isinstance(v, tuple) for u in v[0]]
     misread = None  # the .cpg's codec when it does not read all of the text
     if codec is not None and not all(decodes(text, codec) for text in texts):
@@ -145,10 +149,21 @@ def _read_dbf(
     if codec is None:
         codec = "utf-8" if all(decodes(text, "utf-8") for text in texts) else fallback
     columns: dict[str, np.ndarray] = {}
+    renamed: list[str] = []
     for raw_name, values in read:
-        name = raw_name.decode(codec, errors="replace")
+        name = given = raw_name.decode(codec, errors="replace")
+        # A second column of a name (a writer that cut longer names to 11 characters) took the first one's place,
+        # unsaid: each is kept, the later ones numbered.
+        number = 1
+        while name in columns:
+            number += 1
+            name = f"{given}_{number}"
+        if name != given:
+            renamed.append(
+                f"{given}: another column has this name; the one at place {len(columns) + 1} is read as {name}"
+            )
         columns[name] = _decode(*values, codec) if isinstance(values, tuple) else values
-    warnings = [
+    warnings = renamed + [
         f"{raw_name.decode(codec, errors='replace')}: {count} of {int(np.count_nonzero(keep))} values are not numbers; "
         "read as none"
         for raw_name, count in unreadable
@@ -162,6 +177,32 @@ def _read_dbf(
             f"{misread}, the code page it names; the text is read as {codec}, as without a .cpg",
         )
     return columns, keep, warnings
+
+
+def _field_names(data: bytes, parsed: list[bytes]) -> list[bytes]:
+    """The field names of the DBF header `data` (its descriptors of 32 bytes from byte 32, each name in their first
+    11 bytes up to a NUL), one per field pyshp `parsed`; pyshp's own when the header holds another count of them.
+    pyshp cut a name of all 11 bytes to 10: John Deere's `AppliedRate` and `ControlRate` were `AppliedRat` and
+    `ControlRat`, and `TargetRate1` and `TargetRate2` one column `TargetRate`, the second in the first's place."""
+    names = []
+    for start in range(32, 32 + 32 * len(parsed), 32):
+        descriptor = data[start : start + 32]
+        if len(descriptor) < 32 or descriptor[:1] == b"\r":
+            return parsed
+        names.append(descriptor[:11].split(b"\x00", 1)[0].strip())
+    return names
+
+
+def _dbf_date(value: bytes) -> bytes:
+    """A date field's value (`YYYYMMDD`) as an ISO 8601 date (`YYYY-MM-DD`, which `parse_text_times` reads as well);
+    blank for `00000000`, dBase's and GDAL's writing of no date (it was kept as the value `00000000`); any other
+    text as it is."""
+    value = value.strip()
+    if value.strip(b"0") == b"":
+        return b""
+    if len(value) == 8 and value.isdigit():
+        return b"-".join((value[:4], value[4:6], value[6:]))
+    return value
 
 
 def _invalid_count(read: list, codec: str) -> tuple[int, int]:
@@ -222,13 +263,14 @@ def _decode(uniques: np.ndarray, inverse: np.ndarray, codec: str) -> np.ndarray:
 
 _POINT_TYPES = {shapefile.POINT, shapefile.POINTZ, shapefile.POINTM}
 _POLYGON_TYPES = {shapefile.POLYGON, shapefile.POLYGONZ, shapefile.POLYGONM}
+_MULTIPOINT_TYPES = {shapefile.MULTIPOINT, shapefile.MULTIPOINTZ, shapefile.MULTIPOINTM}
 
 
 def _read_geometry(
     reader: shapefile.Reader, shp_path: Path, n_dbf: int, to_wgs84: Transformer | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, list[str]]:
     """x/y (source CRS) per record; per-record geodesic area (m2) for polygons, taken on the polygon brought to
-    WGS84 with `to_wgs84` (None: already longitude/latitude); Z for PointZ.
+    WGS84 with `to_wgs84` (None: already longitude/latitude); Z for PointZ (and MultiPointZ); warnings.
 
     Points are read at the record offsets of the .shx index or, in a data set without one, at those found by
     walking the .shp's record headers: the same points either way. A damaged index fails the data set, as any
@@ -245,7 +287,11 @@ def _read_geometry(
         x, y, z = _fast_points(shp_path.name, shp, starts, shape_type, shx_path)
         if len(x) != n_dbf:
             raise UnreadableDataset(f"{shp_path.name}: {len(x)} shapes but {n_dbf} attribute records")
-        return x, y, None, z
+        return x, y, None, z, []
+    if shape_type in _MULTIPOINT_TYPES:
+        if shx_path is not None:
+            _index_starts(shp_path.name, shx_path, shp_path.stat().st_size)
+        return (*_first_points(reader, shp_path.name, n_dbf, with_z=shape_type == shapefile.MULTIPOINTZ),)
     if shape_type in _POLYGON_TYPES:
         if shx_path is not None:
             _index_starts(shp_path.name, shx_path, shp_path.stat().st_size)
@@ -261,9 +307,35 @@ def _read_geometry(
         x, y, areas = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
         if len(x) != n_dbf:
             raise UnreadableDataset(f"{shp_path.name}: {len(x)} shapes but {n_dbf} attribute records")
-        return x, y, areas, None
+        return x, y, areas, None, []
     kind = shapefile.SHAPETYPE_LOOKUP.get(shape_type, f"{shape_type}, which no shapefile has,")
     raise UnreadableDataset(f"{shp_path.name}: geometry type {kind} is not points or polygons")
+
+
+def _first_points(
+    reader: shapefile.Reader, shp_name: str, n_dbf: int, *, with_z: bool
+) -> tuple[np.ndarray, np.ndarray, None, np.ndarray | None, list[str]]:
+    """A MultiPoint file's records at their first point each, as a GeoJSON MultiPoint is read (a logger writes one
+    position per reading; such files were refused whole), with a warning counting the records of several points;
+    a record without a point is one without a position (left out as such)."""
+    xs, ys, zs = [], [], []
+    several = 0
+    for shape in _shapes(reader, shp_name):
+        points = [] if shape.shapeType == shapefile.NULL else shape.points
+        several += len(points) > 1
+        xs.append(points[0][0] if points else np.nan)
+        ys.append(points[0][1] if points else np.nan)
+        zs.append(shape.z[0] if with_z and points and len(getattr(shape, "z", ())) else np.nan)
+    if len(xs) != n_dbf:
+        raise UnreadableDataset(f"{shp_name}: {len(xs)} shapes but {n_dbf} attribute records")
+    warnings = [f"{shp_name}: {several} of {len(xs)} records are several points; each is read at its first"]
+    return (
+        np.asarray(xs, dtype=float),
+        np.asarray(ys, dtype=float),
+        None,
+        np.asarray(zs, dtype=float) if with_z else None,
+        warnings if several else [],
+    )
 
 
 # Polygons measured together (shapely's and `geodesic_areas_m2`'s array calls: one call a polygon took 40 times as

@@ -55,7 +55,8 @@ from .decode import _dbf_codec, _prj_crs, _read_dbf, _read_geometry, _sibling, _
 
 @register
 class ShapefileReader(Reader):
-    """Point (and polygon) shapefiles; polygon centroids become points and their area the point area."""
+    """Point (and polygon) shapefiles; polygon centroids become points and their area the point area; a MultiPoint
+    record is read at its first point."""
 
     format = "SHAPEFILE"
 
@@ -93,10 +94,11 @@ class ShapefileReader(Reader):
         prj = _sibling(shp_path, ".prj")
         crs = _prj_crs(shp_path, prj)
         to_wgs84 = wgs84_transformer(crs, where=f"{shp_path.name}: the .prj file") if crs is not None else None
-        lon, lat, area, z = _read_geometry(reader, shp_path, len(keep), to_wgs84)
-        lon, lat, area = lon[keep], lat[keep], (area[keep] if area is not None else None)
+        lon, lat, area, z, geometry_warnings = _read_geometry(reader, shp_path, len(keep), to_wgs84)
+        lon, lat = lon[keep], lat[keep]
+        area, z = (None if values is None else values[keep] for values in (area, z))
         lon, lat = _to_wgs84(shp_path, crs, to_wgs84, lon, lat)
-        warnings: list[str] = [*metadata_warnings, *codec_warnings, *dbf_warnings]
+        warnings: list[str] = [*metadata_warnings, *codec_warnings, *dbf_warnings, *geometry_warnings]
 
         meta_units = _meta_units(metadata)
         columns: dict[str, np.ndarray] = {"lon": lon, "lat": lat}

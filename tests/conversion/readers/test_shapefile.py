@@ -578,3 +578,94 @@ def test_bytes_past_the_records_the_dbf_declares_are_not_read(tmp_path):
     dbf.write_bytes(body + body[-record_len:])  # the last record once more, uncounted
     table = _read(Dataset("SHAPEFILE", tmp_path / "s.shp", tmp_path, "s"))
     np.testing.assert_allclose(table.columns["dryMassPerArea"], np.array([1.0, 2.0]) * LB_AC_IN_KG_HA)
+
+
+def test_column_names_of_eleven_characters_are_read_whole_and_twins_are_each_kept(tmp_path):
+    """pyshp cut a name of all 11 bytes to 10, so `TargetRate1` and `TargetRate2` were one column `TargetRate` (the
+    second in the first's place, unsaid); a writer's two columns of one name were one too."""
+    fields = [("A", "N", 8, 2), ("B", "N", 8, 2), ("Moisture", "N", 6, 2), ("Moisture", "N", 6, 2)]
+    dataset = _write(tmp_path / "t.shp", fields, [(1.5, 2.5, 10.0, 20.0), (1.6, 2.6, 11.0, 21.0)])
+    # (pyshp writes at most 10 characters: the names of all 11 bytes, without a NUL, as John Deere's exports have)
+    dbf = tmp_path / "t.dbf"
+    data = bytearray(dbf.read_bytes())
+    data[32:43], data[64:75] = b"TargetRate1", b"TargetRate2"
+    dbf.write_bytes(bytes(data))
+    table = _read(dataset)
+    assert list(table.raw_columns) == ["TargetRate1", "TargetRate2", "Moisture", "Moisture_2"]
+    assert table.raw_columns["TargetRate2"].tolist() == [2.5, 2.6]
+    assert table.raw_columns["Moisture_2"].tolist() == [20.0, 21.0]
+    assert table.columns["harvestMoisture"].tolist() == [10.0, 11.0]  # the first of the twins, as a reader meets it
+    assert "Moisture: another column has this name; the one at place 4 is read as Moisture_2" in table.warnings
+
+
+def test_jd_exports_keep_their_eleven_character_column_names(detect_zip):
+    dataset = _only_dataset(detect_zip(f"{JD}/Export From MyJohnDeere - Seeding.zip"))
+    raw = _read(dataset).raw_columns
+    assert {"AppliedRate", "ControlRate"} <= set(raw) and not {"AppliedRat", "ControlRat"} & set(raw)
+
+
+@pytest.mark.parametrize("column", ["Time", "DateTime", "Date"])
+def test_iso_8601_text_in_a_time_column_is_read(tmp_path, column):
+    """Such a column gave no time at all, said as "no value is a time (ISO 8601, ...)"."""
+    rows = [(100.0, "2016-09-19T16:45:10.000Z"), (100.0, "2016-09-19T16:45:11Z"), (100.0, "2016-09-19 18:45:12+02:00")]
+    table = _read(_write(tmp_path / "t.shp", [("Yld_Mass_D", "N", 8, 2), (column, "C", 30)], rows))
+    assert table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist() == [
+        "2016-09-19T16:45:10",
+        "2016-09-19T16:45:11",
+        "2016-09-19T16:45:12",
+    ]
+    assert not [w for w in table.warnings if "time" in w.lower()]
+
+
+@pytest.mark.parametrize("written", [["now", "today", "now"], ["2016-09", "2016-10", "2016"]], ids=["clock", "months"])
+def test_iso_times_that_are_no_instants_are_no_time(tmp_path, written):
+    """numpy's parser read `now` and `today` (the conversion's clock) and `2016-09` (the month's first instant)."""
+    rows = [(100.0, value) for value in written]
+    table = _read(_write(tmp_path / "t.shp", [("Yld_Mass_D", "N", 8, 2), ("IsoTime", "C", 30)], rows))
+    assert np.isnat(table.columns["timestamp"]).all()
+    assert "IsoTime: no value is a time (ISO 8601, or as the exporters write it); points have no timestamp" in (
+        table.warnings
+    )
+
+
+def test_a_dbf_date_column_reads_as_iso_dates_and_no_date_as_none(tmp_path):
+    """`00000000` is dBase's (and GDAL's) writing of no date: it was the value "00000000". A date column is read as
+    the day's first instant when no other column gives times."""
+    fields = [("Yld_Mass_D", "N", 8, 2), ("Date", "D")]
+    table = _read(_write(tmp_path / "t.shp", fields, [(100.0, "20160919"), (100.0, "00000000"), (100.0, "")]))
+    assert table.raw_columns["Date"].tolist() == ["2016-09-19", None, None]
+    assert table.columns["timestamp"].astype("datetime64[s]").astype(str).tolist()[0] == "2016-09-19T00:00:00"
+    assert np.isnat(table.columns["timestamp"][1:]).all()
+
+
+def test_a_multipoint_file_is_read_at_the_first_point_of_each_record(tmp_path):
+    """As a GeoJSON MultiPoint is; the file was refused whole."""
+    path = tmp_path / "m.shp"
+    with shapefile.Writer(str(path), shapeType=shapefile.MULTIPOINTZ) as writer:
+        writer.field("Yld_Mass_D", "N", 8, 2)
+        writer.multipointz([[-93.0, 41.0, 300.0]])
+        writer.record(100.0)
+        writer.multipointz([[-93.1, 41.1, 301.0], [-93.2, 41.2, 302.0]])
+        writer.record(200.0)
+    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
+    table = _read(Dataset("SHAPEFILE", path, tmp_path, "m"))
+    np.testing.assert_allclose(table.columns["lon"], [-93.0, -93.1])
+    np.testing.assert_allclose(table.columns["elevation"], [300.0, 301.0])
+    assert "m.shp: 1 of 2 records are several points; each is read at its first" in table.warnings
+
+
+def test_a_deleted_record_of_a_pointz_file_takes_its_elevation_with_it(tmp_path):
+    dataset = _write(
+        tmp_path / "z.shp",
+        [("Yld_Mass_D", "N", 8, 2)],
+        [(1.0,), (2.0,), (3.0,)],
+        shape_type=shapefile.POINTZ,
+        z=[300.0, 301.0, 302.0],
+    )
+    dbf = tmp_path / "z.dbf"
+    data = bytearray(dbf.read_bytes())
+    data[int.from_bytes(data[8:10], "little")] = ord("*")
+    dbf.write_bytes(bytes(data))
+    table = _read(dataset)
+    np.testing.assert_allclose(table.columns["elevation"], [301.0, 302.0])
+    np.testing.assert_allclose(table.columns["lon"], [-93.0001, -93.0002])
