@@ -23,12 +23,17 @@ from .models import BatchDataset, File
 from .readers import UnreadableDataset
 from .readers.base import Dataset, PointTable
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
 
 def to_datetime(value) -> dt.datetime | None:
+    """A point time (datetime64) as an aware UTC datetime, to the millisecond: counted from the epoch in whole
+    milliseconds (through float seconds, times far from 1970 lost their microseconds, and a file's `startTime`
+    said 12:34:56.000 where its points said 56.001)."""
     if value is None or np.isnat(value):
         return None
     ms = int(np.datetime64(value, "ms").astype(np.int64))
-    return dt.datetime.fromtimestamp(ms / 1000.0, tz=dt.UTC)
+    return _EPOCH + dt.timedelta(milliseconds=ms)
 
 
 def crop_key(crop: str) -> str:

@@ -5,6 +5,9 @@ parsing GeoJSON back: a million points load in a few tens of milliseconds. Text 
 products, a GeoJSON file's own properties...) are stored as their distinct texts (UTF-8, one after another, and
 their offsets) and each point's index into them, -1 for missing (None; "" too), and come back as object arrays.
 (Fixed-width unicode made every value as wide as the longest: one long text among many points took gigabytes.)
+A column that holds other values than text (a GeoJSON property of numbers and text, booleans, objects) is stored
+as the JSON of each value, named in the header's `json`, and comes back as those values (it came back as their
+text: `1260` as "1260", `true` as "True").
 """
 
 from __future__ import annotations
@@ -23,11 +26,17 @@ _RAW_PREFIX = "raw:"
 _TEXT_PREFIX = "__text__"
 
 
-def _encode(key: str, values: np.ndarray, arrays: dict[str, np.ndarray], text: dict[str, list[str]]) -> None:
-    """Put column `key` in `arrays`: as it is, or a text column as three arrays named in `text[key]`."""
+def _encode(
+    key: str, values: np.ndarray, arrays: dict[str, np.ndarray], text: dict[str, list[str]], as_json: list[str]
+) -> None:
+    """Put column `key` in `arrays`: as it is, or a text column as three arrays named in `text[key]` (a column of
+    other values than text as the JSON of each, its key added to `as_json`)."""
     if values.dtype.kind != "O":
         arrays[key] = values
         return
+    if any(value is not None and type(value) is not str for value in values.tolist()):
+        as_json.append(key)
+        values = np.array([None if v is None else json.dumps(v, ensure_ascii=False) for v in values.tolist()], object)
     texts, codes = text_codes(values)
     if "" in texts:  # ("" is missing, as None)
         empty = texts.index("")
@@ -43,7 +52,7 @@ def _encode(key: str, values: np.ndarray, arrays: dict[str, np.ndarray], text: d
         arrays[name] = array
 
 
-def _decode(data, key: str, text: dict[str, list[str]]) -> np.ndarray:
+def _decode(data, key: str, text: dict[str, list[str]], as_json: frozenset[str] = frozenset()) -> np.ndarray:
     if key not in text:
         values = data[key]
         if values.dtype.kind != "U":
@@ -55,6 +64,8 @@ def _decode(data, key: str, text: dict[str, list[str]]) -> np.ndarray:
     blob = utf8.tobytes()
     lookup = np.empty(len(offsets), dtype=object)  # (the last stays None: code -1)
     lookup[:-1] = [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    if key in as_json:
+        lookup[:-1] = [json.loads(item) for item in lookup[:-1]]
     return lookup[codes]
 
 
@@ -84,13 +95,15 @@ def table_save(table: PointTable, fileobj: IO[bytes], *, include_raw: bool = Tru
     }
     arrays: dict[str, np.ndarray] = {}
     text: dict[str, list[str]] = {}
+    as_json: list[str] = []
     for name, values in table.columns.items():
-        _encode(name, values, arrays, text)
+        _encode(name, values, arrays, text, as_json)
     if include_raw:
         for name, values in table.raw_columns.items():
-            _encode(_RAW_PREFIX + name, values, arrays, text)
+            _encode(_RAW_PREFIX + name, values, arrays, text, as_json)
     header["order"] = [*table.columns, *(_RAW_PREFIX + name for name in table.raw_columns if include_raw)]
     header["text"] = text
+    header["json"] = as_json
     arrays[_HEADER] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     np.savez(fileobj, **arrays)
 
@@ -100,15 +113,16 @@ def table_load(fileobj: IO[bytes] | str, *, include_raw: bool = True) -> PointTa
     with np.load(fileobj, allow_pickle=False) as data:
         header = json.loads(bytes(data[_HEADER]).decode())
         text = header.get("text", {})
+        as_json = frozenset(header.get("json", ()))  # (tables stored before it have none)
         columns: dict[str, np.ndarray] = {}
         raw: dict[str, np.ndarray] = {}
         # (the columns' order: a text column's arrays have names of their own; before them, the arrays' order)
         for key in header.get("order") or [k for k in data.files if k != _HEADER]:
             if key.startswith(_RAW_PREFIX):
                 if include_raw:
-                    raw[key[len(_RAW_PREFIX) :]] = _decode(data, key, text)
+                    raw[key[len(_RAW_PREFIX) :]] = _decode(data, key, text, as_json)
             else:
-                columns[key] = _decode(data, key, text)
+                columns[key] = _decode(data, key, text, as_json)
     table = PointTable(
         name=header["name"],
         operation_type=header["operation_type"],

@@ -132,11 +132,26 @@ def _times_in_calendar(values: np.ndarray) -> np.ndarray:
     return np.where(outside, np.datetime64("NaT"), values) if outside.any() else values
 
 
+def _storable_json(value):
+    """A JSON value (what `json.loads` gives) with its text `storable`, keys included, and floats that are no
+    number (`NaN`, which Python's JSON reader takes) None."""
+    if isinstance(value, dict):
+        return {storable(str(key)): _storable_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_storable_json(item) for item in value]
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def _clean_objects(values: np.ndarray, *, standard: bool) -> np.ndarray:
     """An object column with its text cleaned (each distinct value once). In a standard column (crop, variety...)
     text is stripped, and None when nothing is left; a value that is neither text nor a number is None. In a raw
-    column such a value (an object or a list in a GeoJSON property) becomes its text, cleaned: what the raw GeoJSON
-    writes of it. The column itself when nothing changes."""
+    column such a value (an object or a list in a GeoJSON property) is kept with its text cleaned (`_storable_json`),
+    and the raw GeoJSON writes it as JSON (it was Python's writing of it, `{'a': True}`). The column itself when
+    nothing changes."""
     items = values.tolist()
     try:
         unchanged = not needs_storable("".join(items))  # a column of text only, the usual one
@@ -153,6 +168,8 @@ def _clean_objects(values: np.ndarray, *, standard: bool) -> np.ndarray:
             out[i] = value
         elif type(value) is not str and standard:
             out[i] = None
+        elif isinstance(value, dict | list):
+            out[i] = _storable_json(value)
         else:
             text = value if type(value) is str else str(value)
             if text not in cache:

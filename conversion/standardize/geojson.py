@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from typing import IO
 
 import numpy as np
@@ -158,8 +159,13 @@ def _timestamp_field(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([date_cells, clock], axis=1), present
 
 
-def _text_field(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """Cells of the JSON string of `str(value)` per point (None: absent), each distinct value escaped once."""
+def _text_field(values: list, *, typed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Cells of the JSON string of `str(value)` per point (None: absent), each distinct value written once. `typed`
+    (the raw points' own columns): the JSON of each value as it is instead (`_json_value`; a float that is no number
+    absent), so a GeoJSON property of mixed values keeps them: every value was written as text (`1260` as "1260",
+    `true` as "True", an object as Python's writing of it). The standard text properties (crop, variety, products)
+    are text whatever a file held."""
+    write = _json_value if typed else _json_text
     cache: dict = {}
     texts = []
     for value in values:
@@ -170,15 +176,33 @@ def _text_field(values: list) -> tuple[np.ndarray, np.ndarray]:
         try:
             text = cache[key]
         except KeyError:
-            text = cache[key] = json.dumps(str(value), ensure_ascii=False).encode()
-        except TypeError:
-            text = json.dumps(str(value), ensure_ascii=False).encode()
+            text = cache[key] = write(value)
+        except TypeError:  # (an object or a list: not hashable)
+            text = write(value)
         texts.append(text)
-    return _text_cells(texts), np.array([v is not None for v in values], dtype=bool)
+    return _text_cells(texts), np.array([t != b"" for t in texts], dtype=bool)
 
 
-def _value_field(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cells of the JSON text of each point's value, and which points have one."""
+def _json_text(value) -> bytes:
+    return json.dumps(str(value), ensure_ascii=False).encode()
+
+
+def _json_value(value) -> bytes:
+    """One value of an object column as JSON: text as a string, a boolean as one, a whole number as it is, a float
+    rounded as number columns are (`_float_field`), an object or a list as JSON; b"" for a float that is no number."""
+    if isinstance(value, bool):
+        return b"true" if value else b"false"
+    if isinstance(value, int):
+        return str(value).encode()
+    if isinstance(value, float):
+        return repr(round(value, _PROPERTY_DECIMALS)).encode() if math.isfinite(value) else b""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).encode()
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
+
+
+def _value_field(values: np.ndarray, *, typed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Cells of the JSON text of each point's value, and which points have one (`typed`: see `_text_field`)."""
     kind = values.dtype.kind
     if kind == "f":
         return _float_field(values, _PROPERTY_DECIMALS)
@@ -188,7 +212,7 @@ def _value_field(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _text_cells(values.astype("S24").tolist()), np.ones(len(values), dtype=bool)
     if kind == "M":
         return _timestamp_field(values)
-    return _text_field(values.tolist())
+    return _text_field(values.tolist(), typed=typed)
 
 
 def _recording_status(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -209,6 +233,7 @@ def _feature_chunk(
     fields: dict[str, tuple[np.ndarray, np.ndarray]],
     lo: int,
     hi: int,
+    typed: bool = False,
 ) -> bytes:
     """Features lo..hi-1, each followed by a comma. `fields` holds cells already made for some columns."""
     n = hi - lo
@@ -223,7 +248,7 @@ def _feature_chunk(
         if name in fields:
             cells, present = (a[lo:hi] for a in fields[name])
         else:
-            cells, present = _value_field(columns[name][lo:hi])
+            cells, present = _value_field(columns[name][lo:hi], typed=typed)
         key = _constant(b"," + json.dumps(name, ensure_ascii=False).encode() + b":")
         pieces.append((key, cells, present))
     tail = _constant(b"}},")
@@ -262,6 +287,8 @@ def _stream_features(
     constants: dict,
     chunk: int,
     fields: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    *,
+    typed: bool = False,
 ) -> int:
     n = len(columns["lon"])
     text = isinstance(fileobj, io.TextIOBase)
@@ -274,7 +301,7 @@ def _stream_features(
     write(b'{"type":"FeatureCollection","features":[')
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
-        data = _feature_chunk(columns, names, properties_head, fields or {}, lo, hi)
+        data = _feature_chunk(columns, names, properties_head, fields or {}, lo, hi, typed)
         write(data[:-1] if hi == n else data)
     write(b"]}")
     return n
@@ -312,4 +339,4 @@ def write_raw_geojson(table: PointTable, fileobj: IO, *, chunk: int = 20_000) ->
     if "timestamp" in table.columns and "timestamp" not in columns:
         columns["timestamp"] = table.columns["timestamp"]
         names.insert(0, "timestamp")
-    return _stream_features(fileobj, columns, names, {}, chunk)
+    return _stream_features(fileobj, columns, names, {}, chunk, typed=True)

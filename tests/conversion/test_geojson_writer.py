@@ -208,3 +208,35 @@ def test_random_floats_round_and_print_as_repr():
         columns={"lon": rng.uniform(-180, 180, len(values)), "lat": rng.uniform(-90, 90, len(values)), "x": values},
     )
     assert _written(standardize.write_raw_geojson, table) == reference_raw(table)
+
+
+def test_raw_geojson_keeps_each_property_value_as_json_through_the_point_store(tmp_path):
+    """A GeoJSON property of whole numbers with a gap, booleans, objects and lists: each was written as text
+    (`1260` as "1260", `true` as "True", an object as Python's `{'a': 1}`), in the raw GeoJSON and after the point
+    store, which merges and crops read."""
+    from conversion.pointstore import table_load, table_save
+
+    nested = {"a": 1, "b": [True, None, "x\u0085y"]}
+    values = [
+        {"SECTIONID": 1260, "flag": True, "nested": nested, "mixed": "text"},
+        {"SECTIONID": None, "flag": False, "nested": [1.5, 2], "mixed": 7},
+        {"SECTIONID": 1262, "flag": None, "nested": None, "mixed": 2.25},
+    ]
+    features = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.0 + i / 1e4, 54.0]}, "properties": p}
+        for i, p in enumerate(values)
+    ]
+    (tmp_path / "points.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    stored = io.BytesIO()
+    table_save(table, stored)
+    stored.seek(0)
+    for written_from in (table, table_load(stored)):
+        raw = json.loads(_written(standardize.write_raw_geojson, written_from))
+        got = [{k: f["properties"].get(k) for k in ("SECTIONID", "flag", "nested", "mixed")} for f in raw["features"]]
+        assert got == [
+            {"SECTIONID": 1260, "flag": True, "nested": {"a": 1, "b": [True, None, "xy"]}, "mixed": "text"},
+            {"SECTIONID": None, "flag": False, "nested": [1.5, 2], "mixed": 7},
+            {"SECTIONID": 1262, "flag": None, "nested": None, "mixed": 2.25},
+        ]

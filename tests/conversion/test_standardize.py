@@ -574,3 +574,15 @@ def test_a_constant_rates_average_is_that_rate():
         "max": 428580.0,
         "unit": None,
     }
+
+
+@pytest.mark.parametrize("year", ["0001", "1500", "2500", "9999"])
+def test_a_files_start_and_end_are_its_points_times_to_the_millisecond_in_any_year(year):
+    """A file's `startTime`/`endTime` (`outputs.to_datetime`) went through float seconds: far from 1970 a quarter of
+    the milliseconds came out one or two off (12:34:56.001 as 56.000), so a `startTime` filter of the summary's time
+    missed the file."""
+    from conversion.outputs import to_datetime
+
+    second = np.datetime64(f"{year}-06-15T12:34:56", "ms") + np.arange(1000).astype("timedelta64[ms]")
+    written = [to_datetime(stamp).isoformat(timespec="milliseconds") for stamp in second]
+    assert written == [f"{stamp}+00:00" for stamp in np.datetime_as_string(second, unit="ms")]
