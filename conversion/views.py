@@ -282,8 +282,8 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
     keyed_actions = frozenset()
     problem_responses = {
         "create": {
-            422: "The `Idempotency-Key` was sent with another upload in the last 24 hours, for another core user, "
-            "provider or file (`idempotencyKeyReused`).",
+            422: "The `Idempotency-Key` was sent with another upload in the last 24 hours, for another core user or "
+            "provider, or (`coreUserId` and `provider` sent as form fields) another file (`idempotencyKeyReused`).",
         },
         "retry": {
             **NO_BODY_PROBLEMS,
@@ -315,9 +315,11 @@ class BatchViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerScoped
                 OpenApiParameter.HEADER,
                 pattern=idempotency.KEY_PATTERN.pattern,
                 description="Optional: a key of the client's for this upload (a UUID, say), to retry it safely. An "
-                "upload of the same key within 24 hours answers the batch the first one made, with "
-                "`Idempotent-Replayed: true`, and stores nothing (with `coreUserId` and `provider` in the query "
-                "string, before its body is read); one for another core user, provider or file is a 422.",
+                "upload of the same key within 24 hours answers the batch the first one made, as it is now, with "
+                "`Idempotent-Replayed: true`, and stores nothing; one for another core user or provider is a 422. "
+                "With `coreUserId` and `provider` in the query string (as declared here) the retry is answered "
+                "before its body is read, so its file is not compared: send a new key with each new file. With "
+                "them as form fields, the file's name and size are compared too (another is a 422).",
             ),
         ],
         request={

@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from platform_site.api import wording
-from platform_site.api.schema import body_example, document_extra_properties
+from platform_site.api.schema import COMPONENT_NAME, body_example, document_extra_properties
 from platform_site.api.serializers import (
     ApiModelSerializer,
     ApiSerializer,
@@ -57,6 +57,7 @@ _WGS84_NAMES = [
 ]
 _GEOMETRY_MEMBERS = {
     "crs": {
+        COMPONENT_NAME: "GeoJSONCrsInput",
         "description": "Optional, GeoJSON of 2008: positions are always WGS84 longitude/latitude (RFC 7946), and a "
         "crs naming another coordinate system is a 400 `invalidGeometry`.",
         "oneOf": [
@@ -96,6 +97,7 @@ _GEOMETRY_MEMBERS = {
 
 def _geometry_schema(kind: str, coordinates: dict) -> dict:
     return {
+        COMPONENT_NAME: f"GeoJSON{kind}Input",
         "type": "object",
         "properties": {"type": {"type": "string", "enum": [kind]}, "coordinates": coordinates, **_GEOMETRY_MEMBERS},
         "required": ["type", "coordinates"],
@@ -106,6 +108,7 @@ def _geometry_schema(kind: str, coordinates: dict) -> dict:
 # Polygon's rings pass as a MultiPolygon's (and the reverse), which the server refuses (400 `invalidGeometry`; found
 # by Schemathesis).
 MULTIPOLYGON_SCHEMA = {
+    COMPONENT_NAME: "GeoJSONGeometryInput",
     "description": "A GeoJSON MultiPolygon (a Polygon is taken too, and answered as a MultiPolygon), in WGS84.",
     "oneOf": [
         _geometry_schema("MultiPolygon", {"type": "array", "items": _POLYGON_SCHEMA, "description": "Its polygons."}),

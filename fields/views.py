@@ -118,7 +118,9 @@ class FieldViewSet(mixins.RetrieveModelMixin, CoreUserScopedViewSet):
         "weather": {
             400: "Invalid or missing dates, a range over 366 days, a field without boundary "
             "(`fieldWithoutBoundary`), or days the weather source refuses (`weatherRequestRejected`).",
-            503: "The weather source cannot be reached (`weatherSourceUnavailable`).",
+            503: "The weather source cannot be reached (`weatherSourceUnavailable`), or the database is busy, cannot "
+            "be reached or lacks a migration (`databaseBusy`, `databaseUnavailable`, `databaseNotMigrated`: send it "
+            "again after `Retry-After` seconds).",
         },
     }
     filter_backends: list = []

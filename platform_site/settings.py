@@ -215,6 +215,8 @@ SPECTACULAR_SETTINGS = {
         "platform_site.api.schema.postprocess_download_headers",
         "platform_site.api.schema.postprocess_created_headers",
         "platform_site.api.schema.postprocess_idempotency_keys",
+        "platform_site.api.schema.postprocess_enum_names",
+        "platform_site.api.schema.postprocess_named_schemas",
         "platform_site.api.schema.postprocess_service_tags",
         "platform_site.api.schema.postprocess_operation_summaries",
         "platform_site.api.schema.postprocess_query_parameters",
@@ -222,6 +224,8 @@ SPECTACULAR_SETTINGS = {
         "platform_site.api.schema.postprocess_path_parameter_names",
         # The problem+json error answers of every operation.
         "platform_site.api.schema.postprocess_problem_responses",
+        # (after every answer is documented: each names its request)
+        "platform_site.api.schema.postprocess_request_ids",
         "webhooks.schema.postprocess_webhook_components",
     ],
     # The deliveries a receiver gets, one webhook per event sent (OpenAPI 3.1). One import path naming the whole list

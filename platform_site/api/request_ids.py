@@ -14,7 +14,8 @@ from contextvars import ContextVar
 
 HEADER = "X-Request-Id"
 _META_KEY = "HTTP_X_REQUEST_ID"
-_PLAIN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+PLAIN_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+_PLAIN = re.compile(PLAIN_PATTERN)
 
 # The id of the request this thread is serving, or that queued the task it runs (`platform_site.celery`); None
 # outside both (a periodic task, a command, the server's own lines).

@@ -76,6 +76,9 @@ PROBLEM_DESCRIPTIONS = {
     413: "The JSON body is larger than the server accepts (`requestTooLarge`).",
     415: "The body is not JSON in UTF-8, UTF-16 or UTF-32, or comes with a `Content-Encoding` (`unsupportedMediaType`; "
     "no content coding is taken: `Accept-Encoding: identity`).",
+    503: "The database is busy with another request's change (`databaseBusy`), cannot be reached "
+    "(`databaseUnavailable`) or lacks a migration of this release (`databaseNotMigrated`): nothing was written. Send "
+    "it again after `Retry-After` seconds.",
     507: "The server has no room left to store the change (its disk or its database is full; "
     "`insufficientStorage`): nothing of it was kept. Send it again after `Retry-After` seconds.",
 }
@@ -322,6 +325,105 @@ def postprocess_created_headers(result, generator, request, public):
     return result
 
 
+# A schema written by hand (a dict given to `extend_schema_field`) that several operations share says its component
+# name under this key: `postprocess_named_schemas` makes it one component, which each place refers to.
+COMPONENT_NAME = "x-component-name"
+
+
+def postprocess_named_schemas(result, generator, request, public):
+    """Each hand-written schema marked with `COMPONENT_NAME` (nested ones too) becomes a component of that name, and
+    its places refer to it: drf-spectacular writes such a dict inline at each use, so a field's geometry was four
+    unrelated inline schemas, and a client generated from the document had as many unrelated geometry classes (82
+    modules of near-identical models), none of which could be passed where another was asked for."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+
+    def named(node):
+        if isinstance(node, list):
+            return [named(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        node = {key: named(value) for key, value in node.items()}
+        name = node.pop(COMPONENT_NAME, None)
+        if name is None:
+            return node
+        component = schemas.setdefault(name, node)
+        # (what this place says otherwise, such as its own description, stays beside the reference)
+        return {"$ref": f"#/components/schemas/{name}", **{k: v for k, v in node.items() if component.get(k) != v}}
+
+    result["paths"] = named(result.get("paths", {}))
+    for name in list(schemas):
+        schemas[name] = named(schemas[name])
+    return result
+
+
+def postprocess_request_ids(result, generator, request, public):
+    """Every answer names its request in `X-Request-Id` (`request_ids`), and a request may bring its own: the header
+    of every response (one component) and an optional parameter of every operation, so a typed client has an
+    argument and an accessor for it (it was said only in the document's description)."""
+    from .request_ids import HEADER, PLAIN_PATTERN
+
+    components = result.setdefault("components", {})
+    components.setdefault("headers", {})[HEADER] = {
+        "description": "The request's id: the one it came with when plain, else a new UUID. The server's log lines "
+        "about the request carry it; quote it when reporting a problem.",
+        "schema": {"type": "string"},
+    }
+    parameter = {
+        "in": "header",
+        "name": HEADER,
+        "required": False,
+        "schema": {"type": "string", "pattern": PLAIN_PATTERN},
+        "description": "Optional: an id of the client's for this request (a UUID, a trace id), kept as its "
+        "`X-Request-Id` and in the server's log lines (another value is replaced by a new UUID).",
+    }
+    for _, _, operation in _operations(result):
+        # (inline, as every parameter of the document is, where tools read each by its name)
+        operation.setdefault("parameters", []).append(dict(parameter))
+        for answer in operation.get("responses", {}).values():
+            answer.setdefault("headers", {})[HEADER] = {"$ref": f"#/components/headers/{HEADER}"}
+    return result
+
+
+def postprocess_enum_names(result, generator, request, public):
+    """An enum whose values differ only by case or punctuation (the spec's `distanceUnit`: `Mile` and `mile`) names
+    each value (`x-enum-varnames`, read by openapi-python-client and openapi-generator): generating a client from the
+    document failed on the two constants of one name (`MILE`)."""
+
+    def visit(node) -> None:
+        if isinstance(node, dict):
+            values = node.get("enum")
+            if isinstance(values, list) and all(isinstance(v, str) for v in values):
+                names = enum_constant_names(values)
+                if len(set(names)) == len(names) and names != [_constant_name(v) for v in values]:
+                    node["x-enum-varnames"] = names
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(result)
+    return result
+
+
+def _constant_name(value: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]+", "_", value).strip("_").upper() or "EMPTY"
+
+
+def enum_constant_names(values: list[str]) -> list[str]:
+    """A constant's name per enum value (`Feet` FEET): those whose names would be one (`Mile`, `mile`) each say their
+    writing's case (MILE_TITLE, MILE_LOWER; else their place)."""
+    names = [_constant_name(v) for v in values]
+    clashing = {name for name in names if names.count(name) > 1}
+    out = []
+    for place, (value, name) in enumerate(zip(values, names, strict=True)):
+        if name in clashing:
+            case = "LOWER" if value.islower() else "UPPER" if value.isupper() else "TITLE" if value.istitle() else ""
+            name = f"{name}_{case or place}"
+        out.append(name)
+    return out
+
+
 def postprocess_idempotency_keys(result, generator, request, public):
     """The creating POSTs (their views' `keyed_actions`) take an `Idempotency-Key` (`platform_site.api.idempotency`):
     the header, its 422, and the `Idempotent-Replayed` header of a retry's answer. `POST /batch` declares its own
@@ -388,8 +490,8 @@ def problem_statuses(operation: dict, method: str = "get") -> dict[int, str]:
     """The error statuses every operation of its kind can answer, with what they mean there: 400 where there is
     input (a body or a query parameter), 401 behind the bearer token, 404 where the path names a resource or the
     query a core user it needs (a `coreUserId` filter of a list finds nothing instead), 406 everywhere (DRF
-    negotiates every request's `Accept`), 408, 411, 413 and 415 where there is a body, 507 where the `method`
-    writes."""
+    negotiates every request's `Accept`), 408, 411, 413 and 415 where there is a body, 503 everywhere (the database's
+    problems: `errors.database_problem`), 507 where the `method` writes."""
     parameters = operation.get("parameters", [])
     body = operation.get("requestBody", {}).get("content", {})
     upload = "multipart/form-data" in body
@@ -407,6 +509,7 @@ def problem_statuses(operation: dict, method: str = "get") -> dict[int, str]:
         statuses[411] = PROBLEM_DESCRIPTIONS[411]
         statuses[413] = descriptions[413]
         statuses[415] = descriptions[415]
+    statuses[503] = PROBLEM_DESCRIPTIONS[503]  # (every operation reads or writes the database)
     if method in WRITE_METHODS:
         statuses[507] = PROBLEM_DESCRIPTIONS[507]
     return statuses

@@ -307,6 +307,7 @@ def test_openapi_documents_the_key_where_it_is_taken(api_client):
         assert "Idempotent-Replayed" in responses[created]["headers"], path
     assert header("/services/fields/api/users/{coreUserId}/fields/intersects") is None
     assert header("/services/operations/api/batch") is not None  # (its own)
+    assert "Idempotent-Replayed" in paths["/services/operations/api/batch"]["post"]["responses"]["201"]["headers"]
 
 
 def test_an_unknown_core_user_is_404_before_the_key_is_claimed(api_client):

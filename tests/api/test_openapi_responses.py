@@ -756,7 +756,8 @@ def test_field_ids_the_server_refuses_are_refused_by_the_schema(schema, api_clie
         assert (errors_of(schema, create, body) == []) is taken, field_id
         response = api_client.post(fields, body, format="json")
         assert response.status_code == (201 if taken else 400), (field_id, response.content)
-    id_schema = json_schema(schema["components"]["schemas"]["FieldCreateRequest"], {})["properties"]["id"]
+    schemas = schema["components"]["schemas"]
+    id_schema = json_schema(schemas["FieldCreateRequest"], schemas)["properties"]["id"]
     assert id_schema["pattern"] == f"^{FIELD_ID_PATTERN.pattern}$"  # the rule the service holds ids to
     assert all(word in id_schema["description"] for word in ("`intersects`", "`intersect`", "`.`", "`..`"))
     intersect = operation(schema, "post", f"{template}/intersect")["requestBody"]["content"]["application/json"]

@@ -2,6 +2,7 @@
 endpoint of the spec's tables), warning-free, and with the bearer token declared where it is needed."""
 
 import io
+import json
 import re
 
 import pytest
@@ -219,11 +220,11 @@ def test_paged_lists_are_arrays_with_their_paging_headers(schema):
     machines = document["paths"][f"{BETA}/users/{{coreUserId}}/machines"]["get"]
     assert {"page", "size", "sort"} <= {p["name"] for p in machines["parameters"]}
     ok = machines["responses"]["200"]
-    assert set(ok["headers"]) == {"X-Total-Count", "Link"}
+    assert set(ok["headers"]) == {"X-Total-Count", "Link", "X-Request-Id"}
     page = document["components"]["schemas"][ok["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]]
     assert page == {"type": "array", "items": {"$ref": "#/components/schemas/Machine"}}
     images = document["paths"][f"{OPERATIONS}/files/{{id}}/images"]["get"]
-    assert [p["name"] for p in images["parameters"]] == ["id"]
+    assert [p["name"] for p in images["parameters"]] == ["id", "X-Request-Id"]
     assert images["responses"]["200"]["content"]["application/json"]["schema"]["type"] == "array"
 
 
@@ -420,7 +421,9 @@ def test_the_documented_geometry_example_is_a_field_the_server_takes(schema, api
 
     document, *_ = schema
     request = document["components"]["schemas"]["FieldCreateRequest"]
-    example = request["properties"]["geometry"]["example"]
+    # (one component, which each geometry of a request refers to)
+    assert request["properties"]["geometry"] == {"$ref": "#/components/schemas/GeoJSONGeometryInput"}
+    example = document["components"]["schemas"]["GeoJSONGeometryInput"]["example"]
     jsonschema.validate({"geometry": example}, {**request, "components": document["components"]})
     created = api_client.post(f"/services/fields/api/users/{core_user.id}/fields", {"geometry": example}, format="json")
     assert created.status_code == 201 and created.json()["geometry"] == example, created.json()
@@ -468,8 +471,9 @@ def test_a_geometrys_optional_members_and_the_weather_centroid_are_described(sch
     and the weather's centroid is a position without altitude."""
     document, *_ = schema
     schemas = document["components"]["schemas"]
-    request = schemas["FieldCreateRequest"]["properties"]["geometry"]
+    request = schemas[schemas["FieldCreateRequest"]["properties"]["geometry"]["$ref"].rsplit("/", 1)[1]]
     for variant in request["oneOf"]:
+        variant = schemas[variant["$ref"].rsplit("/", 1)[1]]
         assert {"type", "coordinates", "crs", "bbox"} <= set(variant["properties"]), variant
     centroid = schemas["GeoJSONPoint"]["properties"]["coordinates"]
     assert (centroid["minItems"], centroid["maxItems"]) == (2, 2)
@@ -574,3 +578,45 @@ def test_every_201_documents_the_location_of_what_it_created(schema):
     created = _answers_of_status(document, "201")
     assert len(created) >= 12
     assert [key for key, answer in created.items() if "Location" not in answer.get("headers", {})] == []
+
+
+def test_every_answer_documents_its_request_id_and_every_operation_takes_one(schema, api_client):
+    """`X-Request-Id` was said only in the document's description: a typed client had no argument or accessor."""
+    document, *_ = schema
+    assert document["components"]["headers"]["X-Request-Id"]["schema"] == {"type": "string"}
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            [parameter] = [p for p in operation["parameters"] if p["name"] == "X-Request-Id"]
+            assert parameter["in"] == "header" and not parameter["required"], (path, method)
+            for status, answer in operation["responses"].items():
+                assert answer["headers"]["X-Request-Id"] == {"$ref": "#/components/headers/X-Request-Id"}, status
+    pattern = parameter["schema"]["pattern"]
+    sent = "trace-7f3a.1:2"
+    assert re.fullmatch(pattern, sent)
+    assert api_client.get("/services/usermanagement/api/users", HTTP_X_REQUEST_ID=sent)["X-Request-Id"] == sent
+    assert not re.fullmatch(pattern, "two words")
+    assert api_client.get("/services/usermanagement/api/users", HTTP_X_REQUEST_ID="two words")["X-Request-Id"] != (
+        "two words"
+    )
+
+
+def test_every_operation_documents_the_databases_503_with_retry_after(schema):
+    """Any request can meet a busy, unreachable or unmigrated database (`errors.database_problem`); a generated
+    client failed on the undocumented status (UnexpectedStatus) and never saw the problem or its Retry-After."""
+    document, *_ = schema
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            unavailable = operation["responses"]["503"]
+            assert "Retry-After" in unavailable.get("headers", {}) or path.endswith("/health"), (path, method)
+            assert "application/problem+json" in unavailable["content"], (path, method)
+
+
+def test_enum_values_that_differ_only_by_case_have_names_of_their_own(schema):
+    """openapi-python-client failed to generate a client: `Mile` and `mile` both made the constant MILE."""
+    document, *_ = schema
+    files = document["paths"][f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}/files"]["get"]
+    [unit] = [p["schema"] for p in files["parameters"] if p["name"] == "distanceUnit"]
+    names = dict(zip(unit["enum"], unit["x-enum-varnames"], strict=True))
+    assert names == {"Feet": "FEET", "Mile": "MILE_TITLE", "ft": "FT", "mile": "MILE_LOWER"}
+    # (the enums of distinct names get none: a generator names their constants itself)
+    assert json.dumps(document).count("x-enum-varnames") == 1
