@@ -3,13 +3,24 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import numpy as np
+import pyproj.datadir
 from pyproj import CRS, Transformer
 from pyproj.exceptions import ProjError
 
 from fields.geodesy import WGS84
 
 from .base import UnreadableDataset
+
+# The datum shift grids of the system's PROJ (Debian's proj-data, which libproj brings: Germany's DHDN BETA2007, New
+# Zealand's NZGD49, Switzerland's CHENYX06...), where installed. pyproj's wheel carries none, and without them it
+# falls back to a Helmert shift of the datum, 0.5 to 2.5 m off what GDAL (and any GIS) reads from the same file.
+SYSTEM_PROJ_DATA = Path("/usr/share/proj")
+if SYSTEM_PROJ_DATA.is_dir():
+    pyproj.datadir.append_data_dir(str(SYSTEM_PROJ_DATA))
 
 
 def wgs84_transformer(crs: CRS, *, where: str) -> Transformer | None:
@@ -28,6 +39,7 @@ def wgs84_transformer(crs: CRS, *, where: str) -> Transformer | None:
         horizontal.is_geographic
         and horizontal.ellipsoid
         and horizontal.ellipsoid.name.replace(" ", "").upper() in ("WGS84", "WGS_1984")
+        and _degrees_from_greenwich(horizontal)
     ):
         return None
     if horizontal.equals(WGS84, ignore_axis_order=True):
@@ -39,6 +51,18 @@ def wgs84_transformer(crs: CRS, *, where: str) -> Transformer | None:
             f"{where} names {crs.name!r}, which no transformation leads from to WGS84 longitude/latitude "
             "(a system of another body than the Earth?)"
         ) from None
+
+
+def _degrees_from_greenwich(crs: CRS) -> bool:
+    """Whether a longitude/latitude system counts in degrees from Greenwich: one on the WGS84 ellipsoid that counts in
+    grads or from Paris was taken as WGS84 as it was (-93.157 grads read as -93.157 degrees, 9.3 degrees off)."""
+    meridian = crs.prime_meridian
+    axes = crs.axis_info[:2]
+    return (
+        (meridian is None or meridian.longitude == 0)
+        and len(axes) == 2
+        and all(math.isclose(axis.unit_conversion_factor, math.pi / 180, rel_tol=1e-9) for axis in axes)
+    )
 
 
 def declared_crs_contradiction(crs: CRS, x: np.ndarray, y: np.ndarray, declaration: str) -> str | None:

@@ -669,3 +669,56 @@ def test_a_deleted_record_of_a_pointz_file_takes_its_elevation_with_it(tmp_path)
     table = _read(dataset)
     np.testing.assert_allclose(table.columns["elevation"], [301.0, 302.0])
     np.testing.assert_allclose(table.columns["lon"], [-93.0001, -93.0002])
+
+
+@pytest.mark.parametrize(
+    ("unit", "meridian", "expected"),
+    [
+        ('UNIT["Grad",0.015707963267948967]', 'PRIMEM["Greenwich",0.0]', (-83.8413, 36.9)),
+        ('UNIT["Degree",0.0174532925199433]', 'PRIMEM["Paris",2.33722917]', (-90.81977083, 41.0)),
+        ('UNIT["Degree",0.0174532925199433]', 'PRIMEM["Greenwich",0.0]', (-93.157, 41.0)),
+    ],
+    ids=["grads", "paris", "plain"],
+)
+def test_a_longitude_latitude_prj_on_the_wgs84_ellipsoid_counts_in_its_own_unit_and_meridian(
+    tmp_path, unit, meridian, expected
+):
+    """Any such system was taken as WGS84 degrees from Greenwich (GDAL: -93.157 grads are -83.841 degrees)."""
+    path = tmp_path / "g.shp"
+    with shapefile.Writer(str(path), shapeType=shapefile.POINT) as writer:
+        writer.field("Yld_Mass_D", "N", 8, 2)
+        writer.point(-93.157, 41.0)
+        writer.record(100.0)
+    path.with_suffix(".prj").write_text(
+        f'GEOGCS["GCS_Own",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],{meridian},{unit}]'
+    )
+    table = _read(Dataset("SHAPEFILE", path, tmp_path, "g"))
+    assert (table.columns["lon"][0], table.columns["lat"][0]) == pytest.approx(expected, abs=1e-7)
+
+
+@pytest.mark.parametrize("epsg", [31467, 27200, 21781, 32632])
+def test_a_prj_with_a_datum_grid_reads_as_gdal_reads_it(tmp_path, epsg):
+    """GDAL (the gdal-bin `make run` and `make test` install) is the oracle: Debian's PROJ uses the datum shift grids
+    of proj-data (DHDN's BETA2007, NZGD49's, Switzerland's CHENYX06); pyproj's wheel has none and fell back to a
+    Helmert shift, 0.5 to 2.5 m off."""
+    import subprocess
+
+    transform = shutil.which("gdaltransform")
+    if transform is None:
+        pytest.skip("gdaltransform (gdal-bin) is not installed")
+    crs = CRS.from_epsg(epsg)
+    # A point near the middle of the system's area of use
+    area = crs.area_of_use
+    lon, lat = (area.west + area.east) / 2, (area.south + area.north) / 2
+    x, y = Transformer.from_crs(CRS.from_epsg(4326), crs, always_xy=True).transform(lon, lat)
+    _write_points(tmp_path / "p.shp", [(x, y)], crs, [100.0])
+    table = _read(Dataset("SHAPEFILE", tmp_path / "p.shp", tmp_path, "p"))
+    gdal = subprocess.run(
+        [transform, "-s_srs", f"EPSG:{epsg}", "-t_srs", "OGC:CRS84", "-output_xy"],
+        input=f"{x!r} {y!r}\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert table.columns["lon"][0] == pytest.approx(float(gdal[0]), abs=1e-7)
+    assert table.columns["lat"][0] == pytest.approx(float(gdal[1]), abs=1e-7)
