@@ -36,7 +36,7 @@ from .parallel import AnyTimeLog, join_parallel
 from .sections import section_working_width
 from .task import log_timezone, task_clock_zones, task_crops_and_products, task_operators, task_recorded_totals
 from .taskdata import DEVICE_CLASS_OPERATION, MACHINE_CLASSES, Device, TaskData, _clean, load_taskdata
-from .tlg import TimeLog, TimeLogError, read_time_log
+from .tlg import TimeLog, TimeLogError, gps_tc_apart, read_time_log
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +237,12 @@ class IsoxmlReader(Reader):
                 warnings.append(f"{log.name}: GPS time unusable (constant or inconsistent date); TC clock used")
             else:
                 timestamp = np.where(np.isnat(gps_time), tc_time, gps_time)
+                if (apart := gps_tc_apart(gps_time, tc_time)) is not None:
+                    days = abs(apart.astype("timedelta64[h]").astype(int)) / 24
+                    warnings.append(
+                        f"{log.name}: the TC clock reads {days:.0f} days {'behind' if apart < 0 else 'ahead of'} "
+                        "GPS time (a clock never set?); GPS time used"
+                    )
         columns: dict[str, np.ndarray] = {"timestamp": timestamp, "lon": log.lon, "lat": log.lat}
         units: dict[str, str] = {}
         if "up" in log.ptn:

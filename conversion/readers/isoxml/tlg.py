@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,9 @@ MS_PER_DAY = 86_400_000
 HEX_DDI = re.compile(r"[0-9A-Fa-f]{1,8}")
 # Time zones span UTC-12 to UTC+14; a GPS/TC difference beyond that is not a clock offset but a bad value.
 GPS_TC_MAX_OFFSET_MS = 14 * 3_600_000
+# A clock reading before this is a clock never set (task controllers start at 1980-01-01 or 2000-01-01; binary time
+# logs are of ISO 11783-10's later editions), as is one more than a day ahead of now.
+CLOCK_SET_FROM = np.datetime64("2004-01-01", "ms")
 
 # PTN attribute -> (field name, numpy little-endian dtype); order is the binary order.
 PTN_FIELDS: tuple[tuple[str, str, str], ...] = (
@@ -434,11 +437,30 @@ def _gps_times(
     both = valid & ~np.isnat(clock)
     if both.any():
         offset = np.median((stamp[both] - clock[both]).astype(np.int64))
-        if abs(offset) > GPS_TC_MAX_OFFSET_MS:
+        if abs(offset) > GPS_TC_MAX_OFFSET_MS and not (_clock_unset(clock[both]) and not _clock_unset(stamp[both])):
             # Further apart than any time zone: the GPS date is wrong (CNH sample: one day behind), so the
-            # caller falls back on the TC clock.
+            # caller falls back on the TC clock; unless that clock was never set and the GPS's date is one a clock
+            # can read (a TC clock at 2000-01-01 dated a 2024 harvest there, and said the GPS time was unusable).
             return np.full(len(ms64), np.datetime64("NaT", "ms"))
     return stamp
+
+
+def gps_tc_apart(gps_time: np.ndarray, tc_time: np.ndarray) -> np.timedelta64 | None:
+    """How far the TC clock reads from GPS time, when further apart than any time zone (a TC clock never set, whose
+    GPS time `_gps_times` kept); None when they agree as clocks of one time zone may."""
+    both = ~np.isnat(gps_time) & ~np.isnat(tc_time)
+    if not both.any():
+        return None
+    offset = np.median((tc_time[both] - gps_time[both]).astype(np.int64))
+    return np.timedelta64(int(offset), "ms") if abs(offset) > GPS_TC_MAX_OFFSET_MS else None
+
+
+def _clock_unset(readings: np.ndarray) -> bool:
+    """Whether clock `readings` are those of a clock never set: their median before CLOCK_SET_FROM or over a day
+    ahead of now."""
+    median = np.datetime64(int(np.median(readings.astype(np.int64))), "ms")
+    now = np.datetime64(datetime.now(UTC).replace(tzinfo=None), "ms")  # (naive UTC, as the logs' times)
+    return bool(median < CLOCK_SET_FROM or median > now + np.timedelta64(1, "D"))
 
 
 def read_time_log(xml_path: Path, bin_path: Path) -> TimeLog:

@@ -167,16 +167,24 @@ def test_positions_at_0_0_and_off_the_globe_are_told_apart(single_dpd, tmp_path)
     assert len(table) == total - off - zero
 
 
-def _hand_clocked_task(folder, day: str, clock_ms: list[int], tims: str = "", gps_ms: list[int] | None = None):
+def _days_since_1980(day: str) -> int:
+    return int((np.datetime64(day) - np.datetime64("1980-01-01")).astype(int))
+
+
+def _hand_clocked_task(
+    folder, day: str, clock_ms: list[int], tims: str = "", gps_ms: list[int] | None = None, gps_day: str | None = None
+):
     """A task of one log whose records read the TC clock `clock_ms` (ms of the day) on `day`, GPS time of day
-    (PTN H) `gps_ms` if given, its task's sessions `tims` (TIM elements): the table read."""
-    gps = ' H=""' if gps_ms is not None else ""
+    (PTN H) `gps_ms` if given, and the GPS date (PTN I) `gps_day` if given, its task's sessions `tims` (TIM
+    elements): the table read."""
+    gps = (' H=""' if gps_ms is not None else "") + (' I=""' if gps_day is not None else "")
     (folder / "TLG00001.xml").write_text(f'<TIM A="" D="4"><PTN A="" B=""{gps}/><DLV A="0054" C="DET-1"/></TIM>')
-    tc_day = int((np.datetime64(day) - np.datetime64("1980-01-01")).astype(int))
+    tc_day = _days_since_1980(day)
     data = b""
     for index, ms in enumerate(clock_ms):
         data += struct.pack("<IHii", ms, tc_day, round((48 + index * 1e-5) * 1e7), 11 * 10**7)
         data += struct.pack("<I", gps_ms[index]) if gps_ms is not None else b""
+        data += struct.pack("<H", _days_since_1980(gps_day)) if gps_day is not None else b""
         data += bytes([1]) + struct.pack("<Bi", 0, 500_000)
     (folder / "TLG00001.bin").write_bytes(data)
     (folder / "TASKDATA.XML").write_text(
@@ -212,3 +220,24 @@ def test_a_gps_time_of_day_past_utc_midnight_is_on_the_next_utc_day(tmp_path):
     table = _hand_clocked_task(tmp_path, "2023-10-18", clock, gps_ms=gps)
     assert [str(t) for t in table.columns["timestamp"]] == [f"2023-10-19T01:00:0{t}.000" for t in range(3)]
     assert not any("GPS" in warning for warning in table.warnings), table.warnings
+
+
+@pytest.mark.parametrize("tc_day", ["2000-01-01", "1980-01-06", "2099-05-01"], ids=["2000", "1980", "future"])
+def test_a_tc_clock_never_set_gives_way_to_the_gps_time(tmp_path, tc_day):
+    """GPS date and time valid and moving, the TC clock at a controller's default date (or years ahead): the file was
+    dated by the TC clock, and said the GPS time was unusable (constant or inconsistent), which it was not."""
+    clock = [(5 * 60 + t) * 1000 for t in range(3)]
+    gps = [(10 * 3600 + t) * 1000 for t in range(3)]
+    table = _hand_clocked_task(tmp_path, tc_day, clock, gps_ms=gps, gps_day="2024-07-01")
+    assert [str(t) for t in table.columns["timestamp"]] == [f"2024-07-01T10:00:0{t}.000" for t in range(3)]
+    assert not any("GPS time unusable" in warning for warning in table.warnings), table.warnings
+    [said] = [warning for warning in table.warnings if "TC clock" in warning]
+    assert said.endswith("GPS time (a clock never set?); GPS time used") and ("behind" in said) == (tc_day < "2024")
+
+
+def test_a_gps_date_a_day_off_a_set_tc_clock_still_gives_way_to_it(tmp_path):
+    """Both plausible, a day apart (the CNH sample's GPS date, one day behind): the TC clock is read, as before."""
+    clock = [(10 * 3600 + t) * 1000 for t in range(3)]
+    table = _hand_clocked_task(tmp_path, "2024-07-02", clock, gps_ms=clock, gps_day="2024-07-01")
+    assert [str(t) for t in table.columns["timestamp"]] == [f"2024-07-02T10:00:0{t}.000" for t in range(3)]
+    assert any("GPS time unusable" in warning for warning in table.warnings), table.warnings
