@@ -388,22 +388,24 @@ def postprocess_enum_names(result, generator, request, public):
     """An enum whose values differ only by case or punctuation (the spec's `distanceUnit`: `Mile` and `mile`) names
     each value (`x-enum-varnames`, read by openapi-python-client and openapi-generator): generating a client from the
     document failed on the two constants of one name (`MILE`)."""
-
-    def visit(node) -> None:
-        if isinstance(node, dict):
-            values = node.get("enum")
-            if isinstance(values, list) and all(isinstance(v, str) for v in values):
-                names = enum_constant_names(values)
-                if len(set(names)) == len(names) and names != [_constant_name(v) for v in values]:
-                    node["x-enum-varnames"] = names
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(result)
+    for node in dict_nodes(result):
+        values = node.get("enum")
+        if isinstance(values, list) and all(isinstance(v, str) for v in values):
+            names = enum_constant_names(values)
+            if len(set(names)) == len(names) and names != [_constant_name(v) for v in values]:
+                node["x-enum-varnames"] = names
     return result
+
+
+def dict_nodes(node) -> Iterator[dict]:
+    """Every object of a JSON document (`node` itself first, if it is one), depth first."""
+    if isinstance(node, dict):
+        yield node
+        for value in list(node.values()):
+            yield from dict_nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from dict_nodes(value)
 
 
 def _constant_name(value: str) -> str:

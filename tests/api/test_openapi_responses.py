@@ -20,6 +20,7 @@ from configs.defaults import DEFAULT_COLOR_RAMP
 from configs.services import config_owner_update, config_user_set
 from fields.services.writes import FIELD_ID_PATTERN
 from magiclinks.services.connections import credentials_unauthenticated
+from platform_site.api.schema import dict_nodes
 from tests.fields.helpers import provider_field, square
 from tests.magiclinks.helpers import APPLICATION_BODY
 from tests.tenancy import assert_problem
@@ -468,17 +469,9 @@ def test_numbers_the_server_reads_as_doubles_are_documented_as_doubles(schema):
     not send the distance a file reports, and an exact `distanceValue` then matched nothing."""
     formats = set()
 
-    def collect(node):
-        if isinstance(node, dict):
-            if node.get("type") == "number" or "number" in (node.get("type") or []):
-                formats.add(node.get("format"))
-            for value in node.values():
-                collect(value)
-        elif isinstance(node, list):
-            for value in node:
-                collect(value)
-
-    collect(schema)
+    for node in dict_nodes(schema):
+        if node.get("type") == "number" or "number" in (node.get("type") or []):
+            formats.add(node.get("format"))
     assert formats == {"double", None}  # (no format: a GeoJSON position's numbers)
     machine_files = operation(schema, "get", f"{BETA}/users/{{coreUserId}}/machines/{{machineId}}/files")
     for path_operation, names in (
