@@ -60,12 +60,16 @@ _GEOMETRY_MEMBERS = {
         COMPONENT_NAME: "GeoJSONCrsInput",
         "description": "Optional, GeoJSON of 2008: positions are always WGS84 longitude/latitude (RFC 7946), and a "
         "crs naming another coordinate system is a 400 `invalidGeometry`.",
+        # (each part a component of its own: inline, openapi-python-client named two of their models alike and wrote
+        # neither, and the client's geometry classes imported the missing module)
         "oneOf": [
             {
+                COMPONENT_NAME: "GeoJSONNamedCrsInput",
                 "type": "object",
                 "properties": {
                     "type": {"type": "string", "enum": ["name"]},
                     "properties": {
+                        COMPONENT_NAME: "GeoJSONNamedCrsProperties",
                         "type": "object",
                         "properties": {"name": {"type": "string", "enum": _WGS84_NAMES}},
                         "required": ["name"],
@@ -74,10 +78,12 @@ _GEOMETRY_MEMBERS = {
                 "required": ["type", "properties"],
             },
             {
+                COMPONENT_NAME: "GeoJSONEpsgCrsInput",
                 "type": "object",
                 "properties": {
                     "type": {"type": "string", "enum": ["EPSG"]},
                     "properties": {
+                        COMPONENT_NAME: "GeoJSONEpsgCrsProperties",
                         "type": "object",
                         "properties": {"code": {"type": "integer", "enum": [4326]}},
                         "required": ["code"],

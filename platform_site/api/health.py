@@ -80,7 +80,7 @@ class HealthView(APIView):
     problem_responses = {
         "get": {
             503: "The database cannot be reached (`databaseUnavailable`), or lacks migrations of this release "
-            "(`databaseNotMigrated`): this instance serves no request."
+            "(`databaseNotMigrated`): this instance serves no request. Ask again after `Retry-After` seconds."
         }
     }
 

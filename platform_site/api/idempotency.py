@@ -6,7 +6,8 @@ A view names its creating actions in `keyed_actions` (`viewsets.OwnerScopedViewS
 transaction with the claim of its key (`claim`), a row of `IdempotentRequest` unique per API owner and key, and its
 answer is written to that row before it commits (`keep`): a retry finds the answer, and a retry sent while the first
 request runs waits for it at the key's unique index (PostgreSQL; SQLite serialises writers), then answers what it
-answered. Only a success is kept: an answer of 4xx or 5xx gives its key up, so the request can be retried with it."""
+answered. Only a success is kept: an answer of 4xx or 5xx rolls the request back, its key with it, so the request
+can be retried with the key and finds nothing of its failed try."""
 
 import hashlib
 import json
@@ -107,10 +108,12 @@ def claim(*, owner, key: str, request, core_user=None) -> IdempotentRequest:
 
 
 def keep(claimed: IdempotentRequest, response) -> None:
-    """Keep `response` as the answer of the request that claimed the key, or give the key up when it is no success
-    (a 4xx or 5xx: the request may be sent again with it)."""
+    """Keep `response` as the answer of the request that claimed the key; when it is no success (a 4xx or 5xx: the
+    request may be sent again with the key), roll the request's transaction back, its claim and whatever it wrote
+    before it failed with it (an error answered as a problem document commits otherwise: DRF rolls back only
+    under ATOMIC_REQUESTS), so that the retry does not make it a second time."""
     if not 200 <= response.status_code < 300:
-        claimed.delete()
+        transaction.set_rollback(True)
         return
     if hasattr(response, "render"):
         response.render()

@@ -14,6 +14,7 @@ from fields.models import Farm, Field, Grower
 from magiclinks.models import MagicLink
 from platform_site.accounts.models import CoreUser
 from platform_site.api import idempotency
+from platform_site.api.errors import DomainError
 from platform_site.api.models import IdempotentRequest
 from platform_site.api.tasks import idempotency_keys_sweep
 from tests.assets.helpers import BASE as MACHINES_BASE
@@ -155,19 +156,28 @@ def test_a_refused_request_gives_its_key_up_so_the_corrected_one_is_made(api_cli
     assert Field.objects.count() == 1
 
 
-def test_a_request_that_fails_midway_makes_nothing_and_keeps_no_key(api_client, core_user, monkeypatch):
-    """A keyed request is one transaction: what it wrote before a server error goes with it."""
+@pytest.mark.parametrize(
+    ("failure", "status"),
+    [(RuntimeError("the disk went away"), 500), (DomainError("A rule said no."), 400)],
+    ids=["server-error", "answered-error"],
+)
+def test_a_request_that_fails_midway_makes_nothing_and_keeps_no_key(
+    api_client, core_user, monkeypatch, failure, status
+):
+    """A keyed request is one transaction: what it wrote before it failed goes with it, whether the failure is a
+    server error or one answered as a problem document (which committed: DRF rolls back only under
+    ATOMIC_REQUESTS), so the retry with the key does not make it a second time."""
     from fields import views
     from fields.services import farms
 
     def create_then_fail(**values):
         farms.farm_create(**values)
-        raise RuntimeError("the disk went away")
+        raise failure
 
     monkeypatch.setattr(views.services, "farm_create", create_then_fail)
     api_client.raise_request_exception = False
     url = f"{FIELDS_BASE}/users/{core_user.id}/farms"
-    assert_problem(post(api_client, url, {"name": "Home"}), 500)
+    assert_problem(post(api_client, url, {"name": "Home"}), status)
     assert Farm.objects.count() == 0 and IdempotentRequest.objects.count() == 0
     monkeypatch.undo()
     assert post(api_client, url, {"name": "Home"}).status_code == 201
