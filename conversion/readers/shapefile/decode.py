@@ -7,6 +7,7 @@ are decoded with numpy because a per-record Python loop is 20 times slower on ex
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from pathlib import Path
@@ -132,7 +133,7 @@ def _read_dbf(
             numbers = _bytes_to_float(stripped)
             if count := int(np.count_nonzero(~_none_written(stripped) & np.isnan(numbers))):
                 unreadable.append((name, count))
-            read.append((name, numbers))
+            read.append((name, _exact_integers(stripped, numbers)))
         elif ftype == "L":
             stripped = np.char.upper(np.char.strip(col))
             true, false = np.isin(stripped, [b"T", b"Y"]), np.isin(stripped, [b"F", b"N"])
@@ -224,6 +225,9 @@ def _text_to_float(col: np.ndarray) -> np.ndarray:
     columns are numbers already (`_bytes_to_float`)."""
     out = np.full(len(col), np.nan)
     for i, v in enumerate(col):
+        if isinstance(v, int | float) and not isinstance(v, bool):  # (`_exact_integers`' column)
+            out[i] = float(v)
+            continue
         number = number_from_text(v) if isinstance(v, str) else None
         if number is not None:
             out[i] = number
@@ -252,6 +256,29 @@ def _bytes_to_float(stripped: np.ndarray) -> np.ndarray:
             if number is not None:
                 out[i] = number
         return out
+
+
+# The most digits a double holds exactly (2**53 has 16).
+_EXACT_DIGITS = 15
+_PLAIN_INTEGER = re.compile(rb"[-+]?[0-9]+")
+
+
+def _exact_integers(stripped: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """A numeric column as `numbers`, unless it holds a whole number of more digits than a double keeps (an id in an
+    N(18,0) field: 123456789012345678 was 1.2345678901234568e+17, 9007199254740993 ...992): then each value as
+    Python reads it, whole numbers as ints (exact), others as floats, None where there is none."""
+    if not len(stripped) or stripped.dtype.itemsize <= _EXACT_DIGITS:
+        return numbers
+    long = np.char.str_len(np.char.lstrip(np.char.lstrip(stripped, b"-+"), b"0")) > _EXACT_DIGITS
+    if not long.any():
+        return numbers
+    out = np.empty(len(numbers), dtype=object)
+    for i, (text, number) in enumerate(zip(stripped.tolist(), numbers.tolist(), strict=True)):
+        if _PLAIN_INTEGER.fullmatch(text):
+            out[i] = int(text)
+        else:
+            out[i] = None if math.isnan(number) else number
+    return out
 
 
 def _decode(uniques: np.ndarray, inverse: np.ndarray, codec: str) -> np.ndarray:

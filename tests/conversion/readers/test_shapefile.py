@@ -722,3 +722,22 @@ def test_a_prj_with_a_datum_grid_reads_as_gdal_reads_it(tmp_path, epsg):
     ).stdout.split()
     assert table.columns["lon"][0] == pytest.approx(float(gdal[0]), abs=1e-7)
     assert table.columns["lat"][0] == pytest.approx(float(gdal[1]), abs=1e-7)
+
+
+def test_whole_numbers_longer_than_a_double_holds_are_read_exactly(tmp_path):
+    """An id in an N(18,0) field was read through a double: 123456789012345678 as 1.2345678901234568e+17, and
+    9007199254740993 as ...992 (GDAL reads such a field as a 64-bit integer)."""
+    fields = [("Yld_Mass_D", "N", 8, 2), ("BigId", "N", 18, 0)]
+    rows = [(100.0, 123456789012345678), (100.0, 9007199254740993), (100.0, None), (100.0, 12)]
+    table = _read(_write(tmp_path / "b.shp", fields, rows))
+    assert table.raw_columns["BigId"].tolist() == [123456789012345678, 9007199254740993, None, 12]
+    raw = json.loads(_written_raw(table))
+    assert [f["properties"].get("BigId") for f in raw["features"]] == [123456789012345678, 9007199254740993, None, 12]
+
+
+def _written_raw(table) -> str:
+    import io
+
+    buffer = io.StringIO()
+    standardize.write_raw_geojson(table, buffer)
+    return buffer.getvalue()
