@@ -38,7 +38,9 @@ class MagicLinkViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, OwnerSc
     create_with_user_serializer_class: type[s.LinkCreateSerializer] = s.LinkCreateSerializer
     queryset = MagicLink.objects.none()
     serializer_class = s.MagicLinkSerializer
-    keyed_actions = frozenset({"create", "create_for_user"})
+    # No `Idempotency-Key`: the answer holds the link's token, which is never stored (only its hash), so it cannot
+    # be kept to answer a retry; a retry makes another link (the first, never seen, expires or can be revoked).
+    keyed_actions = frozenset()
     filterset_class = MagicLinkFilterSet
     sort_fields = LINK_SORT_FIELDS
     default_sort = ("-created_at",)

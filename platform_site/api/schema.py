@@ -414,16 +414,19 @@ def _constant_name(value: str) -> str:
 
 def enum_constant_names(values: list[str]) -> list[str]:
     """A constant's name per enum value (`Feet` FEET): those whose names would be one (`Mile`, `mile`) each say their
-    writing's case (MILE_TITLE, MILE_LOWER; else their place)."""
+    writing's case (MILE_TITLE, MILE_LOWER), or their place where that is one too (`per-acre`, `per_acre`)."""
     names = [_constant_name(v) for v in values]
     clashing = {name for name in names if names.count(name) > 1}
-    out = []
+    tagged = []
     for place, (value, name) in enumerate(zip(values, names, strict=True)):
         if name in clashing:
             case = "LOWER" if value.islower() else "UPPER" if value.isupper() else "TITLE" if value.istitle() else ""
             name = f"{name}_{case or place}"
-        out.append(name)
-    return out
+        tagged.append(name)
+    return [
+        f"{base}_{place}" if tagged.count(name) > 1 else name
+        for place, (base, name) in enumerate(zip(names, tagged, strict=True))
+    ]
 
 
 def postprocess_idempotency_keys(result, generator, request, public):

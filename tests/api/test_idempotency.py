@@ -12,7 +12,7 @@ from django.db import transaction
 from assets.models import Machine
 from fields.models import Farm, Field, Grower
 from magiclinks.models import MagicLink
-from platform_site.accounts.models import CoreUser
+from platform_site.accounts.models import CoreUser, ProviderApplication
 from platform_site.api import idempotency
 from platform_site.api.errors import DomainError
 from platform_site.api.models import IdempotentRequest
@@ -44,8 +44,18 @@ CREATIONS = {
         {"name": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s3cret-s3cret-s3cret", "events": ["fieldCreated"]},
         Webhook,
     ),
-    "magic-link": (lambda u: f"{WIDGETS_API}/magic-link/users/{u.id}/file-upload", {}, MagicLink),
-    "magic-link-with-user": (lambda u: f"{WIDGETS_API}/magic-link/file-upload", {"externalId": "grower-7"}, MagicLink),
+    "provider-application": (
+        lambda u: f"{WIDGETS_API}/provider-applications",
+        {
+            "provider": "ProviderA",
+            "clientId": "my-client",
+            "clientSecret": "top-secret-value",
+            "authorizeUrl": "https://auth.example.com/oauth/authorize",
+            "tokenUrl": "https://auth.example.com/oauth/token",
+            "scopes": ["files"],
+        },
+        ProviderApplication,
+    ),
 }
 
 
@@ -76,7 +86,7 @@ def test_a_retry_answers_the_first_answer_and_makes_nothing_again(api_client, co
     assert model.objects.count() == before + 1
 
 
-@pytest.mark.parametrize("kind", ["farm", "field", "magic-link-with-user"])
+@pytest.mark.parametrize("kind", ["farm", "field", "core-user"])
 def test_without_a_key_or_with_another_key_each_request_makes_its_own(api_client, core_user, kind):
     url, body, model = CREATIONS[kind]
     before = model.objects.count()
@@ -106,6 +116,20 @@ def test_a_merge_retried_with_its_key_makes_one_merged_file(api_client, core_use
     assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
     assert again.json()["id"] == made.json()["id"] and again["Location"] == made["Location"]
     assert File.objects.filter(origin="merged").count() == 1
+
+
+@pytest.mark.parametrize(
+    "url", ["/magic-link/users/{id}/file-upload", "/magic-link/file-upload"], ids=["for-user", "with-user"]
+)
+def test_a_magic_links_creation_takes_no_key_and_keeps_no_token(api_client, core_user, url):
+    """Its answer holds the link's token, which is never stored (only its hash): a keyed link's answer kept it in
+    clear for a day. A retry makes another link."""
+    url = WIDGETS_API + url.format(id=core_user.id)
+    body = {} if "users" in url else {"externalId": "grower-7"}
+    first, again = post(api_client, url, body), post(api_client, url, body)
+    assert first.status_code == again.status_code == 201 and "Idempotent-Replayed" not in again
+    assert first.json()["link"] != again.json()["link"] and MagicLink.objects.count() == 2
+    assert IdempotentRequest.objects.count() == 0
 
 
 def test_the_same_json_written_otherwise_is_the_same_request(api_client, core_user):
@@ -253,9 +277,27 @@ def test_the_sweep_forgets_the_keys_of_more_than_a_day(api_client, core_user):
 
 def test_a_core_users_deletion_takes_the_answers_about_it(api_client, owner, core_user):
     post(api_client, f"{FIELDS_BASE}/users/{core_user.id}/farms", {"name": "Home"})
+    post(api_client, f"{MACHINES_BASE}/{core_user.id}/machines", {"name": "8R"}, key="machine")
     post(api_client, USERS_URL, {"name": "Jo", "email": "jo@example.com"}, key="user")
+    assert IdempotentRequest.objects.get(key=KEY).core_user_id == core_user.pk
     assert api_client.delete(f"{USERS_URL}/{core_user.pk}").status_code == 204
     assert list(IdempotentRequest.objects.values_list("key", flat=True)) == ["user"]
+
+
+def test_the_sweep_keeps_the_keys_of_less_than_a_day(api_client, core_user):
+    post(api_client, f"{FIELDS_BASE}/users/{core_user.id}/farms", {"name": "Recent"})
+    row = IdempotentRequest.objects.get()
+    IdempotentRequest.objects.update(created_time=row.created_time - timedelta(hours=23, minutes=59))
+    assert idempotency_keys_sweep() == 0 and IdempotentRequest.objects.count() == 1
+
+
+def test_the_keys_sweep_is_scheduled_hourly(settings):
+    entries = [
+        entry
+        for entry in settings.CELERY_BEAT_SCHEDULE.values()
+        if entry["task"] == "platform_site.api.tasks.idempotency_keys_sweep"
+    ]
+    assert [entry["schedule"] for entry in entries] == [3600.0]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -305,17 +347,19 @@ def test_openapi_documents_the_key_where_it_is_taken(api_client):
     keyed = [
         "/services/fields/api/users/{coreUserId}/farms",
         "/services/operations/api/files/merge",
+        "/services/operations/api/operations/cropOperationByField",
         "/services/usermanagement/api/users",
-        "/services/widgets/api/magic-link/users/{coreUserId}/file-upload",
+        "/services/widgets/api/provider-applications",
     ]
     for path in keyed:
         assert header(path) is not None, path
         assert header(path)["schema"]["pattern"] == idempotency.KEY_PATTERN.pattern
         responses = paths[path]["post"]["responses"]
         assert "idempotencyKeyReused" in responses["422"]["description"], path
-        created = next(code for code in responses if code.startswith("2"))
-        assert "Idempotent-Replayed" in responses[created]["headers"], path
+        replayed = sorted(code for code, answer in responses.items() if "Idempotent-Replayed" in answer["headers"])
+        assert replayed == [next(code for code in responses if code.startswith("2"))], path
     assert header("/services/fields/api/users/{coreUserId}/fields/intersects") is None
+    assert header("/services/widgets/api/magic-link/users/{coreUserId}/file-upload") is None
     assert header("/services/operations/api/batch") is not None  # (its own)
     assert "Idempotent-Replayed" in paths["/services/operations/api/batch"]["post"]["responses"]["201"]["headers"]
 
@@ -323,3 +367,22 @@ def test_openapi_documents_the_key_where_it_is_taken(api_client):
 def test_an_unknown_core_user_is_404_before_the_key_is_claimed(api_client):
     assert_problem(post(api_client, f"{FIELDS_BASE}/users/{uuid.uuid4()}/farms", {"name": "Home"}), 404)
     assert IdempotentRequest.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_crop_retried_with_its_key_makes_one_crop(api_client, core_user):
+    from conversion.models import File
+    from fields.services import field_create
+    from operations.models import Operation
+    from tests.operations.helpers import grid_box, grid_table, processed_file
+
+    field_create(core_user=core_user, id="whole", geometry=grid_box())
+    processed_file(core_user, grid_table(start="2024-09-01T10:00:00", seed=1))
+    url = "/services/operations/api/operations/cropOperationByField"
+    body = {"id": str(Operation.objects.get().pk)}
+    before = File.objects.count()
+    made, again = post(api_client, url, body), post(api_client, url, body)
+    assert made.status_code == 202, made.content
+    assert again.status_code == 202 and again["Idempotent-Replayed"] == "true"
+    assert again.json()["coreFileId"] == made.json()["coreFileId"]
+    assert File.objects.count() == before + 1

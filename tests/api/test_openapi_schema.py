@@ -620,3 +620,43 @@ def test_enum_values_that_differ_only_by_case_have_names_of_their_own(schema):
     assert names == {"Feet": "FEET", "Mile": "MILE_TITLE", "ft": "FT", "mile": "MILE_LOWER"}
     # (the enums of distinct names get none: a generator names their constants itself)
     assert json.dumps(document).count("x-enum-varnames") == 1
+
+
+def test_a_named_schemas_places_refer_to_it_and_keep_what_they_say_otherwise():
+    """`postprocess_named_schemas`: one component per name, each place a reference, with what it says otherwise."""
+    from platform_site.api.schema import COMPONENT_NAME, postprocess_named_schemas
+
+    def place(description):
+        body = {COMPONENT_NAME: "Geo", "type": "object", "description": description}
+        return {"post": {"requestBody": {"content": {"application/json": {"schema": body}}}}}
+
+    done = postprocess_named_schemas({"paths": {"/a": place("First"), "/b": place("Second")}}, None, None, True)
+
+    def schema_of(path):
+        return done["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+
+    assert done["components"]["schemas"]["Geo"] == {"type": "object", "description": "First"}
+    assert schema_of("/a") == {"$ref": "#/components/schemas/Geo"}
+    assert schema_of("/b") == {"$ref": "#/components/schemas/Geo", "description": "Second"}
+
+
+def test_no_operation_declares_a_parameter_twice(schema):
+    document, *_ = schema
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            named = [(p["in"], p["name"]) for p in operation.get("parameters", [])]
+            assert len(named) == len(set(named)), (method, path, named)
+
+
+@pytest.mark.parametrize(
+    ("values", "names"),
+    [
+        (["Feet", "Mile", "ft", "mile"], ["FEET", "MILE_TITLE", "FT", "MILE_LOWER"]),
+        (["per-acre", "per_acre", "PER ACRE"], ["PER_ACRE_0", "PER_ACRE_1", "PER_ACRE_UPPER"]),
+        (["a", "b"], ["A", "B"]),
+    ],
+)
+def test_enum_constant_names_are_distinct(values, names):
+    from platform_site.api.schema import enum_constant_names
+
+    assert enum_constant_names(values) == names

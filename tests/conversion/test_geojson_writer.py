@@ -240,3 +240,27 @@ def test_raw_geojson_keeps_each_property_value_as_json_through_the_point_store(t
             {"SECTIONID": None, "flag": False, "nested": [1.5, 2], "mixed": 7},
             {"SECTIONID": 1262, "flag": None, "nested": None, "mixed": 2.25},
         ]
+
+
+def test_raw_geojson_writes_the_nan_of_an_object_as_null_and_cleans_its_keys(tmp_path):
+    """Python's JSON reader takes NaN: inside an object it made the writer fail (no JSON holds it); a key's control
+    characters are cleaned as any text; a float of a mixed column is rounded as number columns are."""
+    values = [
+        {"obj": {"a": float("nan"), "k\u0085": 1}, "mixed": "t"},
+        {"obj": None, "mixed": float("nan")},
+        {"obj": [1], "mixed": 0.1 + 0.2},
+    ]
+    features = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.0 + i / 1e4, 54.0]}, "properties": p}
+        for i, p in enumerate(values)
+    ]
+    (tmp_path / "points.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    raw = json.loads(_written(standardize.write_raw_geojson, table))
+    got = [{k: f["properties"].get(k, "absent") for k in ("obj", "mixed")} for f in raw["features"]]
+    assert got == [
+        {"obj": {"a": None, "k": 1}, "mixed": "t"},
+        {"obj": "absent", "mixed": "absent"},
+        {"obj": [1], "mixed": 0.3},
+    ]

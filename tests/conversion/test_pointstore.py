@@ -57,9 +57,10 @@ def test_texts_come_back_as_given_in_the_columns_order():
     back, _ = _round_trip(table)
     assert list(back.columns) == ["lon", "lat", "crop", "speed"]
     assert list(back.raw_columns) == ["Z", "A"]
-    # Missing stays missing ("" is missing too); other values come back as their text.
+    # Missing stays missing ("" is missing too); a column of other values than text comes back as they were (they
+    # came back as their text: 1 as "1").
     assert back.columns["crop"].tolist() == [None, "corn", None, "Gülle 😀", "corn", "lone \ud800 surrogate"]
-    assert back.raw_columns["Z"].tolist() == ["1", "a", None, "2.5", "a", "b"]
+    assert back.raw_columns["Z"].tolist() == [1, "a", None, 2.5, "a", "b"]
     assert back.columns["speed"].tolist() == list(range(6)) and back.raw_columns["A"].tolist() == list(range(6))
     cleaned, _ = _round_trip(table, include_raw=False)
     assert list(cleaned.columns) == ["lon", "lat", "crop", "speed"] and cleaned.raw_columns == {}

@@ -69,7 +69,7 @@ def test_every_text_of_a_table_is_cleaned_and_non_finite_numbers_are_missing():
         units={"appliedRate": "L/ha"},
         source_units={"appliedRate": "gal\x00/ac"},
         raw_columns={
-            "Note\x00": np.array(["x\x01", {"y": 1}, 1.5], dtype=object),
+            "Note\x00": np.array(["x\x01", {"y\x01": ["z\x00", 1, math.nan]}, 1.5], dtype=object),
             "Note": np.array(["a", "b", "c"], dtype=object),
             "Rate": np.array([1.0, np.inf, 2.0]),
         },
@@ -98,5 +98,6 @@ def test_every_text_of_a_table_is_cleaned_and_non_finite_numbers_are_missing():
     assert table.columns["products"].tolist() == ["A", None, 5]
     # (raw columns keep what the file wrote, cleaned: a name that becomes another's is kept apart)
     assert list(table.raw_columns) == ["Note_", "Note", "Rate"]
-    assert table.raw_columns["Note_"].tolist() == ["x", "{'y': 1}", 1.5]
+    # (an object stays one, its text cleaned, for the raw GeoJSON to write as JSON: it was Python's text of it)
+    assert table.raw_columns["Note_"].tolist() == ["x", {"y": ["z", 1, None]}, 1.5]
     assert np.isinf(table.raw_columns["Rate"][1])

@@ -259,3 +259,12 @@ def test_points_after_a_polygon_are_a_data_set_and_a_boundary_with_a_label_point
     [table] = get_reader("GEOJSON").read(dataset)
     assert len(table) == 200
     assert any(warning.startswith("1 features left out: not a Point") for warning in table.warnings)
+
+
+def test_a_time_property_of_numbers_gives_no_time(tmp_path):
+    """A number is not guessed as a time: `20160919` would read as that date were it text."""
+    features = [_point(10.0 + i / 1e4, 54.0, Time=20160919 + i, Yld_Mass_D=100.0) for i in range(3)]
+    (tmp_path / "p.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert np.isnat(table.columns["timestamp"]).all()

@@ -241,3 +241,19 @@ def test_a_gps_date_a_day_off_a_set_tc_clock_still_gives_way_to_it(tmp_path):
     table = _hand_clocked_task(tmp_path, "2024-07-02", clock, gps_ms=clock, gps_day="2024-07-01")
     assert [str(t) for t in table.columns["timestamp"]] == [f"2024-07-02T10:00:0{t}.000" for t in range(3)]
     assert any("GPS time unusable" in warning for warning in table.warnings), table.warnings
+
+
+def test_a_gps_date_never_set_does_not_replace_a_tc_clock_never_set(tmp_path):
+    """Both clocks at defaults (the TC at 2000-01-01, a GPS without a fix at 1980-01-06): the GPS date is no better."""
+    clock = [(10 * 3600 + t) * 1000 for t in range(3)]
+    table = _hand_clocked_task(tmp_path, "2000-01-01", clock, gps_ms=clock, gps_day="1980-01-06")
+    assert [str(t)[:10] for t in table.columns["timestamp"]] == ["2000-01-01"] * 3
+
+
+def test_a_tc_clock_days_ahead_of_now_gives_way_to_the_gps_time(tmp_path):
+    """More than a day ahead of now is a clock never set (a day ahead is a zone and a late upload at most)."""
+    today = np.datetime64("today", "D")
+    tc_day, gps_day = str(today + np.timedelta64(3, "D")), str(today - np.timedelta64(1, "D"))
+    clock = [(10 * 3600 + t) * 1000 for t in range(3)]
+    table = _hand_clocked_task(tmp_path, tc_day, clock, gps_ms=clock, gps_day=gps_day)
+    assert [str(t)[:10] for t in table.columns["timestamp"]] == [gps_day] * 3

@@ -741,3 +741,24 @@ def _written_raw(table) -> str:
     buffer = io.StringIO()
     standardize.write_raw_geojson(table, buffer)
     return buffer.getvalue()
+
+
+def test_three_columns_of_one_name_are_each_kept(tmp_path):
+    table = _read(_write(tmp_path / "t.shp", [("Moisture", "N", 6, 2)] * 3, [(10.0, 20.0, 30.0), (11.0, 21.0, 31.0)]))
+    assert list(table.raw_columns) == ["Moisture", "Moisture_2", "Moisture_3"]
+    assert table.raw_columns["Moisture_3"].tolist() == [30.0, 31.0]
+
+
+def test_a_multipoint_file_with_a_damaged_index_is_refused(tmp_path):
+    """As a point or polygon file's is: its .shx is checked whole."""
+    path = tmp_path / "m.shp"
+    with shapefile.Writer(str(path), shapeType=shapefile.MULTIPOINT) as writer:
+        writer.field("Yld_Mass_D", "N", 8, 2)
+        for i in range(3):
+            writer.multipoint([[-93.0 - i * 1e-4, 41.0]])
+            writer.record(100.0)
+    path.with_suffix(".prj").write_text(CRS.from_epsg(4326).to_wkt("WKT1_ESRI"))
+    shx = path.with_suffix(".shx")
+    shx.write_bytes(shx.read_bytes()[:-3])  # cut inside its last entry
+    with pytest.raises(UnreadableDataset, match="index is cut short"):
+        _read(Dataset("SHAPEFILE", path, tmp_path, "m"))
