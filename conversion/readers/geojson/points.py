@@ -39,6 +39,7 @@ class _Points:
         self._sampled_on_globe = 0
         self._strings: dict[str, str] = {}
         self.left_out = 0  # features that are no Point with two coordinates
+        self.multi = 0  # MultiPoints of several points (each read at its first)
         self.names_left_out: set[str] = set()  # property names past MAX_COLUMNS
 
     def add(self, feature) -> None:
@@ -51,6 +52,7 @@ class _Points:
         geom = geom if isinstance(geom, dict) else {}
         coords = geom.get("coordinates")
         if geom.get("type") == "MultiPoint" and isinstance(coords, list) and coords:
+            self.multi += len(coords) > 1
             coords = coords[0]
         if geom.get("type") not in ("Point", "MultiPoint") or not isinstance(coords, list) or len(coords) < 2:
             self.left_out += 1

@@ -119,6 +119,9 @@ class GeojsonReader(Reader):
                 f"{points.left_out} features left out: not a Point (or MultiPoint) with two coordinates (lines, "
                 "polygons, a missing geometry, an entry that is no object)."
             )
+        if points.multi:
+            # (as a shapefile's MultiPoint records are said: the other points were dropped unsaid)
+            warnings.append(f"{points.multi} features are MultiPoints of several points; each is read at its first.")
         if operation is None:
             operation = _guess_operation(columns)
         table = PointTable(

@@ -268,3 +268,17 @@ def test_a_time_property_of_numbers_gives_no_time(tmp_path):
     [dataset] = detect(tmp_path).datasets
     [table] = get_reader("GEOJSON").read(dataset)
     assert np.isnat(table.columns["timestamp"]).all()
+
+
+def test_a_multipoint_of_several_points_is_read_at_its_first_and_said(tmp_path):
+    features = [
+        {"type": "Feature", "geometry": {"type": "MultiPoint", "coordinates": [[10.0, 54.0], [10.1, 54.1]]},
+         "properties": {"Yld_Mass_D": 100.0}},
+        {"type": "Feature", "geometry": {"type": "MultiPoint", "coordinates": [[10.2, 54.2]]},
+         "properties": {"Yld_Mass_D": 100.0}},
+    ]  # fmt: skip
+    (tmp_path / "m.geojson").write_text(json.dumps(_collection(features)))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    assert table.columns["lon"].tolist() == [10.0, 10.2]
+    assert "1 features are MultiPoints of several points; each is read at its first." in table.warnings
