@@ -213,7 +213,7 @@ def test_random_floats_round_and_print_as_repr():
 def test_raw_geojson_keeps_each_property_value_as_json_through_the_point_store(tmp_path):
     """A GeoJSON property of whole numbers with a gap, booleans, objects and lists: each was written as text
     (`1260` as "1260", `true` as "True", an object as Python's `{'a': 1}`), in the raw GeoJSON and after the point
-    store, which merges and crops read."""
+    store (the file's `raw.npz`)."""
     from conversion.pointstore import table_load, table_save
 
     nested = {"a": 1, "b": [True, None, "x\u0085y"]}
@@ -222,13 +222,7 @@ def test_raw_geojson_keeps_each_property_value_as_json_through_the_point_store(t
         {"SECTIONID": None, "flag": False, "nested": [1.5, 2], "mixed": 7},
         {"SECTIONID": 1262, "flag": None, "nested": None, "mixed": 2.25},
     ]
-    features = [
-        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.0 + i / 1e4, 54.0]}, "properties": p}
-        for i, p in enumerate(values)
-    ]
-    (tmp_path / "points.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
-    [dataset] = detect(tmp_path).datasets
-    [table] = get_reader("GEOJSON").read(dataset)
+    table = _points_read(tmp_path, values)
     stored = io.BytesIO()
     table_save(table, stored)
     stored.seek(0)
@@ -250,13 +244,7 @@ def test_raw_geojson_writes_the_nan_of_an_object_as_null_and_cleans_its_keys(tmp
         {"obj": None, "mixed": float("nan")},
         {"obj": [1], "mixed": 0.1 + 0.2},
     ]
-    features = [
-        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.0 + i / 1e4, 54.0]}, "properties": p}
-        for i, p in enumerate(values)
-    ]
-    (tmp_path / "points.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
-    [dataset] = detect(tmp_path).datasets
-    [table] = get_reader("GEOJSON").read(dataset)
+    table = _points_read(tmp_path, values)
     raw = json.loads(_written(standardize.write_raw_geojson, table))
     got = [{k: f["properties"].get(k, "absent") for k in ("obj", "mixed")} for f in raw["features"]]
     assert got == [
@@ -264,3 +252,15 @@ def test_raw_geojson_writes_the_nan_of_an_object_as_null_and_cleans_its_keys(tmp
         {"obj": "absent", "mixed": "absent"},
         {"obj": [1], "mixed": 0.3},
     ]
+
+
+def _points_read(tmp_path, properties: list[dict]) -> PointTable:
+    """The table the GeoJSON reader makes of points with these `properties`, one point each."""
+    features = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [10.0 + i / 1e4, 54.0]}, "properties": p}
+        for i, p in enumerate(properties)
+    ]
+    (tmp_path / "points.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    [dataset] = detect(tmp_path).datasets
+    [table] = get_reader("GEOJSON").read(dataset)
+    return table
