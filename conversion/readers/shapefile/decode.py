@@ -269,7 +269,9 @@ def _exact_integers(stripped: np.ndarray, numbers: np.ndarray) -> np.ndarray:
     Python reads it, whole numbers as ints (exact), others as floats, None where there is none."""
     if not len(stripped) or stripped.dtype.itemsize <= _EXACT_DIGITS:
         return numbers
-    long = np.char.str_len(np.char.lstrip(np.char.lstrip(stripped, b"-+"), b"0")) > _EXACT_DIGITS
+    digits = np.char.lstrip(np.char.lstrip(stripped, b"-+"), b"0")
+    # (whole numbers only: a coordinate of many decimals, `-93.12345678901234`, is a float as it was)
+    long = np.char.isdigit(digits) & (np.char.str_len(digits) > _EXACT_DIGITS)
     if not long.any():
         return numbers
     out = np.empty(len(numbers), dtype=object)

@@ -762,3 +762,12 @@ def test_a_multipoint_file_with_a_damaged_index_is_refused(tmp_path):
     shx.write_bytes(shx.read_bytes()[:-3])  # cut inside its last entry
     with pytest.raises(UnreadableDataset, match="index is cut short"):
         _read(Dataset("SHAPEFILE", path, tmp_path, "m"))
+
+
+def test_numbers_of_many_decimals_stay_a_column_of_floats(tmp_path):
+    """Only whole numbers longer than a double holds make a column of exact values: one of coordinates written to 14
+    decimals stays floats."""
+    fields = [("Yld_Mass_D", "N", 8, 2), ("Longitude", "N", 19, 14)]
+    table = _read(_write(tmp_path / "f.shp", fields, [(100.0, -93.12345678901234), (100.0, -93.5)]))
+    assert table.raw_columns["Longitude"].dtype.kind == "f"
+    assert table.raw_columns["Longitude"].tolist() == pytest.approx([-93.12345678901234, -93.5], abs=1e-13)
