@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import numbers
 from typing import IO
 
 import numpy as np
@@ -190,11 +191,12 @@ def _json_text(value) -> bytes:
 def _json_value(value) -> bytes:
     """One value of an object column as JSON: text as a string, a boolean as one, a whole number as it is, a float
     rounded as number columns are (`_float_field`), an object or a list as JSON; b"" for a float that is no number."""
-    if isinstance(value, bool):
+    if isinstance(value, bool | np.bool_):
         return b"true" if value else b"false"
-    if isinstance(value, int):
-        return str(value).encode()
-    if isinstance(value, float):
+    if isinstance(value, numbers.Integral):  # (numpy's integers too)
+        return str(int(value)).encode()
+    if isinstance(value, numbers.Real):
+        value = float(value)
         return repr(round(value, _PROPERTY_DECIMALS)).encode() if math.isfinite(value) else b""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False).encode()

@@ -264,3 +264,11 @@ def _points_read(tmp_path, properties: list[dict]) -> PointTable:
     [dataset] = detect(tmp_path).datasets
     [table] = get_reader("GEOJSON").read(dataset)
     return table
+
+
+def test_raw_geojson_writes_numpy_numbers_in_a_column_of_values_as_json_numbers():
+    """A raw column of mixed values may hold numpy's scalars (a reader's arithmetic): json could not write them."""
+    table = _edge_table()
+    table.raw_columns = {"mixed": np.array([np.int64(5), np.float64(2.5), np.bool_(True), "x"] * 3, dtype=object)}
+    raw = json.loads(_written(standardize.write_raw_geojson, table))
+    assert [f["properties"]["mixed"] for f in raw["features"][:4]] == [5, 2.5, True, "x"]
