@@ -75,7 +75,8 @@ def batch_receive(*, core_user: CoreUser, provider: str, upload, key: str | None
             batch.save(force_insert=True)
             if key is not None:
                 # An expired row of the key is replaced: the key names a new upload.
-                UploadKey.objects.filter(owner_id=core_user.owner_id, key=key, created_time__lt=_key_horizon()).delete()
+                expired = UploadKey.objects.filter(created_time__lt=idempotency.key_horizon())
+                expired.filter(owner_id=core_user.owner_id, key=key).delete()
                 UploadKey.objects.create(owner_id=core_user.owner_id, key=key, batch=batch)
             send_on_commit(_tasks().batch_open, str(batch.id))
     except BaseException as exc:
@@ -97,14 +98,10 @@ class UploadKeyReused(idempotency.IdempotencyKeyReused):
     "The Idempotency-Key HTTP Header Field", 422)."""
 
 
-_key_horizon = idempotency.key_horizon
-
-
 def batch_of_key(*, owner, key: str) -> Batch | None:
     """The batch an upload of `owner` sent with `Idempotency-Key: key` made in the last UPLOAD_KEY_LIFETIME."""
-    row = (
-        UploadKey.objects.select_related("batch").filter(owner=owner, key=key, created_time__gte=_key_horizon()).first()
-    )
+    kept = UploadKey.objects.filter(created_time__gte=idempotency.key_horizon())
+    row = kept.select_related("batch").filter(owner=owner, key=key).first()
     return row.batch if row else None
 
 
@@ -124,7 +121,7 @@ def batch_replayed(batch: Batch, *, core_user: CoreUser, provider: str, upload=N
     if differing:
         raise UploadKeyReused(
             f"This Idempotency-Key was sent with another upload (batch {batch.pk}) in the last "
-            f"{UPLOAD_KEY_LIFETIME.total_seconds() / 3600:.0f} hours, which differs in {', '.join(differing)}. "
+            f"{idempotency.KEY_LIFETIME_TEXT}, which differs in {', '.join(differing)}. "
             "Send a new key with each new upload, and the same key only to retry one.",
             field_errors=[
                 {"field": name, "message": "Differs from the upload of this Idempotency-Key."} for name in differing

@@ -32,6 +32,8 @@ KEY_PATTERN = re.compile(rf'^(?:({_KEY})|"({_KEY})")$')
 
 # How long a key answers its first request (a client retries within minutes; a day, as is usual).
 KEY_LIFETIME = timedelta(hours=24)
+# (as the answers say it)
+KEY_LIFETIME_TEXT = f"{KEY_LIFETIME.total_seconds() / 3600:.0f} hours"
 
 
 def request_key(request) -> str | None:
@@ -99,8 +101,8 @@ def claim(*, owner, key: str, request, core_user=None) -> IdempotentRequest:
             raise
     if earlier.fingerprint != asked:
         raise IdempotencyKeyReused(
-            f"This {HEADER} was sent with another request in the last {KEY_LIFETIME.total_seconds() / 3600:.0f} "
-            "hours (another method, address, query or body). Send a new key with each new request, and the same "
+            f"This {HEADER} was sent with another request in the last {KEY_LIFETIME_TEXT} (another method, "
+            "address, query or body). Send a new key with each new request, and the same "
             "key only to retry one.",
             field_errors=[{"field": HEADER, "message": "Sent with another request."}],
         )

@@ -433,9 +433,8 @@ def postprocess_idempotency_keys(result, generator, request, public):
     """The creating POSTs (their views' `keyed_actions`) take an `Idempotency-Key` (`platform_site.api.idempotency`):
     the header, its 422, and the `Idempotent-Replayed` header of a retry's answer. `POST /batch` declares its own
     header (its key is its own); its answers get the same `Idempotent-Replayed`."""
-    from .idempotency import HEADER, KEY_LIFETIME, KEY_PATTERN, REPLAYED_HEADER
+    from .idempotency import HEADER, KEY_LIFETIME_TEXT, KEY_PATTERN, REPLAYED_HEADER
 
-    hours = f"{KEY_LIFETIME.total_seconds() / 3600:.0f} hours"
     keyed = {
         endpoint
         for endpoint, view_class, name in _endpoint_views(generator)
@@ -451,16 +450,16 @@ def postprocess_idempotency_keys(result, generator, request, public):
                     "name": HEADER,
                     "required": False,
                     "schema": {"type": "string", "pattern": KEY_PATTERN.pattern},
-                    "description": f"Optional: a key of the client's for this request (a UUID, say), to retry it "
-                    f"safely. A request of the same key within {hours} is answered as the first one was, with "
-                    f"`{REPLAYED_HEADER}: true`, and makes nothing again; one with another address, query or body is "
-                    "a 422. A request answered with an error keeps no key.",
+                    "description": "Optional: a key of the client's for this request (a UUID, say), to retry it "
+                    f"safely. A request of the same key within {KEY_LIFETIME_TEXT} is answered as the first one was, "
+                    f"with `{REPLAYED_HEADER}: true`, and makes nothing again; one with another address, query or body "
+                    "is a 422. A request answered with an error keeps no key.",
                 }
             )
             operation.setdefault("responses", {}).setdefault(
                 "422",
                 {
-                    "description": f"The `{HEADER}` was sent with another request in the last {hours} "
+                    "description": f"The `{HEADER}` was sent with another request in the last {KEY_LIFETIME_TEXT} "
                     "(`idempotencyKeyReused`).",
                     "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}},
                 },

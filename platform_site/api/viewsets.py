@@ -152,10 +152,13 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
     def owner(self):
         return self.request.user
 
+    def takes_key(self, request) -> bool:
+        """Whether `request` is a POST of one of `keyed_actions` (known before `self.action` is set)."""
+        return request.method == "POST" and self.action_map.get("post") in self.keyed_actions
+
     def dispatch(self, request, *args, **kwargs):
         # A keyed request runs in one transaction with the claim of its key and the keeping of its answer.
-        keyed = request.method == "POST" and self.action_map.get("post") in self.keyed_actions
-        if keyed and "HTTP_IDEMPOTENCY_KEY" in request.META:
+        if self.takes_key(request) and "HTTP_IDEMPOTENCY_KEY" in request.META:
             with transaction.atomic():
                 return super().dispatch(request, *args, **kwargs)
         return super().dispatch(request, *args, **kwargs)
@@ -170,7 +173,7 @@ class OwnerScopedViewSet(viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False) or self.action is None:
             return
         self.scope_check()
-        if request.method == "POST" and self.action in self.keyed_actions:
+        if self.takes_key(request):
             key = idempotency.request_key(request)
             if key is not None:
                 # (after the scope: another owner's core user is a 404 whatever the key)
