@@ -178,7 +178,7 @@ def record_catalogs(file: File, table: PointTable) -> None:
 
 def on_field_files_relinked(sender, file_ids, **kwargs) -> None:
     """`fields.signals.field_files_relinked` receiver: files whose `fields` changed (a field they named was deleted,
-    or absorbed into a merged field) changed, so their `updatedTime` moves (a client syncing with the time filters
+    or taken by a merged field) changed, so their `updatedTime` moves (a client syncing with the time filters
     would keep the deleted field's id)."""
     File.objects.filter(pk__in=list(file_ids)).update(updated_time=timezone.now())
 

@@ -2,7 +2,7 @@
 
 from django.dispatch import Signal
 
-# Files left fields that were deleted, or moved to the merged field that absorbed the one they covered
-# (`fields.services.merge`): their `fields` changed without their being converted again. kwargs: file_ids (the
-# files' ids as text), absorbed_into (the pk of the merged field that absorbed another and took its files, or None).
+# Files left fields that were deleted, or were taken by a merged field (the files of a field that joined it, of a
+# merged field it absorbed: `fields.services.merge`): their `fields` changed without their being converted again.
+# kwargs: file_ids (the files' ids as text), taken_by (the pk of the merged field that took them, or None).
 field_files_relinked = Signal()

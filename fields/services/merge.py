@@ -72,7 +72,10 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     # The fields whose `mergedFieldId` changes are announced as updated (the field changing now has its events).
     moving = joining | Field.objects.filter(merged_field__in=absorbed)
     announced = sorted(moving.exclude(pk=field.pk).values_list("public_id", flat=True))
-    relinked: set[str] = set()
+    # The files of the fields joining it are the merged field's too (the spec: operations are found by the merged
+    # field and by each field merged in it), as are those of a merged field it absorbs.
+    relinked = set(FieldFile.objects.filter(field__in=moving).values_list("file_id", flat=True)) - file_ids_of(target)
+    FieldFile.objects.bulk_create([FieldFile(field=target, file_id=f) for f in relinked], ignore_conflicts=True)
     for other in absorbed:
         # Two merged fields now overlap through this field: one merged field keeps them all, and the files the
         # absorbed one covered (it was deleted with its links), as their operations are found by it.
@@ -87,7 +90,7 @@ def _merge(*, field: Field, partners: list[Field]) -> None:
     merged_refresh(merged=target, created=created, sources_changed=joined)
     if relinked:
         # After the refresh: an operation's coverage of the merged field is measured on its new outline.
-        field_files_relinked.send(sender=Field, file_ids=sorted(relinked), absorbed_into=target.pk)
+        field_files_relinked.send(sender=Field, file_ids=sorted(relinked), taken_by=target.pk)
 
 
 def file_ids_of(field: Field) -> set[str]:

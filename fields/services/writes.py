@@ -344,9 +344,14 @@ def field_files_attach(*, fields: Iterable[Field], file_id: str) -> None:
     operation's automerged file at each build) leaves the fields it no longer covers, as it takes the ones it now
     covers. A field deleted since it was found is left out: its row is locked against deletion first (in id
     order), and a field already gone is not linked (a link to it would be a foreign-key violation that fails the
-    file's processing)."""
+    file's processing). A source's merged field is taken with it (the spec: operations are found by the merged
+    field and by each field merged in it), locked after the fields, as every change locks them."""
     present = Field.objects.select_for_update(no_key=True).filter(pk__in=[f.pk for f in fields]).order_by("pk")
     kept = list(present.values_list("pk", flat=True))
+    merged = set(Field.objects.filter(pk__in=kept, merged_field__isnull=False).values_list("merged_field", flat=True))
+    if merged := merged.difference(kept):
+        locked = Field.objects.select_for_update(no_key=True).filter(pk__in=merged).order_by("pk")
+        kept += locked.values_list("pk", flat=True)
     FieldFile.objects.filter(file_id=str(file_id)).exclude(field_id__in=kept).delete()
     links = [FieldFile(field_id=pk, file_id=str(file_id)) for pk in kept]
     FieldFile.objects.bulk_create(links, ignore_conflicts=True)

@@ -1,6 +1,7 @@
 """The fields an operation covers (`OperationField`), each with the percent of its active boundary covered: recorded
 at each build from the fields its automerged file is attached to, and kept in step when those links change without
-a build (a field deleted, a merged field absorbed into another: `fields.signals.field_files_relinked`)."""
+a build (a field deleted, a field merged, a merged field absorbed into another:
+`fields.signals.field_files_relinked`)."""
 
 from __future__ import annotations
 
@@ -49,13 +50,13 @@ def fields_record(operation: Operation, merged: File, *, remeasure: Collection |
     )
 
 
-def on_field_files_relinked(sender, file_ids, absorbed_into=None, **kwargs) -> None:
+def on_field_files_relinked(sender, file_ids, taken_by=None, **kwargs) -> None:
     """`fields.signals.field_files_relinked` receiver: the operations whose automerged file is among `file_ids`
-    changed fields. A field deleted took its rows with it; the merged field that absorbed another (`absorbed_into`,
-    its pk) and took its links is measured now, on its new outline (also where the operation covered it before).
-    Either way their `updatedTime` moves."""
+    changed fields. A field deleted took its rows with it; the merged field that took the files (`taken_by`, its
+    pk: of a field that joined it, of a merged field it absorbed) is measured now, on its new outline (also where
+    the operation covered it before). Either way their `updatedTime` moves."""
     operations = Operation.objects.filter(merged_file_id__in=list(file_ids))
-    remeasure = [] if absorbed_into is None else [absorbed_into]
+    remeasure = [] if taken_by is None else [taken_by]
     for operation in operations.select_related("merged_file").order_by("pk"):
         if operation.status == Operation.Status.PROCESSED:
             fields_record(operation, operation.merged_file, remeasure=remeasure)

@@ -76,6 +76,56 @@ def test_a_merged_field_deleted_with_its_last_partner_leaves_its_files_which_say
     assert [f["id"] for f in after["fields"]] == [kept["id"]] and after["updatedTime"] > operation["updatedTime"]
 
 
+def test_a_merged_field_made_after_a_file_takes_its_sources_files_and_operations(owner, api_client, core_user):
+    """The spec: fields that overlap are merged, "so operations can be queried by the merged field and also by each
+    individual field". A merged field made once a file was converted covers what its sources covered: the file,
+    the operation (measured on the merged outline) and the automerged file are found by it."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    first = create_field(api_client, core_user, _around_the_grid(-0.001, 0.003))
+    file = processed_file(core_user, grid_table(operation_type="applied"))
+    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get().pk}").json()
+    before = api_client.get(f"{FILES_URL}/{file.pk}").json()
+    assert before["fields"] == [first["id"]] and [f["id"] for f in operation["fields"]] == [first["id"]]
+
+    second = create_field(api_client, core_user, _around_the_grid(-0.004, -0.0005))  # meets the first's edge
+    merged = api_client.get(field_url(core_user, second["id"])).json()["mergedFieldId"]
+    assert merged is not None
+
+    assert sorted(api_client.get(field_url(core_user, merged)).json()["files"]) == sorted(
+        [str(file.pk), operation["coreFileId"]]
+    )
+    assert api_client.get(field_url(core_user, second["id"])).json()["files"] == []  # (it covers none of them)
+    now = api_client.get(f"{FILES_URL}/{file.pk}").json()
+    assert sorted(now["fields"]) == sorted([first["id"], merged]) and now["updatedTime"] > before["updatedTime"]
+    listed = api_client.get(field_url(core_user, merged) + "/operations/files").json()
+    assert sorted(f["id"] for f in listed) == sorted([str(file.pk), operation["coreFileId"]])
+    assert [o["id"] for o in api_client.get(OPS_URL, {"fieldId": merged}).json()] == [operation["id"]]
+    after = api_client.get(f"{OPS_URL}/{operation['id']}").json()
+    coverage = {f["id"]: f["coverage"] for f in after["fields"]}
+    assert coverage.keys() == {first["id"], merged} and coverage[first["id"]] == operation["fields"][0]["coverage"]
+    assert 0 < coverage[merged] < coverage[first["id"]]  # the larger outline: a smaller part of it
+    assert after["updatedTime"] > operation["updatedTime"]
+
+
+def test_a_file_attached_to_a_source_is_attached_to_its_merged_field(owner, api_client, core_user):
+    """However little of the merged field's larger outline the file covers (`fieldsAttachIntersection` 60 %: the
+    small source lies wholly under the file, which covers an eighth of it, and a fifth of the merged outline)."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True, "fieldsAttachIntersection": 60})
+    small = create_field(api_client, core_user, rect(LON0 + 0.0005, LAT0 + 0.0002, LON0 + 0.0010, LAT0 + 0.0007))
+    # A long strip reaching the small field from the south, crossing hardly any of the file's ground
+    strip = create_field(api_client, core_user, rect(LON0 + 0.0008, LAT0 - 0.01, LON0 + 0.0009, LAT0 + 0.0003))
+    merged = api_client.get(field_url(core_user, small["id"])).json()["mergedFieldId"]
+    assert merged is not None
+
+    file = processed_file(core_user, grid_table(operation_type="applied"))
+
+    assert sorted(api_client.get(f"{FILES_URL}/{file.pk}").json()["fields"]) == sorted([small["id"], merged])
+    assert str(file.pk) not in api_client.get(field_url(core_user, strip["id"])).json()["files"]
+    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get().pk}").json()
+    assert sorted(f["id"] for f in operation["fields"]) == sorted([small["id"], merged])
+    assert [o["id"] for o in api_client.get(OPS_URL, {"fieldId": merged}).json()] == [operation["id"]]
+
+
 def test_a_merged_field_that_absorbs_another_takes_its_files_and_operations(owner, api_client, core_user):
     """Two merged fields joined by a source's new boundary: the older absorbs the younger, which is deleted. The
     files and the operation the younger covered are the older's now (they lost every merged field), the operation's
