@@ -260,6 +260,7 @@ def test_invalid_archive_has_no_dataset(detect_zip):
         ("isoxml-js/data/duplicate-xmlid.zip", "duplicate XML id CTP-1"),
         ("isoxml-js/data/grid-without-binary.zip", "no task has a time log"),
         ("isoxml-js/data/task_with_grid.zip", "no task has a time log"),
+        ("isoxml-js/data/task_full.zip", "no task has a time log"),  # (partfields, an attached file; no log)
         (f"{LOAD}/ZippedTaskWithSubFolder.zip", "no task has a time log"),
     ],
 )
