@@ -292,6 +292,22 @@ def test_a_resource_taking_patch_says_which_patch_formats_it_takes(api_client, c
     assert changed.status_code == 200 and not changed.has_header("Accept-Patch")
 
 
+def test_no_page_of_another_origin_may_call_the_api_from_a_browser(api_client, client, core_user):
+    """No CORS (docs/decisions.md): a token is an API owner's secret, for its servers. A browser's preflight and its
+    request from another origin get no `Access-Control-Allow-*`, so the browser withholds the answer."""
+    origin = {"HTTP_ORIGIN": "https://farm-app.example"}
+    preflight = client.options(
+        f"{URL}/{core_user.id}",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization",
+        **origin,
+    )
+    answered = api_client.get(f"{URL}/{core_user.id}", **origin)
+    assert answered.status_code == 200
+    for response in (preflight, answered):
+        assert not [h for h in response.headers if h.lower().startswith("access-control-")], response.headers
+
+
 def test_unknown_method_is_405_and_unknown_path_is_404(api_client, core_user):
     assert_problem(api_client.patch(f"{URL}/{core_user.id}", {}, format="json"), 405, "methodNotAllowed")
     assert_problem(api_client.get("/services/usermanagement/api/nothing-here"), 404, "notFound")
