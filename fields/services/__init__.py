@@ -14,7 +14,6 @@ from .writes import (
     field_create,
     field_delete,
     field_files_attach,
-    field_files_detach,
     field_queryset,
     field_update,
 )
@@ -29,7 +28,6 @@ __all__ = [
     "field_create",
     "field_delete",
     "field_files_attach",
-    "field_files_detach",
     "field_queryset",
     "field_update",
     "fields_intersection",

@@ -343,21 +343,25 @@ def field_files_attach(*, fields: Iterable[Field], file_id: str) -> None:
     """Record that the file `file_id` covers `fields`, and no other field (idempotent): a file converted again (an
     operation's automerged file at each build) leaves the fields it no longer covers, as it takes the ones it now
     covers. A field deleted since it was found is left out: its row is locked against deletion first (in id
-    order), and a field already gone is not linked (a link to it would be a foreign-key violation that fails the
-    file's processing). A source's merged field is taken with it (the spec: operations are found by the merged
-    field and by each field merged in it), locked after the fields, as every change locks them."""
-    present = Field.objects.select_for_update(no_key=True).filter(pk__in=[f.pk for f in fields]).order_by("pk")
-    kept = list(present.values_list("pk", flat=True))
+    order, with the fields the file leaves), and a field already gone is not linked (a link to it would be a
+    foreign-key violation that fails the file's processing). A source's merged field is taken with it (the spec:
+    operations are found by the merged field and by each field merged in it), locked after the fields, as every
+    change locks them. A field whose `files` change has changed: its `updatedTime` moves."""
+    linked = FieldFile.objects.filter(file_id=str(file_id))
+    found = {f.pk for f in fields}
+    before = set(linked.values_list("field_id", flat=True))
+    present = Field.objects.select_for_update(no_key=True).filter(pk__in=found | before).order_by("pk")
+    kept = [pk for pk in present.values_list("pk", flat=True) if pk in found]
     merged = set(Field.objects.filter(pk__in=kept, merged_field__isnull=False).values_list("merged_field", flat=True))
     if merged := merged.difference(kept):
         locked = Field.objects.select_for_update(no_key=True).filter(pk__in=merged).order_by("pk")
         kept += locked.values_list("pk", flat=True)
-    FieldFile.objects.filter(file_id=str(file_id)).exclude(field_id__in=kept).delete()
-    links = [FieldFile(field_id=pk, file_id=str(file_id)) for pk in kept]
-    FieldFile.objects.bulk_create(links, ignore_conflicts=True)
+    linked.exclude(field_id__in=kept).delete()
+    FieldFile.objects.bulk_create([FieldFile(field_id=pk, file_id=str(file_id)) for pk in kept], ignore_conflicts=True)
+    _files_changed(before.symmetric_difference(kept))
 
 
-@transaction.atomic
-def field_files_detach(*, file_id: str) -> None:
-    """Forget a file on every field (the file was deleted)."""
-    FieldFile.objects.filter(file_id=str(file_id)).delete()
+def _files_changed(field_ids) -> None:
+    """The fields whose `files` changed have changed (as a product or variety a file joins)."""
+    if field_ids:
+        Field.objects.filter(pk__in=list(field_ids)).update(updated_at=timezone.now())

@@ -76,6 +76,22 @@ def test_a_merged_field_deleted_with_its_last_partner_leaves_its_files_which_say
     assert [f["id"] for f in after["fields"]] == [kept["id"]] and after["updatedTime"] > operation["updatedTime"]
 
 
+def test_a_field_a_file_is_attached_to_says_it_changed(api_client, core_user):
+    """Its `files` changed: its `updatedTime` moves (as a product's does when a file names it). A field the file
+    does not cover stays as it was."""
+    covered = create_field(api_client, core_user, _around_the_grid(-0.001, 0.003))
+    apart = create_field(api_client, core_user, _around_the_grid(0.010, 0.012))
+
+    file = processed_file(core_user, grid_table(operation_type="applied"))
+
+    now = api_client.get(field_url(core_user, covered["id"])).json()
+    assert str(file.pk) in now["files"] and now["updatedTime"] > covered["updatedTime"]
+    assert api_client.get(field_url(core_user, apart["id"])).json() == apart
+    # Found by a client sorting by what changed last
+    latest = api_client.get("/services/fields/api/fields", {"sort": "updatedTime,desc", "size": 1}).json()
+    assert [f["id"] for f in latest] == [covered["id"]]
+
+
 def test_a_merged_field_made_after_a_file_takes_its_sources_files_and_operations(owner, api_client, core_user):
     """The spec: fields that overlap are merged, "so operations can be queried by the merged field and also by each
     individual field". A merged field made once a file was converted covers what its sources covered: the file,
