@@ -123,6 +123,26 @@ def test_a_merged_field_made_after_a_file_takes_its_sources_files_and_operations
     assert after["updatedTime"] > operation["updatedTime"]
 
 
+def test_a_source_moved_off_its_file_brings_it_to_its_merged_field_at_no_coverage(owner, api_client, core_user):
+    """A field keeps the files it covered when its outline moves (they were recorded on it); merged later, its
+    merged field takes them too, and the operation names the merged field at 0 %: none of its outline is covered."""
+    config_owner_update(owner=owner, entries={"fieldsAutoMerge": True})
+    moved = create_field(api_client, core_user, _around_the_grid(-0.001, 0.003))
+    file = processed_file(core_user, grid_table(operation_type="applied"))
+    operation = api_client.get(f"{OPS_URL}/{Operation.objects.get().pk}").json()
+    response = api_client.put(
+        field_url(core_user, moved["id"]) + "/boundary", {"geometry": _around_the_grid(0.010, 0.012)}, format="json"
+    )
+    assert response.status_code == 200 and str(file.pk) in response.json()["files"]
+
+    create_field(api_client, core_user, _around_the_grid(0.011, 0.014))  # meets its new outline: merged
+    merged = api_client.get(field_url(core_user, moved["id"])).json()["mergedFieldId"]
+
+    assert str(file.pk) in api_client.get(field_url(core_user, merged)).json()["files"]
+    coverage = {f["id"]: f["coverage"] for f in api_client.get(f"{OPS_URL}/{operation['id']}").json()["fields"]}
+    assert coverage == {moved["id"]: operation["fields"][0]["coverage"], merged: 0}
+
+
 def test_a_file_attached_to_a_source_is_attached_to_its_merged_field(owner, api_client, core_user):
     """However little of the merged field's larger outline the file covers (`fieldsAttachIntersection` 60 %: the
     small source lies wholly under the file, which covers an eighth of it, and a fifth of the merged outline)."""
